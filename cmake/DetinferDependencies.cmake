@@ -1,0 +1,47 @@
+# Every dependency comes from a Debian package (scripts/install-deps.sh); nothing is
+# downloaded or vendored at build time.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+find_package(hiredis QUIET CONFIG)
+if(NOT TARGET hiredis::hiredis)
+  pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+  add_library(hiredis::hiredis ALIAS PkgConfig::HIREDIS)
+endif()
+
+# libtorch is used only at the model/session level ("fast" numerics mode) and by the
+# PyTorch operator library; kernel TUs never include it.
+find_package(Torch REQUIRED)
+add_library(detinfer_torch_deps INTERFACE)
+target_link_libraries(detinfer_torch_deps INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(detinfer_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+
+if(DETINFER_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(DETINFER_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# CUDA: AUTO builds the CUDA kernels whenever nvcc is found.
+set(DETINFER_HAVE_CUDA OFF)
+if(NOT DETINFER_WITH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(DETINFER_HAVE_CUDA ON)
+  elseif(DETINFER_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DETINFER_WITH_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "detinfer: CUDA kernels ${DETINFER_HAVE_CUDA}")
