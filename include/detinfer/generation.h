@@ -1,0 +1,83 @@
+// What to generate (GenerationConfig) and what came out (GenerationResult).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detinfer/export.h"
+
+namespace detinfer {
+
+struct GenerationConfig {
+  std::int32_t max_new_tokens = 64;      // 1..context length
+  float temperature = 0.0f;              // 0 = greedy; otherwise (0, 100]
+  std::int32_t top_k = 0;                // 0 = off; else 1..vocab
+  float top_p = 1.0f;                    // (0, 1]; 1 = off
+  float min_p = 0.0f;                    // [0, 1); 0 = off
+  float repetition_penalty = 1.0f;       // (0, 10]; 1 = off (Hugging Face semantics)
+  float presence_penalty = 0.0f;         // [-2, 2] (OpenAI semantics)
+  float frequency_penalty = 0.0f;        // [-2, 2] (OpenAI semantics)
+  std::optional<std::uint64_t> seed;     // absent: the session draws one and reports it
+  std::int32_t num_return_sequences = 1; // n: 1..64
+  std::int32_t num_beams = 1;            // 1 = no beam search; 2..64
+  float length_penalty = 1.0f;           // beam search score = logprob_sum / len^length_penalty
+  bool early_stopping = false;           // beam search: stop when num_beams hypotheses are done
+  // Stop token ids; when unset, the model's eos ids (generation_config.json/config.json).
+  std::optional<std::vector<std::int32_t>> stop_token_ids;
+  std::vector<std::string> stop_strings;  // matched on decoded text across tokens
+  std::int32_t logprobs = 0;              // top-N logprobs per step: 0..20
+  bool ignore_eos = false;                // generate max_new_tokens even past eos
+};
+
+enum class FinishReason : std::uint8_t {
+  kLength = 0,     // max_new_tokens reached
+  kStop = 1,       // a stop token or stop string
+  kCancelled = 2,  // the caller cancelled the request
+};
+DETINFER_API const char* to_string(FinishReason r);
+
+struct TokenLogprob {
+  std::int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct StepLogprobs {
+  std::int32_t token = 0;            // the chosen token
+  float logprob = 0.0f;              // its logprob under the processed distribution
+  std::vector<TokenLogprob> top;     // top-N, sorted by logprob desc then token id asc
+};
+
+struct Timings {
+  double queue_ms = 0;               // submission to admission
+  double time_to_first_token_ms = 0;
+  std::vector<double> token_ms;      // per generated token
+  double total_ms = 0;
+};
+
+struct CacheUsage {
+  std::int64_t prefix_cached_tokens = 0;  // prompt tokens served from the KV-prefix cache
+  bool result_cache_hit = false;
+};
+
+struct Sequence {
+  std::vector<std::int32_t> tokens;  // generated tokens (stop strings trimmed from text only)
+  std::string text;
+  FinishReason finish_reason = FinishReason::kLength;
+  std::vector<StepLogprobs> logprobs;  // when GenerationConfig::logprobs > 0
+  double score = 0;                    // beam search score; sum logprob otherwise
+  std::uint64_t digest = 0;            // chain digest over per-step logits digests
+  std::vector<std::uint64_t> step_digests;  // XXH3-64 of each step's fp32 logits bits
+};
+
+struct GenerationResult {
+  std::vector<std::int32_t> prompt_tokens;
+  std::vector<Sequence> sequences;   // n samples or n best beams
+  std::uint64_t seed = 0;            // the seed actually used
+  Timings timings;
+  CacheUsage cache;
+  std::string fingerprint_json;      // the RunFingerprint, when a recorder is attached
+};
+
+}  // namespace detinfer

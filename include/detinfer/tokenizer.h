@@ -1,0 +1,70 @@
+// Hugging Face tokenizer.json (BPE: byte-level and SentencePiece-style) in C++.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detinfer/export.h"
+#include "detinfer/hash.h"
+
+namespace detinfer {
+
+class DETINFER_API Tokenizer {
+ public:
+  // Loads a tokenizer.json file, or a folder holding tokenizer.json and optionally
+  // tokenizer_config.json. Throws Error (kNotFound, kCorrupt, kUnsupported naming the
+  // component) on failure; never tokenizes differently from Hugging Face silently.
+  static Tokenizer load(const std::string& path);
+  // From in-memory JSON texts (tokenizer_config may be empty).
+  static Tokenizer from_json(std::string_view tokenizer_json,
+                             std::string_view tokenizer_config_json = {});
+
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+
+  std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // Throws Error(kInvalidArgument) for an id outside [0, vocab_size()).
+  std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens = false) const;
+
+  std::int64_t vocab_size() const;
+  std::optional<std::int32_t> token_to_id(std::string_view token) const;
+  std::optional<std::string> id_to_token(std::int32_t id) const;
+  std::optional<std::int32_t> bos_token_id() const;
+  std::optional<std::int32_t> eos_token_id() const;
+  bool is_special(std::int32_t id) const;
+
+  // XXH3-128 of the canonicalized tokenizer.json and relevant tokenizer_config fields.
+  const Hash128& hash() const;
+
+  // Streaming decode: feed ids one at a time; each call returns the text that became
+  // complete (never a partial UTF-8 sequence). The concatenation of all pieces plus
+  // flush() equals decode(all ids).
+  class DETINFER_API StreamDecoder {
+   public:
+    ~StreamDecoder();
+    StreamDecoder(StreamDecoder&&) noexcept;
+    StreamDecoder& operator=(StreamDecoder&&) noexcept;
+    std::string push(std::int32_t id);
+    std::string flush();
+
+   private:
+    friend class Tokenizer;
+    struct Impl;
+    explicit StreamDecoder(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+  };
+  StreamDecoder stream_decoder(bool skip_special_tokens = false) const;
+
+  struct Impl;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace detinfer

@@ -1,0 +1,122 @@
+// detinfer's canonical kernels (numerics spec v1, docs/numerics.md): the dispatching
+// API used by the model, the PyTorch operators and the benchmarks.
+//
+// Every function here is a pure function of its inputs: the result does not depend on
+// the ISA chosen, the thread count, the batch size M or how callers split work. The
+// scalar reference (kernels/reference/reference.h) defines the exact binary32
+// operation order; optimized variants are tested to equal it bit for bit.
+//
+// Kernels take raw pointers, shapes and strides (row strides in elements) and know
+// nothing about models or libtorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace detinfer {
+class ThreadPool;
+}
+
+namespace detinfer::kernels {
+
+enum class DType : std::uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+const char* to_string(DType d);
+std::size_t dtype_size(DType d);
+
+// Exact widening conversions.
+float bf16_to_f32(std::uint16_t bits);
+float f16_to_f32(std::uint16_t bits);
+
+// Instruction set of the optimized CPU kernels. Chosen once by cpuid, overridable with
+// DETINFER_CPU_ISA=scalar|avx2|avx512 (a request the CPU cannot run is an error).
+enum class Isa : std::uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+const char* to_string(Isa isa);
+Isa active_isa();
+// For tests and benchmarks: run every kernel with this ISA from now on (throws
+// Error(kUnsupported) when the CPU lacks it).
+void set_isa(Isa isa);
+bool isa_supported(Isa isa);
+
+// --- elementwise / row ops --------------------------------------------------------
+float exp_f32(float x);  // detinfer's own exp (spec v1), never libm
+float log_f32(float x);  // detinfer's own log (spec v1)
+
+// Chunked dot product (chunks of 64, fma inside a chunk, plain adds across chunks).
+float dot(const float* a, const float* b, std::int64_t k);
+
+// y = x * (1 / sqrt(dot(x,x)/n + eps)) * w, over `rows` rows of length n.
+void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+              std::int64_t ldy, std::int64_t rows, std::int64_t n, ThreadPool* pool);
+
+// out[i] = g[i] / (1 + exp(-g[i])) * u[i]
+void silu_mul(const float* g, const float* u, float* out, std::int64_t n);
+
+void softmax(const float* x, float* y, std::int64_t n);
+void log_softmax(const float* x, float* y, std::int64_t n);
+
+// Index of the largest value, ties to the lowest index. A NaN is an
+// Error(kInvalidArgument); n must be > 0.
+std::int64_t argmax(const float* x, std::int64_t n);
+
+// RoPE (rotate_half convention) on `heads` vectors of length d stored with stride ldx,
+// with cos/sin rows of length d/2 for this position.
+void rope(float* x, std::int64_t heads, std::int64_t ldx, std::int64_t d, const float* cos,
+          const float* sin);
+
+// --- linear ------------------------------------------------------------------------
+// Weights [N][K] row-major (PyTorch's nn.Linear layout) in f32, bf16 or f16, packed
+// once at load time into the layout the active ISA wants. Widening is exact, so the
+// result equals the reference linear over the f32-widened weights.
+class PackedLinear {
+ public:
+  PackedLinear();
+  ~PackedLinear();
+  PackedLinear(PackedLinear&&) noexcept;
+  PackedLinear& operator=(PackedLinear&&) noexcept;
+
+  // `weights` points to N*K elements of `dtype`; they are copied (the source may be
+  // unmapped afterwards). `bias` (N floats) is optional.
+  static PackedLinear pack(const void* weights, DType dtype, std::int64_t n, std::int64_t k,
+                           const float* bias = nullptr);
+
+  std::int64_t n() const;
+  std::int64_t k() const;
+  DType dtype() const;
+  // Bytes this object keeps (packed weights + bias).
+  std::size_t packed_bytes() const;
+
+  // y[m][n] = dot(x[m], W[n], K) (+ bias[n]) for m in [0, M). Rows are independent.
+  void run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
+           ThreadPool* pool) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// --- attention over a paged KV cache --------------------------------------------------
+// The K and V pools hold blocks of `block_size` tokens; token t of a sequence lives in
+// block block_table[t / block_size] at slot t % block_size. Within a block, a token's
+// K (and V) vector for kv head h starts at
+//   pool + (block * block_size + slot) * kv_stride + h * head_dim,
+// with kv_stride = num_kv_heads * head_dim.
+struct PagedKvView {
+  const float* k_pool = nullptr;
+  const float* v_pool = nullptr;
+  const std::int32_t* block_table = nullptr;
+  std::int64_t num_blocks = 0;  // entries in block_table
+  std::int64_t block_size = 16;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+};
+
+// Causal GQA attention for `rows` query rows of one sequence. Row r sees keys
+// [0, num_keys[r]) and has q at q + r*ldq (num_heads * head_dim floats), output at
+// out + r*ldo. Query head h reads kv head h / (num_heads / num_kv_heads).
+// The result of a row depends only on its q and keys [0, num_keys[r]) (spec v1).
+void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
+               std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
+               std::int64_t ldo, ThreadPool* pool);
+
+}  // namespace detinfer::kernels

@@ -1,0 +1,105 @@
+// A loaded transformer (Llama / Mistral / Qwen2 / Qwen3 family) and its forward pass
+// over a paged KV cache. Composed by the engine; knows nothing of sampling or requests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "detinfer/hash.h"
+#include "detinfer/numerics.h"
+#include "kernels/kernels.h"
+#include "model/model_config.h"
+
+namespace detinfer {
+
+class ThreadPool;
+
+struct ModelOptions {
+  NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
+  int threads = 1;                               // kernel threads (1..1024)
+};
+
+// Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are
+// 0..capacity-1. Reference counts let the prefix cache share full blocks between
+// sequences. Thread-compatible: the engine serializes access.
+class KvCachePool {
+ public:
+  // f32 K and V, block_size tokens per block; capacity = budget / block_bytes().
+  KvCachePool(const ModelConfig& config, std::int64_t block_size, std::int64_t budget_bytes);
+
+  std::int64_t block_size() const { return block_size_; }
+  std::int64_t capacity() const { return capacity_; }
+  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
+  // Bytes of K+V for one block across all layers.
+  std::int64_t block_bytes() const;
+
+  // Takes a free block with refcount 1; throws Error(kResourceExhausted) when none.
+  std::int32_t allocate();
+  void retain(std::int32_t block);
+  // Drops one reference; the block returns to the free list at zero.
+  void release(std::int32_t block);
+  std::int32_t refcount(std::int32_t block) const;
+
+  // Layer views for the kernels.
+  float* k_pool(std::int64_t layer);
+  float* v_pool(std::int64_t layer);
+  const float* k_pool(std::int64_t layer) const;
+  const float* v_pool(std::int64_t layer) const;
+  std::int64_t kv_stride() const { return num_kv_heads_ * head_dim_; }
+
+  // Copies one block's K and V of every layer to/from a contiguous buffer of
+  // block_bytes() (layer-major: K of layer 0, V of layer 0, K of layer 1, ...). Used by
+  // the prefix cache tiers.
+  void export_block(std::int32_t block, void* dst) const;
+  void import_block(std::int32_t block, const void* src);
+
+ private:
+  std::int64_t block_size_;
+  std::int64_t capacity_;
+  std::int64_t num_layers_;
+  std::int64_t num_kv_heads_;
+  std::int64_t head_dim_;
+  std::vector<std::vector<float>> k_;  // per layer: capacity * block_size * kv_stride
+  std::vector<std::vector<float>> v_;
+  std::vector<std::int32_t> refcount_;
+  std::vector<std::int32_t> free_;
+};
+
+// One sequence's part of a forward step: new tokens at positions
+// [start_pos, start_pos + tokens.size()), whose K/V are written into the blocks of
+// block_table (which must already cover start_pos + tokens.size() tokens).
+struct SequenceStep {
+  std::vector<std::int32_t> tokens;
+  std::int64_t start_pos = 0;
+  std::vector<std::int32_t> block_table;
+  // Which of the new tokens' logits to return: false = only the last one.
+  bool all_logits = false;
+};
+
+class Model {
+ public:
+  // Loads a Hugging Face folder (config.json + model.safetensors or a sharded index).
+  // Validates everything; every failure is a detinfer::Error naming file and tensor.
+  static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options);
+  virtual ~Model() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  // XXH3-128 model fingerprint (docs/fingerprint-model.md).
+  virtual const Hash128& fingerprint() const = 0;
+  virtual NumericsMode mode() const = 0;
+  virtual int threads() const = 0;
+  // Bytes of weights as stored on disk, and bytes the model keeps in memory.
+  virtual std::int64_t weight_bytes() const = 0;
+  virtual std::int64_t resident_bytes() const = 0;
+
+  // Runs one batched step. Appends, per sequence in order, its requested logits rows
+  // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure
+  // function of (model, the sequence's tokens up to that position): independent of
+  // the other sequences, of chunking and of the thread count.
+  virtual void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+                       std::vector<float>& logits) = 0;
+};
+
+}  // namespace detinfer
