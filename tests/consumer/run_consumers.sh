@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the current build tree into a temporary prefix, checks what was installed and
+# builds + runs the consumer projects against it (CMake package and pkg-config).
+# Usage: run_consumers.sh <detinfer build dir> <scratch dir> [cmake generator]
+set -euo pipefail
+BUILD="$1"
+WORK="$2"
+GEN="${3:-Ninja}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PREFIX="$WORK/prefix"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log"
+LIBDIR="$(dirname "$(find "$PREFIX" -name 'libdetinfer.so' | head -1)")"
+echo "installed into $PREFIX (libdir $LIBDIR)"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 1. Only detinfer's own public headers.
+extra="$(find "$PREFIX/include" -mindepth 1 -maxdepth 1 ! -name detinfer)"
+[ -z "$extra" ] || fail "unexpected entries in include/: $extra"
+non_h="$(find "$PREFIX/include/detinfer" -type f ! -name '*.h')"
+[ -z "$non_h" ] || fail "non-header files installed: $non_h"
+[ -f "$PREFIX/include/detinfer/version.h" ] || fail "generated version.h not installed"
+for f in "$LIBDIR/libdetinfer.a" "$LIBDIR/cmake/detinfer/detinferConfig.cmake" \
+         "$LIBDIR/cmake/detinfer/detinferConfigVersion.cmake" "$LIBDIR/pkgconfig/detinfer.pc"; do
+  [ -f "$f" ] || fail "missing $f"
+done
+
+# 2. The shared library exports detinfer's API only (hidden visibility + version script).
+bad="$(nm -D --defined-only -C "$LIBDIR/libdetinfer.so" | awk '{ $1=""; $2=""; sub(/^  /, ""); print }' \
+       | grep -v -E '^(detinfer::|typeinfo for detinfer::|typeinfo name for detinfer::|vtable for detinfer::|dti_)' || true)"
+[ -z "$bad" ] || fail "libdetinfer.so exports non-API symbols:
+$bad"
+echo "exported symbols: $(nm -D --defined-only "$LIBDIR/libdetinfer.so" | wc -l), all detinfer::/dti_"
+
+# 3. CMake consumer (shared + static targets).
+cmake -S "$HERE/cmake_project" -B "$WORK/cmake-build" -G "$GEN" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/cmake-configure.log" 2>&1 \
+  || { cat "$WORK/cmake-configure.log"; fail "consumer configure"; }
+cmake --build "$WORK/cmake-build" >"$WORK/cmake-build.log" 2>&1 \
+  || { cat "$WORK/cmake-build.log"; fail "consumer build"; }
+"$WORK/cmake-build/consumer_shared"
+"$WORK/cmake-build/consumer_static"
+ldd "$WORK/cmake-build/consumer_shared" | grep -q "$PREFIX" || fail "shared consumer not linked to $PREFIX"
+
+# 4. pkg-config consumer (shared + static).
+mkdir -p "$WORK/pc-build"
+PKG_CONFIG_PATH="$LIBDIR/pkgconfig" make -s -C "$HERE/pkgconfig_project" OUT="$WORK/pc-build" \
+  >"$WORK/pc-build.log" 2>&1 || { cat "$WORK/pc-build.log"; fail "pkg-config build"; }
+"$WORK/pc-build/consumer_pc_shared"
+"$WORK/pc-build/consumer_pc_static"
+echo "all consumers passed"
