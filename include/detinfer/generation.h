@@ -11,19 +11,22 @@
 namespace detinfer {
 
 struct GenerationConfig {
-  std::int32_t max_new_tokens = 64;      // 1..context length
-  float temperature = 0.0f;              // 0 = greedy; otherwise (0, 100]
-  std::int32_t top_k = 0;                // 0 = off; else 1..vocab
-  float top_p = 1.0f;                    // (0, 1]; 1 = off
-  float min_p = 0.0f;                    // [0, 1); 0 = off
-  float repetition_penalty = 1.0f;       // (0, 10]; 1 = off (Hugging Face semantics)
-  float presence_penalty = 0.0f;         // [-2, 2] (OpenAI semantics)
-  float frequency_penalty = 0.0f;        // [-2, 2] (OpenAI semantics)
-  std::optional<std::uint64_t> seed;     // absent: the session draws one and reports it
-  std::int32_t num_return_sequences = 1; // n: 1..64
-  std::int32_t num_beams = 1;            // 1 = no beam search; 2..64
-  float length_penalty = 1.0f;           // beam search score = logprob_sum / len^length_penalty
-  bool early_stopping = false;           // beam search: stop when num_beams hypotheses are done
+  std::int32_t max_new_tokens = 64;       // 1..context length
+  float temperature = 0.0f;               // 0 = greedy; otherwise (0, 100]
+  std::int32_t top_k = 0;                 // 0 = off; else 1..vocab
+  float top_p = 1.0f;                     // (0, 1]; 1 = off
+  float min_p = 0.0f;                     // [0, 1); 0 = off
+  float repetition_penalty = 1.0f;        // (0, 10]; 1 = off (Hugging Face semantics)
+  float presence_penalty = 0.0f;          // [-2, 2] (OpenAI semantics)
+  float frequency_penalty = 0.0f;         // [-2, 2] (OpenAI semantics)
+  std::optional<std::uint64_t> seed;      // absent: the session draws one and reports it
+  std::int32_t num_return_sequences = 1;  // n: 1..64
+  // Philox stream of sample 0; sample i uses stream first_sample_index + i, so sample i
+  // of an n-sample request equals the same request with n = 1 and this set to i.
+  std::uint32_t first_sample_index = 0;
+  std::int32_t num_beams = 1;   // 1 = no beam search; 2..64
+  float length_penalty = 1.0f;  // beam search score = logprob_sum / len^length_penalty
+  bool early_stopping = false;  // beam search: stop when num_beams hypotheses are done
   // Stop token ids; when unset, the model's eos ids (generation_config.json/config.json).
   std::optional<std::vector<std::int32_t>> stop_token_ids;
   std::vector<std::string> stop_strings;  // matched on decoded text across tokens
@@ -44,15 +47,15 @@ struct TokenLogprob {
 };
 
 struct StepLogprobs {
-  std::int32_t token = 0;            // the chosen token
-  float logprob = 0.0f;              // its logprob under the processed distribution
-  std::vector<TokenLogprob> top;     // top-N, sorted by logprob desc then token id asc
+  std::int32_t token = 0;         // the chosen token
+  float logprob = 0.0f;           // its logprob under the processed distribution
+  std::vector<TokenLogprob> top;  // top-N, sorted by logprob desc then token id asc
 };
 
 struct Timings {
-  double queue_ms = 0;               // submission to admission
+  double queue_ms = 0;  // submission to admission
   double time_to_first_token_ms = 0;
-  std::vector<double> token_ms;      // per generated token
+  std::vector<double> token_ms;  // per generated token
   double total_ms = 0;
 };
 
@@ -65,19 +68,19 @@ struct Sequence {
   std::vector<std::int32_t> tokens;  // generated tokens (stop strings trimmed from text only)
   std::string text;
   FinishReason finish_reason = FinishReason::kLength;
-  std::vector<StepLogprobs> logprobs;  // when GenerationConfig::logprobs > 0
-  double score = 0;                    // beam search score; sum logprob otherwise
-  std::uint64_t digest = 0;            // chain digest over per-step logits digests
+  std::vector<StepLogprobs> logprobs;       // when GenerationConfig::logprobs > 0
+  double score = 0;                         // beam search score; sum logprob otherwise
+  std::uint64_t digest = 0;                 // chain digest over per-step logits digests
   std::vector<std::uint64_t> step_digests;  // XXH3-64 of each step's fp32 logits bits
 };
 
 struct GenerationResult {
   std::vector<std::int32_t> prompt_tokens;
-  std::vector<Sequence> sequences;   // n samples or n best beams
-  std::uint64_t seed = 0;            // the seed actually used
+  std::vector<Sequence> sequences;  // n samples or n best beams
+  std::uint64_t seed = 0;           // the seed actually used
   Timings timings;
   CacheUsage cache;
-  std::string fingerprint_json;      // the RunFingerprint, when a recorder is attached
+  std::string fingerprint_json;  // the RunFingerprint, when a recorder is attached
 };
 
 }  // namespace detinfer

@@ -1,0 +1,78 @@
+#include "decode/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "detinfer/philox.h"
+#include "kernels/kernels.h"
+
+namespace detinfer::decode {
+
+std::size_t draw_index(const Candidates& c, std::uint64_t seed, std::uint64_t stream,
+                       std::uint64_t step) {
+  DETINFER_INTERNAL_CHECK(c.size() > 0);
+  const std::vector<float> p = candidate_probs(c);
+  const std::vector<std::size_t> order = stable_desc_order(p, c.ids);
+  float total = 0.0f;
+  for (const std::size_t i : order) total = total + p[i];
+  const float target = philox_uniform(seed, stream, step, 0) * total;
+  float cum = 0.0f;
+  for (const std::size_t i : order) {
+    cum = cum + p[i];
+    if (cum > target) return i;
+  }
+  return order.back();
+}
+
+std::vector<TokenLogprob> top_logprobs(const std::vector<float>& logprobs,
+                                       const std::vector<std::int32_t>& ids, std::int32_t n) {
+  std::vector<TokenLogprob> out;
+  if (n <= 0) return out;
+  // Partial selection keeps this cheap for a full vocabulary.
+  std::vector<std::size_t> idx;
+  idx.reserve(logprobs.size());
+  for (std::size_t i = 0; i < logprobs.size(); ++i) {
+    if (std::isfinite(logprobs[i])) idx.push_back(i);
+  }
+  const auto better = [&](std::size_t a, std::size_t b) {
+    if (logprobs[a] != logprobs[b]) return logprobs[a] > logprobs[b];
+    return ids[a] < ids[b];
+  };
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(n), idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
+  for (std::size_t j = 0; j < k; ++j) out.push_back({ids[idx[j]], logprobs[idx[j]]});
+  return out;
+}
+
+TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
+                         const std::vector<std::int32_t>& prompt,
+                         const std::vector<std::int32_t>& generated, std::uint64_t seed,
+                         std::uint32_t sample_index, std::uint64_t step) {
+  std::vector<float> row(raw, raw + vocab);
+  apply_penalties(config, prompt, generated, row.data(), vocab);
+  TokenChoice choice;
+  if (config.temperature == 0.0f) {
+    choice.token = static_cast<std::int32_t>(kernels::argmax(row.data(), vocab));
+    std::vector<float> lp(static_cast<std::size_t>(vocab));
+    kernels::log_softmax(row.data(), lp.data(), vocab);
+    choice.logprob = lp[choice.token];
+    if (config.logprobs > 0) {
+      std::vector<std::int32_t> ids(static_cast<std::size_t>(vocab));
+      for (std::int64_t i = 0; i < vocab; ++i) ids[i] = static_cast<std::int32_t>(i);
+      choice.top = top_logprobs(lp, ids, config.logprobs);
+    }
+    return choice;
+  }
+  const Candidates c = apply_warpers(config, row.data(), vocab);
+  const std::uint64_t stream = static_cast<std::uint64_t>(config.first_sample_index) + sample_index;
+  const std::size_t i = draw_index(c, seed, stream, step);
+  std::vector<float> lp(c.size());
+  kernels::log_softmax(c.logits.data(), lp.data(), static_cast<std::int64_t>(c.size()));
+  choice.token = c.ids[i];
+  choice.logprob = lp[i];
+  if (config.logprobs > 0) choice.top = top_logprobs(lp, c.ids, config.logprobs);
+  return choice;
+}
+
+}  // namespace detinfer::decode

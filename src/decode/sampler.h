@@ -1,0 +1,42 @@
+// Token choice for one step of one sample: greedy or a seeded draw (docs/sampling.md).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "decode/logits_processor.h"
+#include "detinfer/generation.h"
+
+namespace detinfer::decode {
+
+// The inverse-CDF draw over a processed candidate list: a pure function of
+// (candidates, seed, stream, step). Returns an index into `c`.
+//   p      = softmax(c.logits) (canonical kernel, candidates in id order)
+//   order  = positions sorted by p descending, then token id ascending
+//   total  = p[order[0]] + p[order[1]] + ...   (sequential fp32 adds)
+//   target = philox_uniform(seed, stream, step, lane 0) * total
+//   pick the first order[j] whose running sum (same adds) is > target; else the last.
+std::size_t draw_index(const Candidates& c, std::uint64_t seed, std::uint64_t stream,
+                       std::uint64_t step);
+
+// Top-`n` (token, logprob) of a log-probability list over `ids`, sorted by logprob
+// descending then token id ascending; -inf entries are never listed.
+std::vector<TokenLogprob> top_logprobs(const std::vector<float>& logprobs,
+                                       const std::vector<std::int32_t>& ids, std::int32_t n);
+
+struct TokenChoice {
+  std::int32_t token = 0;
+  float logprob = 0.0f;           // under the processed distribution
+  std::vector<TokenLogprob> top;  // config.logprobs entries (empty when 0)
+};
+
+// Processes `raw` (vocab logits of this step; not modified) with the history of this
+// sample and picks its token. Greedy (temperature 0): argmax of the penalized row, ties
+// to the lowest id, logprob from log_softmax of the penalized row. Sampling: the
+// warpers, then draw_index with stream = first_sample_index + sample_index.
+TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
+                         const std::vector<std::int32_t>& prompt,
+                         const std::vector<std::int32_t>& generated, std::uint64_t seed,
+                         std::uint32_t sample_index, std::uint64_t step);
+
+}  // namespace detinfer::decode

@@ -1,0 +1,119 @@
+#include "decode/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+namespace detinfer::decode {
+namespace {
+
+TEST(Sampler, GreedyTakesLowestIdOfTiesAndReportsLogprob) {
+  GenerationConfig c;  // temperature 0
+  c.logprobs = 2;
+  const std::vector<float> row = {0.5f, 2.0f, -1.0f, 2.0f};
+  const TokenChoice t = choose_token(c, row.data(), 4, {}, {}, 0, 0, 0);
+  EXPECT_EQ(t.token, 1);
+  const double lse = std::log(std::exp(0.5) + 2 * std::exp(2.0) + std::exp(-1.0));
+  EXPECT_NEAR(t.logprob, 2.0 - lse, 1e-6);
+  ASSERT_EQ(t.top.size(), 2u);
+  EXPECT_EQ(t.top[0].token, 1);
+  EXPECT_EQ(t.top[1].token, 3);
+  EXPECT_EQ(t.top[0].logprob, t.logprob);
+}
+
+TEST(Sampler, GreedyAppliesPenalties) {
+  GenerationConfig c;
+  c.repetition_penalty = 4.0f;
+  const std::vector<float> row = {1.0f, 2.0f, 0.0f};
+  EXPECT_EQ(choose_token(c, row.data(), 3, {}, {1}, 0, 0, 0).token, 0);
+}
+
+TEST(Sampler, DrawIsAPureFunctionOfSeedStreamStep) {
+  Candidates c;
+  for (int i = 0; i < 50; ++i) {
+    c.ids.push_back(i * 3);
+    c.logits.push_back(std::sin(static_cast<float>(i)) * 2.0f);
+  }
+  std::vector<std::size_t> a, b, other_stream, other_seed;
+  for (std::uint64_t step = 0; step < 64; ++step) {
+    a.push_back(draw_index(c, 42, 0, step));
+    b.push_back(draw_index(c, 42, 0, step));
+    other_stream.push_back(draw_index(c, 42, 1, step));
+    other_seed.push_back(draw_index(c, 43, 0, step));
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, other_stream);
+  EXPECT_NE(a, other_seed);
+}
+
+TEST(Sampler, EmpiricalFrequenciesMatchProcessedDistribution) {
+  // A fixed small logits vector, processed by temperature + top_k (token 5 is cut).
+  GenerationConfig cfg;
+  cfg.temperature = 0.8f;
+  cfg.top_k = 5;
+  const std::vector<float> row = {1.0f, 0.2f, -0.5f, 1.7f, 0.9f, -2.0f};
+  const Candidates c = apply_warpers(cfg, row.data(), 6);
+  ASSERT_EQ(c.size(), 5u);
+  const std::vector<float> p = candidate_probs(c);
+  std::map<std::int32_t, int> counts;
+  const int kDraws = 40000;
+  for (int s = 0; s < kDraws; ++s) {
+    const TokenChoice t = choose_token(cfg, row.data(), 6, {}, {}, 1000 + s, 0, s % 7);
+    ++counts[t.token];
+  }
+  EXPECT_EQ(counts.count(5), 0u);
+  double chi2 = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const double expected = p[i] * kDraws;
+    const double d = counts[c.ids[i]] - expected;
+    chi2 += d * d / expected;
+  }
+  // 4 degrees of freedom: the 0.1% critical value is 18.47.
+  EXPECT_LT(chi2, 18.47) << "chi-square " << chi2;
+}
+
+TEST(Sampler, SampledLogprobIsUnderTheProcessedDistribution) {
+  GenerationConfig cfg;
+  cfg.temperature = 0.5f;
+  cfg.top_k = 2;
+  cfg.logprobs = 3;
+  const std::vector<float> row = {1.0f, 0.0f, 0.5f};
+  const TokenChoice t = choose_token(cfg, row.data(), 3, {}, {}, 7, 0, 0);
+  // Candidates {0: 2.0, 2: 1.0} after temperature.
+  const double lse = std::log(std::exp(2.0) + std::exp(1.0));
+  const double expected = (t.token == 0 ? 2.0 : 1.0) - lse;
+  EXPECT_NEAR(t.logprob, expected, 1e-6);
+  ASSERT_EQ(t.top.size(), 2u);  // only two candidates survive
+  EXPECT_EQ(t.top[0].token, 0);
+  EXPECT_EQ(t.top[1].token, 2);
+}
+
+TEST(Sampler, FirstSampleIndexShiftsTheStream) {
+  GenerationConfig cfg;
+  cfg.temperature = 1.0f;
+  std::vector<float> row(100);
+  for (int i = 0; i < 100; ++i) row[i] = std::cos(static_cast<float>(i));
+  GenerationConfig shifted = cfg;
+  shifted.first_sample_index = 3;
+  for (std::uint64_t step = 0; step < 20; ++step) {
+    EXPECT_EQ(choose_token(cfg, row.data(), 100, {}, {}, 5, 3, step).token,
+              choose_token(shifted, row.data(), 100, {}, {}, 5, 0, step).token);
+  }
+}
+
+TEST(Sampler, TopLogprobsSkipsMaskedAndOrdersTies) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const std::vector<float> lp = {-1.0f, ninf, -0.5f, -1.0f};
+  const std::vector<std::int32_t> ids = {10, 11, 12, 13};
+  const auto top = top_logprobs(lp, ids, 5);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].token, 12);
+  EXPECT_EQ(top[1].token, 10);
+  EXPECT_EQ(top[2].token, 13);
+}
+
+}  // namespace
+}  // namespace detinfer::decode
