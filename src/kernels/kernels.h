@@ -44,6 +44,12 @@ float log_f32(float x);  // detinfer's own log (spec v1)
 
 // Chunked dot product (chunks of 64, fma inside a chunk, plain adds across chunks).
 float dot(const float* a, const float* b, std::int64_t k);
+// Chunked plain sum (chunks of 64, adds inside a chunk, adds across chunks).
+float sum(const float* x, std::int64_t n);
+// y[r] = sum(x + r*ldx, n) / n for r in [0, rows) (PyTorch mean over the last dim).
+void mean_rows(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n, float* y);
+// y[i] = exp_f32(x[i]) (x and y may alias); vectorized, same bits as exp_f32.
+void exp_n(const float* x, float* y, std::int64_t n);
 
 // y = x * (1 / sqrt(dot(x,x)/n + eps)) * w, over `rows` rows of length n.
 void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,

@@ -1,0 +1,50 @@
+// Paged-KV attention dispatch: threads split (row, kv head) pairs; each pair is one
+// call of the ISA kernel, which computes every query head of that kv head's group.
+#include <algorithm>
+#include <vector>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+
+namespace detinfer::kernels {
+
+void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
+               std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
+               std::int64_t ldo, ThreadPool* pool) {
+  if (rows <= 0) return;
+  if (kv.num_kv_heads <= 0 || kv.head_dim <= 0 || kv.block_size <= 0 || num_heads <= 0 ||
+      num_heads % kv.num_kv_heads != 0)
+    fail(ErrorCode::kInvalidArgument, "attention: num_heads=", num_heads,
+         " num_kv_heads=", kv.num_kv_heads, " head_dim=", kv.head_dim,
+         " block_size=", kv.block_size);
+  std::int64_t max_keys = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (num_keys[r] < 0 || num_keys[r] > kv.num_blocks * kv.block_size)
+      fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has ", num_keys[r],
+           " keys but the block table covers ", kv.num_blocks * kv.block_size);
+    max_keys = std::max(max_keys, num_keys[r]);
+  }
+  const std::int64_t group = num_heads / kv.num_kv_heads;
+  const std::int64_t d = kv.head_dim;
+  const cpu::AttentionFn fn = cpu::active_kernels().attention;
+  auto body = [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<float> scratch(
+        static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group)));
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t r = t / kv.num_kv_heads;
+      const std::int64_t h = t % kv.num_kv_heads;
+      fn(q + r * ldq + h * group * d, group, num_keys[r], h, kv, scale,
+         out + r * ldo + h * group * d, scratch.data());
+    }
+  };
+  const std::int64_t tasks = rows * kv.num_kv_heads;
+  if (pool != nullptr && tasks > 1) {
+    pool->parallel_for(tasks, 1, body);
+  } else {
+    body(0, tasks);
+  }
+}
+
+}  // namespace detinfer::kernels

@@ -1,0 +1,210 @@
+// Dispatching layer of the canonical CPU kernels: dtypes, ISA selection and the row
+// ops. Every entry point computes the bits the scalar reference defines.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/reference.h"
+
+namespace detinfer::kernels {
+
+const char* to_string(DType d) {
+  switch (d) {
+    case DType::kF32:
+      return "f32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF16:
+      return "f16";
+  }
+  return "unknown";
+}
+
+std::size_t dtype_size(DType d) { return d == DType::kF32 ? 4 : 2; }
+
+float bf16_to_f32(std::uint16_t bits) {
+  const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  const std::uint32_t mant = h & 0x3ffu;
+  std::uint32_t u;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in binary32.
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    std::memcpy(&u, &v, sizeof u);
+    u |= sign;
+  } else if (exp == 31) {
+    // Inf or NaN; NaNs come out quiet, as F16C's vcvtph2ps makes them.
+    u = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
+  } else {
+    u = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// --- ISA selection ---------------------------------------------------------------
+
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool isa_supported(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return cpu::kHaveAvx2 && f.avx2 && f.fma && f.f16c;
+    case Isa::kAvx512:
+      return cpu::kHaveAvx512 && f.avx512f && f.avx2 && f.fma && f.f16c;
+  }
+  return false;
+}
+
+namespace {
+
+Isa best_isa() {
+  if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
+  if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+Isa initial_isa() {
+  const char* env = std::getenv("DETINFER_CPU_ISA");
+  if (env == nullptr || *env == '\0') return best_isa();
+  const std::string v = env;
+  Isa isa;
+  if (v == "scalar") {
+    isa = Isa::kScalar;
+  } else if (v == "avx2") {
+    isa = Isa::kAvx2;
+  } else if (v == "avx512") {
+    isa = Isa::kAvx512;
+  } else {
+    fail(ErrorCode::kInvalidArgument, "DETINFER_CPU_ISA: expected scalar|avx2|avx512, got '", v,
+         "'");
+  }
+  if (!isa_supported(isa))
+    fail(ErrorCode::kUnsupported, "DETINFER_CPU_ISA=", v, ": this CPU cannot run it");
+  return isa;
+}
+
+std::atomic<Isa>& isa_state() {
+  static std::atomic<Isa> state{initial_isa()};
+  return state;
+}
+
+}  // namespace
+
+Isa active_isa() { return isa_state().load(std::memory_order_relaxed); }
+
+void set_isa(Isa isa) {
+  if (!isa_supported(isa))
+    fail(ErrorCode::kUnsupported, "set_isa(", to_string(isa), "): this CPU cannot run it");
+  isa_state().store(isa, std::memory_order_relaxed);
+}
+
+namespace cpu {
+const IsaKernels& active_kernels() {
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      if constexpr (kHaveAvx512) return avx512_kernels();
+      break;
+    case Isa::kAvx2:
+      if constexpr (kHaveAvx2) return avx2_kernels();
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  return scalar_kernels();
+}
+}  // namespace cpu
+
+// --- elementwise / row ops -----------------------------------------------------------
+
+float exp_f32(float x) { return ref::exp_f32(x); }
+float log_f32(float x) { return ref::log_f32(x); }
+float dot(const float* a, const float* b, std::int64_t k) { return ref::dot(a, b, k); }
+float sum(const float* x, std::int64_t n) { return ref::sum(x, n); }
+
+void exp_n(const float* x, float* y, std::int64_t n) { cpu::active_kernels().exp(x, y, n); }
+
+void mean_rows(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n, float* y) {
+  for (std::int64_t r = 0; r < rows; ++r) y[r] = ref::sum(x + r * ldx, n) / static_cast<float>(n);
+}
+
+void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+              std::int64_t ldy, std::int64_t rows, std::int64_t n, ThreadPool* pool) {
+  auto body = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) ref::rms_norm(x + r * ldx, w, eps, y + r * ldy, n);
+  };
+  if (pool != nullptr && rows > 1) {
+    pool->parallel_for(rows, 1, body);
+  } else {
+    body(0, rows);
+  }
+}
+
+void silu_mul(const float* g, const float* u, float* out, std::int64_t n) {
+  // Chunks keep the exp scratch on the stack; elementwise, so no order concerns.
+  constexpr std::int64_t kBlock = 256;
+  float t[kBlock];
+  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const std::int64_t len = std::min(kBlock, n - i0);
+    for (std::int64_t i = 0; i < len; ++i) t[i] = -g[i0 + i];
+    exp_n(t, t, len);
+    for (std::int64_t i = 0; i < len; ++i) out[i0 + i] = g[i0 + i] / (1.0f + t[i]) * u[i0 + i];
+  }
+}
+
+void softmax(const float* x, float* y, std::int64_t n) {
+  if (n <= 0) return;
+  const float m = ref::max_value(x, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+  exp_n(y, y, n);
+  const float s = ref::sum(y, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] / s;
+}
+
+void log_softmax(const float* x, float* y, std::int64_t n) {
+  if (n <= 0) return;
+  const float m = ref::max_value(x, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
+  exp_n(y, y, n);
+  const float ls = ref::log_f32(ref::sum(y, n));
+  for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
+}
+
+std::int64_t argmax(const float* x, std::int64_t n) { return ref::argmax(x, n); }
+
+void rope(float* x, std::int64_t heads, std::int64_t ldx, std::int64_t d, const float* cos,
+          const float* sin) {
+  for (std::int64_t h = 0; h < heads; ++h) ref::rope(x + h * ldx, d, cos, sin);
+}
+
+}  // namespace detinfer::kernels

@@ -1,0 +1,111 @@
+// PackedLinear: weight prepacking into column panels and the threaded dispatch of the
+// per-ISA panel kernels. Threads split rows and column panels, never K.
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+
+namespace detinfer::kernels {
+
+namespace {
+struct AlignedFree {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+}  // namespace
+
+struct PackedLinear::Impl {
+  std::unique_ptr<std::uint8_t[], AlignedFree> data;
+  std::size_t data_bytes = 0;
+  std::vector<float> bias;
+  cpu::PackedWeights view;
+};
+
+PackedLinear::PackedLinear() = default;
+PackedLinear::~PackedLinear() = default;
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
+
+PackedLinear PackedLinear::pack(const void* weights, DType dtype, std::int64_t n, std::int64_t k,
+                                const float* bias) {
+  if (weights == nullptr) fail(ErrorCode::kInvalidArgument, "PackedLinear::pack: null weights");
+  if (n <= 0 || k <= 0)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::pack: shape must be positive, got n=", n,
+         " k=", k);
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    fail(ErrorCode::kUnsupported, "PackedLinear::pack: dtype ", static_cast<int>(dtype));
+  PackedLinear out;
+  out.impl_ = std::make_unique<Impl>();
+  Impl& im = *out.impl_;
+  const std::int64_t panels = (n + cpu::kPanel - 1) / cpu::kPanel;
+  const std::size_t esize = dtype_size(dtype);
+  im.data_bytes = static_cast<std::size_t>(panels * cpu::kPanel * k) * esize;
+  im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
+  std::memset(im.data.get(), 0, im.data_bytes);
+  const auto* src = static_cast<const std::uint8_t*>(weights);
+  std::uint8_t* dst = im.data.get();
+  // dst[((p*k + i) * kPanel + l)] = W[p*kPanel + l][i]
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int64_t p = j / cpu::kPanel;
+    const std::int64_t l = j % cpu::kPanel;
+    const std::uint8_t* row = src + static_cast<std::size_t>(j * k) * esize;
+    for (std::int64_t i = 0; i < k; ++i) {
+      std::memcpy(dst + static_cast<std::size_t>((p * k + i) * cpu::kPanel + l) * esize,
+                  row + static_cast<std::size_t>(i) * esize, esize);
+    }
+  }
+  if (bias != nullptr) im.bias.assign(bias, bias + n);
+  im.view.data = im.data.get();
+  im.view.dtype = dtype;
+  im.view.n = n;
+  im.view.k = k;
+  im.view.panels = panels;
+  im.view.bias = im.bias.empty() ? nullptr : im.bias.data();
+  return out;
+}
+
+std::int64_t PackedLinear::n() const { return impl_ ? impl_->view.n : 0; }
+std::int64_t PackedLinear::k() const { return impl_ ? impl_->view.k : 0; }
+DType PackedLinear::dtype() const { return impl_ ? impl_->view.dtype : DType::kF32; }
+std::size_t PackedLinear::packed_bytes() const {
+  return impl_ ? impl_->data_bytes + impl_->bias.size() * sizeof(float) : 0;
+}
+
+void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
+                       ThreadPool* pool) const {
+  if (!impl_) fail(ErrorCode::kInvalidArgument, "PackedLinear::run on an empty PackedLinear");
+  const cpu::PackedWeights& w = impl_->view;
+  if (m <= 0) return;
+  if (ldx < w.k || ldy < w.n)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::run: ldx=", ldx, " (k=", w.k, "), ldy=", ldy,
+         " (n=", w.n, ")");
+  const cpu::LinearFn fn = cpu::active_kernels().linear;
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  if (threads <= 1) {
+    fn(w, x, ldx, m, y, ldy, 0, w.panels);
+    return;
+  }
+  // Tasks = row blocks x panel groups, panel-major so a thread keeps its weights.
+  constexpr std::int64_t kRowBlock = 96;
+  const std::int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
+  const std::int64_t want_groups =
+      std::max<std::int64_t>(1, (4 * threads + row_blocks - 1) / row_blocks);
+  const std::int64_t group = std::max<std::int64_t>(1, w.panels / want_groups);
+  const std::int64_t groups = (w.panels + group - 1) / group;
+  pool->parallel_for(groups * row_blocks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t g = t / row_blocks;
+      const std::int64_t rb = t % row_blocks;
+      const std::int64_t r0 = rb * kRowBlock;
+      const std::int64_t rows = std::min(kRowBlock, m - r0);
+      fn(w, x + r0 * ldx, ldx, rows, y + r0 * ldy, ldy, g * group,
+         std::min(w.panels, (g + 1) * group));
+    }
+  });
+}
+
+}  // namespace detinfer::kernels

@@ -1,0 +1,299 @@
+// Every optimized kernel equals the scalar reference bit for bit, for every ISA this
+// CPU runs and thread counts {1, 2, 3, 8}; batch invariance of linear; attention
+// independent of how the KV cache was filled and of the block size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernel_test_util.h"
+#include "kernels/kernels.h"
+#include "kernels/reference/reference.h"
+
+namespace detinfer::kernels {
+namespace {
+
+using testing::first_diff;
+using testing::random_bf16;
+using testing::random_f16;
+using testing::random_floats;
+using testing::same_bits;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) v.push_back(isa);
+  return v;
+}
+
+// Restores the ISA chosen at start-up when a test ends.
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(active_isa()) {}
+  ~IsaGuard() { set_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+constexpr int kThreadCounts[] = {1, 2, 3, 8};
+
+ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<ThreadPool> pools[9];
+  if (threads <= 1) return nullptr;
+  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  return pools[threads].get();
+}
+
+// Weights of the given dtype plus their exact f32 widening (what the reference reads).
+struct Weights {
+  std::vector<float> f32;
+  std::vector<std::uint16_t> half;
+  const void* data() const {
+    return half.empty() ? static_cast<const void*>(f32.data()) : half.data();
+  }
+};
+
+Weights make_weights(DType dtype, std::int64_t n, std::int64_t k, std::uint64_t stream) {
+  Weights w;
+  if (dtype == DType::kF32) {
+    w.f32 = random_floats(n * k, stream);
+    return w;
+  }
+  w.half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
+  w.f32.resize(w.half.size());
+  for (std::size_t i = 0; i < w.half.size(); ++i)
+    w.f32[i] = dtype == DType::kBF16 ? bf16_to_f32(w.half[i]) : f16_to_f32(w.half[i]);
+  return w;
+}
+
+struct LinearShape {
+  std::int64_t m, n, k;
+};
+
+TEST(Linear, EqualsReferenceForEveryIsaThreadCountAndDtype) {
+  IsaGuard guard;
+  const LinearShape shapes[] = {{1, 1, 1},     {1, 17, 63},   {2, 33, 64},   {5, 16, 65},
+                                {7, 100, 130}, {1, 48, 896},  {13, 31, 300}, {64, 70, 200},
+                                {97, 129, 77}, {3, 257, 1000}};
+  std::uint64_t stream = 100;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const LinearShape& s : shapes) {
+      const Weights w = make_weights(dtype, s.n, s.k, ++stream);
+      const std::vector<float> bias = random_floats(s.n, ++stream);
+      // x with a row stride larger than k.
+      const std::int64_t ldx = s.k + 3, ldy = s.n + 5;
+      const std::vector<float> x = random_floats(s.m * ldx, ++stream);
+      for (bool with_bias : {false, true}) {
+        const float* b = with_bias ? bias.data() : nullptr;
+        std::vector<float> want(s.m * ldy, -7.0f);
+        ref::linear(x.data(), ldx, s.m, w.f32.data(), s.n, s.k, b, want.data(), ldy);
+        const PackedLinear packed = PackedLinear::pack(w.data(), dtype, s.n, s.k, b);
+        for (Isa isa : available_isas()) {
+          set_isa(isa);
+          for (int t : kThreadCounts) {
+            std::vector<float> got(s.m * ldy, -7.0f);
+            packed.run(x.data(), ldx, s.m, got.data(), ldy, pool_for(t));
+            ASSERT_EQ(first_diff(got.data(), want.data(), s.m * ldy), -1)
+                << to_string(dtype) << " m=" << s.m << " n=" << s.n << " k=" << s.k
+                << " isa=" << to_string(isa) << " threads=" << t << " bias=" << with_bias;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Linear, BatchInvariance) {
+  IsaGuard guard;
+  const std::int64_t n = 75, k = 333, mmax = 64;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const Weights w = make_weights(dtype, n, k, 7);
+    const PackedLinear packed = PackedLinear::pack(w.data(), dtype, n, k);
+    const std::vector<float> x = random_floats(mmax * k, 8);
+    for (Isa isa : available_isas()) {
+      set_isa(isa);
+      std::vector<float> full(mmax * n);
+      packed.run(x.data(), k, mmax, full.data(), n, pool_for(3));
+      for (std::int64_t m = 1; m <= mmax; ++m) {
+        std::vector<float> part(m * n);
+        packed.run(x.data(), k, m, part.data(), n, pool_for(1 + m % 3));
+        ASSERT_TRUE(same_bits(part.data(), full.data(), m * n))
+            << "m=" << m << " isa=" << to_string(isa);
+      }
+    }
+  }
+}
+
+// --- attention -----------------------------------------------------------------------
+
+// A paged cache filled with a given token order: K/V rows for tokens 0..T-1 of
+// num_kv_heads heads, placed in shuffled blocks of block_size.
+struct PagedCache {
+  std::int64_t block_size, num_kv_heads, head_dim;
+  std::vector<float> k, v;
+  std::vector<std::int32_t> table;
+
+  PagedCache(std::int64_t tokens, std::int64_t bs, std::int64_t kvh, std::int64_t d)
+      : block_size(bs), num_kv_heads(kvh), head_dim(d) {
+    const std::int64_t blocks = (tokens + bs - 1) / bs;
+    // Physical blocks in a scrambled order, with one unused block in front.
+    for (std::int64_t b = 0; b < blocks; ++b)
+      table.push_back(static_cast<std::int32_t>(1 + (b * 7) % blocks));
+    k.assign((blocks + 1) * bs * kvh * d, 1e30f);  // poison: unused slots must not be read
+    v = k;
+  }
+  // Writes token t's K/V (kvh * d floats each).
+  void write(std::int64_t t, const float* kt, const float* vt) {
+    const std::int64_t off =
+        (table[t / block_size] * block_size + t % block_size) * num_kv_heads * head_dim;
+    std::copy(kt, kt + num_kv_heads * head_dim, k.begin() + off);
+    std::copy(vt, vt + num_kv_heads * head_dim, v.begin() + off);
+  }
+  PagedKvView view() const {
+    return PagedKvView{
+        k.data(),   v.data(),     table.data(), static_cast<std::int64_t>(table.size()),
+        block_size, num_kv_heads, head_dim};
+  }
+};
+
+struct AttnShape {
+  std::int64_t tokens, heads, kv_heads, d, block;
+};
+
+TEST(Attention, EqualsReferenceForEveryIsaAndThreadCount) {
+  IsaGuard guard;
+  const AttnShape shapes[] = {{1, 1, 1, 8, 16},     {5, 2, 1, 16, 4},    {70, 4, 2, 64, 16},
+                              {130, 14, 2, 64, 32}, {200, 3, 3, 24, 7},  {64, 8, 1, 128, 64},
+                              {33, 6, 2, 40, 1},    {300, 2, 2, 64, 128}};
+  std::uint64_t stream = 500;
+  for (const AttnShape& s : shapes) {
+    const std::int64_t kvw = s.kv_heads * s.d;
+    const std::vector<float> kall = random_floats(s.tokens * kvw, ++stream, 2.0f);
+    const std::vector<float> vall = random_floats(s.tokens * kvw, ++stream);
+    PagedCache cache(s.tokens, s.block, s.kv_heads, s.d);
+    for (std::int64_t t = 0; t < s.tokens; ++t) cache.write(t, &kall[t * kvw], &vall[t * kvw]);
+    // Prefill-style: rows = the last min(tokens, 9) positions, causal key counts.
+    const std::int64_t rows = std::min<std::int64_t>(s.tokens, 9);
+    std::vector<std::int64_t> nk(rows);
+    for (std::int64_t r = 0; r < rows; ++r) nk[r] = s.tokens - rows + 1 + r;
+    const std::int64_t ldq = s.heads * s.d + 2;
+    const std::vector<float> q = random_floats(rows * ldq, ++stream, 2.0f);
+    const float scale = 1.0f / 8.0f;
+    std::vector<float> want(rows * ldq, -3.0f);
+    ref::attention(q.data(), ldq, rows, nk.data(), s.heads, cache.view(), scale, want.data(), ldq);
+    for (Isa isa : available_isas()) {
+      set_isa(isa);
+      for (int t : kThreadCounts) {
+        std::vector<float> got(rows * ldq, -3.0f);
+        attention(q.data(), ldq, rows, nk.data(), s.heads, cache.view(), scale, got.data(), ldq,
+                  pool_for(t));
+        ASSERT_EQ(first_diff(got.data(), want.data(), rows * ldq), -1)
+            << "tokens=" << s.tokens << " heads=" << s.heads << "/" << s.kv_heads << " d=" << s.d
+            << " isa=" << to_string(isa) << " threads=" << t;
+      }
+    }
+  }
+}
+
+// The model's pattern: K/V of a chunk are written, then that chunk's rows attend. The
+// outputs of every row must not depend on the chunking or the block size.
+TEST(Attention, IndependentOfPrefillChunkingAndBlockSize) {
+  IsaGuard guard;
+  const std::int64_t tokens = 150, heads = 14, kvh = 2, d = 64;
+  const std::int64_t kvw = kvh * d, qw = heads * d;
+  const std::vector<float> kall = random_floats(tokens * kvw, 31, 2.0f);
+  const std::vector<float> vall = random_floats(tokens * kvw, 32);
+  const std::vector<float> q = random_floats(tokens * qw, 33, 2.0f);
+  const float scale = 0.125f;
+  auto run = [&](std::int64_t chunk, std::int64_t block) {
+    PagedCache cache(tokens, block, kvh, d);
+    std::vector<float> out(tokens * qw);
+    for (std::int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+      const std::int64_t len = std::min(chunk, tokens - t0);
+      for (std::int64_t t = t0; t < t0 + len; ++t) cache.write(t, &kall[t * kvw], &vall[t * kvw]);
+      std::vector<std::int64_t> nk(len);
+      for (std::int64_t r = 0; r < len; ++r) nk[r] = t0 + r + 1;
+      attention(&q[t0 * qw], qw, len, nk.data(), heads, cache.view(), scale, &out[t0 * qw], qw,
+                pool_for(static_cast<int>(1 + len % 3)));
+    }
+    return out;
+  };
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    const std::vector<float> base = run(tokens, 16);
+    for (std::int64_t chunk : {1, 7, 16, 64}) {
+      for (std::int64_t block : {1, 5, 16, 64, 256}) {
+        const std::vector<float> got = run(chunk, block);
+        ASSERT_TRUE(same_bits(got.data(), base.data(), tokens * qw))
+            << "chunk=" << chunk << " block=" << block << " isa=" << to_string(isa);
+      }
+    }
+  }
+}
+
+// --- row ops -------------------------------------------------------------------------
+
+TEST(RowOps, EqualReferenceForEveryIsa) {
+  IsaGuard guard;
+  for (std::int64_t n : {1, 7, 64, 65, 896, 5000}) {
+    const std::vector<float> x = random_floats(3 * n, 40 + n, 6.0f);
+    const std::vector<float> u = random_floats(n, 41 + n);
+    const std::vector<float> w = random_floats(n, 42 + n);
+    std::vector<float> want(3 * n), got(3 * n);
+    for (Isa isa : available_isas()) {
+      set_isa(isa);
+      for (std::int64_t r = 0; r < 3; ++r)
+        ref::rms_norm(&x[r * n], w.data(), 1e-6f, &want[r * n], n);
+      for (int t : kThreadCounts) {
+        rms_norm(x.data(), n, w.data(), 1e-6f, got.data(), n, 3, n, pool_for(t));
+        ASSERT_TRUE(same_bits(got.data(), want.data(), 3 * n)) << "rms_norm n=" << n;
+      }
+      ref::silu_mul(x.data(), u.data(), want.data(), n);
+      silu_mul(x.data(), u.data(), got.data(), n);
+      ASSERT_TRUE(same_bits(got.data(), want.data(), n)) << "silu_mul n=" << n;
+      ref::softmax(x.data(), want.data(), n);
+      softmax(x.data(), got.data(), n);
+      ASSERT_TRUE(same_bits(got.data(), want.data(), n)) << "softmax n=" << n;
+      ref::log_softmax(x.data(), want.data(), n);
+      log_softmax(x.data(), got.data(), n);
+      ASSERT_TRUE(same_bits(got.data(), want.data(), n)) << "log_softmax n=" << n;
+      if (n % 2 == 0) {
+        const std::vector<float> c = random_floats(n / 2, 43), s = random_floats(n / 2, 44);
+        std::vector<float> a = x, b = x;
+        for (std::int64_t r = 0; r < 3; ++r) ref::rope(&a[r * n], n, c.data(), s.data());
+        rope(b.data(), 3, n, n, c.data(), s.data());
+        ASSERT_TRUE(same_bits(a.data(), b.data(), 3 * n)) << "rope n=" << n;
+      }
+    }
+  }
+}
+
+TEST(RowOps, VectorExpEqualsScalarOnDenseSample) {
+  IsaGuard guard;
+  // Every 61st bit pattern: all finite values, infinities, NaNs, subnormals.
+  std::vector<float> x;
+  for (std::uint64_t b = 0; b <= 0xffffffffu; b += 61 * 16) {
+    std::uint32_t u = static_cast<std::uint32_t>(b);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    x.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 89.0f, -104.0f, 88.7f, -103.9f}) x.push_back(f);
+  std::vector<float> want(x.size()), got(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) want[i] = ref::exp_f32(x[i]);
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    exp_n(x.data(), got.data(), static_cast<std::int64_t>(x.size()));
+    const std::int64_t i = first_diff(got.data(), want.data(), static_cast<std::int64_t>(x.size()));
+    ASSERT_EQ(i, -1) << "isa=" << to_string(isa) << " x=" << (i >= 0 ? x[i] : 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::kernels
