@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
@@ -40,6 +42,14 @@ class IsaGuard {
  private:
   Isa saved_;
 };
+
+TEST(Isa, EveryIsaThisCpuRunsIsTested) {
+  std::string names;
+  for (Isa isa : available_isas()) names += std::string(" ") + to_string(isa);
+  std::printf("ISAs under test:%s (default %s)\n", names.c_str(), to_string(active_isa()));
+  EXPECT_EQ(isa_supported(Isa::kAvx512), cpu_features().avx512f && cpu_features().f16c);
+  EXPECT_TRUE(isa_supported(Isa::kScalar));
+}
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
 

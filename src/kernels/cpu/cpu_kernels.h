@@ -47,13 +47,14 @@ struct IsaKernels {
 
 inline std::int64_t attention_scratch_floats(std::int64_t num_keys, std::int64_t head_dim,
                                              std::int64_t group) {
-  // scores for every head of the group + a transposed K tile
-  return group * (num_keys + 16) + head_dim * 16 + 64;
+  // SIMD kernels: a transposed q tile (head_dim x 16) and one 16-lane vector per key.
+  (void)group;
+  return (num_keys + head_dim) * 16 + 64;
 }
 
 // Which SIMD translation units this build has.
-inline constexpr bool kHaveAvx2 = false;
-inline constexpr bool kHaveAvx512 = false;
+inline constexpr bool kHaveAvx2 = true;
+inline constexpr bool kHaveAvx512 = true;
 
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();    // only call when the CPU supports it

@@ -1,0 +1,71 @@
+// AVX-512F kernels (16 lanes). Compiled with -mavx512f -mavx2 -mfma -mf16c; only called
+// after the dispatcher checked cpuid. Everything here is in an anonymous namespace so
+// no AVX-512 code can be picked up by another translation unit.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/exp_log_constants.h"
+#include "kernels/reference/reference.h"
+
+namespace detinfer::kernels::cpu {
+namespace {
+
+struct V {
+  using reg = __m512;
+  static constexpr int L = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float f) { return _mm512_set1_ps(f); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, reg a) { _mm512_storeu_ps(p, a); }
+  static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static reg load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store_n(float* p, reg a, int n) { _mm512_mask_storeu_ps(p, mask(n), a); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg fnma(reg a, reg b, reg c) { return _mm512_fnmadd_ps(a, b, c); }
+  static reg load_bf16(const std::uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static reg load_f16(const std::uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static reg max_seq(reg m, reg x) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, m, _CMP_GT_OQ), m, x);
+  }
+  static reg pow2(__m512i e) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23));
+  }
+  static reg scale_pow2(reg y, reg kf) {
+    const __m512i k = _mm512_cvtps_epi32(kf);
+    const __m512i k1 = _mm512_srai_epi32(k, 1);
+    const __m512i k2 = _mm512_sub_epi32(k, k1);
+    return _mm512_mul_ps(_mm512_mul_ps(y, pow2(k1)), pow2(k2));
+  }
+  static reg exp_special(reg y, reg x) {
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, set1(explog::kExpLo), _CMP_LT_OQ), y, zero());
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, set1(explog::kExpHi), _CMP_GT_OQ), y,
+                             set1(__builtin_inff()));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, add(x, x));
+  }
+};
+
+constexpr int kMaxRows = 6;
+constexpr int kMaxPanels = 4;
+
+#include "kernels/cpu/simd_kernels.h"
+
+}  // namespace
+
+const IsaKernels& avx512_kernels() {
+  static const IsaKernels k{linear_simd, attention_simd, exp_vec};
+  return k;
+}
+
+}  // namespace detinfer::kernels::cpu

@@ -1,0 +1,341 @@
+// SIMD kernels written once over a vector type V; included ONLY by the ISA translation
+// units (avx2.cpp, avx512.cpp), inside an anonymous namespace, after they define V:
+//
+//   struct V {
+//     using reg = ...;  static constexpr int L = lanes;
+//     zero(), set1(f), load(p), store(p, a), load_n(p, n), store_n(p, a, n),
+//     add, sub, mul, div, fma(a, b, c) = a*b + c rounded once,
+//     load_bf16(p), load_f16(p) (L values widened exactly),
+//     fnma(a, b, c) = -(a*b) + c rounded once (= fma(-a, b, c)),
+//     max_seq(m, x) = x > m ? x : m lane-wise,
+//     scale_pow2(y, kf) = (y * 2^(k>>1)) * 2^(k - (k>>1)) for integral kf = k,
+//     exp_special(y, x): y, except 0 where x < kExpLo, inf where x > kExpHi, x+x for NaN.
+//   };
+// and the tile limits kMaxRows (6) and kMaxPanels (1..4).
+//
+// Every output lane performs exactly the scalar reference's sequence of operations
+// (kernels/reference/reference.cpp); lanes only ever run over independent outputs
+// (columns of linear, heads or columns in attention), never over a reduction.
+#ifndef DETINFER_KERNELS_SIMD_KERNELS_BODY
+#define DETINFER_KERNELS_SIMD_KERNELS_BODY
+
+constexpr std::int64_t kChunk = ref::kChunk;
+
+// --- exp ---------------------------------------------------------------------------
+
+// Lane-wise exp_f32 (reference/exp_log.cpp): the same operations in the same order.
+inline typename V::reg exp_lanes(typename V::reg x) {
+  using namespace explog;
+  const typename V::reg t = V::mul(x, V::set1(kLog2e));
+  const typename V::reg kf = V::sub(V::add(t, V::set1(kRoundMagic)), V::set1(kRoundMagic));
+  typename V::reg r = V::fnma(kf, V::set1(kExpLn2Hi), x);
+  r = V::fnma(kf, V::set1(kExpLn2Lo), r);
+  typename V::reg p = V::set1(kExpP0);
+  p = V::fma(p, r, V::set1(kExpP1));
+  p = V::fma(p, r, V::set1(kExpP2));
+  p = V::fma(p, r, V::set1(kExpP3));
+  p = V::fma(p, r, V::set1(kExpP4));
+  p = V::fma(p, r, V::set1(kExpP5));
+  const typename V::reg r2 = V::mul(r, r);
+  typename V::reg y = V::fma(p, r2, r);
+  y = V::add(y, V::set1(1.0f));
+  y = V::scale_pow2(y, kf);
+  return V::exp_special(y, x);
+}
+
+void exp_vec(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + V::L <= n; i += V::L) V::store(y + i, exp_lanes(V::load(x + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    V::store_n(y + i, exp_lanes(V::load_n(x + i, rest)), rest);
+  }
+}
+
+// --- linear ------------------------------------------------------------------------
+
+template <DType DT>
+inline typename V::reg load_w(const void* base, std::int64_t index) {
+  if constexpr (DT == DType::kF32) {
+    return V::load(static_cast<const float*>(base) + index);
+  } else if constexpr (DT == DType::kBF16) {
+    return V::load_bf16(static_cast<const std::uint16_t*>(base) + index);
+  } else {
+    return V::load_f16(static_cast<const std::uint16_t*>(base) + index);
+  }
+}
+
+constexpr std::int64_t elem_size(DType dt) { return dt == DType::kF32 ? 4 : 2; }
+
+// One tile: MR rows x NP panels (NP*kPanel columns) into y (row stride ldy). For each
+// output lane: p = fma chain over a chunk of 64 k, then s = s + p (s from +0) stored in
+// y between chunks, then + bias.
+template <int MR, int NP, DType DT>
+void linear_tile(const void* panel0, std::int64_t k, const float* x, std::int64_t ldx, float* y,
+                 std::int64_t ldy, const float* bias) {
+  constexpr int VP = static_cast<int>(kPanel) / V::L;  // vectors per panel
+  constexpr int NV = NP * VP;
+  const auto* base = static_cast<const std::uint8_t*>(panel0);
+  const std::int64_t panel_bytes = k * kPanel * elem_size(DT);
+  typename V::reg acc[MR][NV];
+  for (std::int64_t c0 = 0; c0 < k; c0 += kChunk) {
+    const std::int64_t c1 = c0 + kChunk < k ? c0 + kChunk : k;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
+    for (std::int64_t i = c0; i < c1; ++i) {
+      typename V::reg w[NV];
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p)
+#pragma GCC unroll 4
+        for (int q = 0; q < VP; ++q)
+          w[p * VP + q] = load_w<DT>(base + p * panel_bytes, i * kPanel + q * V::L);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const typename V::reg xb = V::set1(x[r * ldx + i]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[r][v] = V::fma(xb, w[v], acc[r][v]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        float* yp = y + r * ldy + v * V::L;
+        const typename V::reg s = c0 == 0 ? V::zero() : V::load(yp);
+        V::store(yp, V::add(s, acc[r][v]));
+      }
+  }
+  if (bias != nullptr) {
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) {
+        float* yp = y + r * ldy + v * V::L;
+        V::store(yp, V::add(V::load(yp), V::load(bias + v * V::L)));
+      }
+  }
+}
+
+using TileFn = void (*)(const void*, std::int64_t, const float*, std::int64_t, float*, std::int64_t,
+                        const float*);
+
+template <DType DT, int... R>
+struct TileTable {
+  template <int NP>
+  static constexpr TileFn row(int r) {
+    constexpr TileFn fns[] = {&linear_tile<R, NP, DT>...};
+    return fns[r - 1];
+  }
+};
+
+template <DType DT>
+TileFn pick_tile(int mr, int np) {
+  using T = TileTable<DT, 1, 2, 3, 4, 5, 6>;
+  static_assert(kMaxRows == 6 && kMaxPanels <= 4, "tile table size");
+  switch (np) {
+    case 1:
+      return T::template row<1>(mr);
+    case 2:
+      if constexpr (kMaxPanels >= 2) return T::template row<2>(mr);
+      break;
+    case 3:
+      if constexpr (kMaxPanels >= 3) return T::template row<3>(mr);
+      break;
+    case 4:
+      if constexpr (kMaxPanels >= 4) return T::template row<4>(mr);
+      break;
+    default:
+      break;
+  }
+  return nullptr;
+}
+
+template <DType DT>
+void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
+               std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+  const std::int64_t panel_elems = w.k * kPanel;
+  alignas(64) float tmp[kMaxRows * kMaxPanels * kPanel];
+  alignas(64) float tmp_bias[kMaxPanels * kPanel];
+  for (std::int64_t p = p0; p < p1; p += kMaxPanels) {
+    const int np = static_cast<int>(p1 - p < kMaxPanels ? p1 - p : kMaxPanels);
+    const std::int64_t col0 = p * kPanel;
+    const std::int64_t cols = w.n - col0 < np * kPanel ? w.n - col0 : np * kPanel;
+    const bool full = cols == np * kPanel;
+    const void* panel0 = static_cast<const std::uint8_t*>(w.data) + p * panel_elems * elem_size(DT);
+    const float* bias = nullptr;
+    if (w.bias != nullptr) {
+      if (full) {
+        bias = w.bias + col0;
+      } else {
+        for (std::int64_t c = 0; c < np * kPanel; ++c)
+          tmp_bias[c] = c < cols ? w.bias[col0 + c] : 0.0f;
+        bias = tmp_bias;
+      }
+    }
+    for (std::int64_t r = 0; r < m; r += kMaxRows) {
+      const int mr = static_cast<int>(m - r < kMaxRows ? m - r : kMaxRows);
+      const TileFn fn = pick_tile<DT>(mr, np);
+      if (full) {
+        fn(panel0, w.k, x + r * ldx, ldx, y + r * ldy + col0, ldy, bias);
+      } else {
+        const std::int64_t ldt = np * kPanel;
+        fn(panel0, w.k, x + r * ldx, ldx, tmp, ldt, bias);
+        for (int i = 0; i < mr; ++i)
+          for (std::int64_t c = 0; c < cols; ++c) y[(r + i) * ldy + col0 + c] = tmp[i * ldt + c];
+      }
+    }
+  }
+}
+
+void linear_simd(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
+                 std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+  switch (w.dtype) {
+    case DType::kF32:
+      linear_dt<DType::kF32>(w, x, ldx, m, y, ldy, p0, p1);
+      break;
+    case DType::kBF16:
+      linear_dt<DType::kBF16>(w, x, ldx, m, y, ldy, p0, p1);
+      break;
+    case DType::kF16:
+      linear_dt<DType::kF16>(w, x, ldx, m, y, ldy, p0, p1);
+      break;
+  }
+}
+
+// --- attention ---------------------------------------------------------------------
+//
+// For a group of G <= V::L query heads sharing one kv head, lanes run over heads:
+//   scores S[j] (one vector per key, lane g = head g): chunked fma over c of
+//   q_g[c] * k_j[c], times scale; then lane-wise max, exp, chunked sum over j (den).
+// The numerator runs lanes over columns c: for each head, chunked fma over j of
+// e_g[j] * v_j[c]. Every lane follows the reference's order exactly.
+
+inline const float* kv_row(const float* pool, const PagedKvView& kv, std::int64_t t,
+                           std::int64_t h) {
+  const std::int64_t block = kv.block_table[t / kv.block_size];
+  const std::int64_t slot = t % kv.block_size;
+  return pool + (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+}
+
+// Scores of KB keys starting at j (all heads at once) into S[j..j+KB).
+template <int KB>
+void score_keys(const float* qT, std::int64_t d, const float* const* krow, float scale, float* S) {
+  typename V::reg s[KB], p[KB];
+#pragma GCC unroll 8
+  for (int b = 0; b < KB; ++b) s[b] = V::zero();
+  for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
+    const std::int64_t c1 = c0 + kChunk < d ? c0 + kChunk : d;
+#pragma GCC unroll 8
+    for (int b = 0; b < KB; ++b) p[b] = V::zero();
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const typename V::reg qv = V::load(qT + c * V::L);
+#pragma GCC unroll 8
+      for (int b = 0; b < KB; ++b) p[b] = V::fma(qv, V::set1(krow[b][c]), p[b]);
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < KB; ++b) s[b] = V::add(s[b], p[b]);
+  }
+  const typename V::reg sc = V::set1(scale);
+#pragma GCC unroll 8
+  for (int b = 0; b < KB; ++b) V::store(S + b * V::L, V::mul(s[b], sc));
+}
+
+// Numerator for HG heads (lanes = columns [c, c + cols)) and the division by den.
+template <int HG>
+void attend_values(const float* E, std::int64_t num_keys, const float* vbase, const PagedKvView& kv,
+                   std::int64_t kv_head, std::int64_t c, int cols, const float* den, float* out,
+                   std::int64_t out_stride) {
+  typename V::reg s[HG], p[HG];
+#pragma GCC unroll 8
+  for (int g = 0; g < HG; ++g) s[g] = V::zero();
+  for (std::int64_t j0 = 0; j0 < num_keys; j0 += kChunk) {
+    const std::int64_t j1 = j0 + kChunk < num_keys ? j0 + kChunk : num_keys;
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) p[g] = V::zero();
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const float* vr = kv_row(vbase, kv, j, kv_head) + c;
+      const typename V::reg vv = cols == V::L ? V::load(vr) : V::load_n(vr, cols);
+#pragma GCC unroll 8
+      for (int g = 0; g < HG; ++g) p[g] = V::fma(V::set1(E[j * V::L + g]), vv, p[g]);
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) s[g] = V::add(s[g], p[g]);
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < HG; ++g) {
+    const typename V::reg o = V::div(s[g], V::set1(den[g]));
+    V::store_n(out + g * out_stride + c, o, cols);
+  }
+}
+
+using AttendFn = void (*)(const float*, std::int64_t, const float*, const PagedKvView&,
+                          std::int64_t, std::int64_t, int, const float*, float*, std::int64_t);
+
+template <int... H>
+constexpr AttendFn attend_fn(int hg, std::integer_sequence<int, H...>) {
+  constexpr AttendFn fns[] = {&attend_values<H + 1>...};
+  return fns[hg - 1];
+}
+
+constexpr int kHeadsPerPass = 8;  // heads sharing one pass over V (registers: 2 per head)
+
+// Up to V::L heads of one kv head group, one query row.
+void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t kv_head,
+                     const PagedKvView& kv, float scale, float* out, float* scratch) {
+  const std::int64_t d = kv.head_dim;
+  float* qT = scratch;            // d * L
+  float* S = scratch + d * V::L;  // num_keys * L (scores, then exp)
+  for (std::int64_t c = 0; c < d; ++c)
+    for (int g = 0; g < V::L; ++g) qT[c * V::L + g] = g < G ? q[g * d + c] : 0.0f;
+  // Scores, 4 keys at a time for independent fma chains.
+  std::int64_t j = 0;
+  const float* krow[4];
+  for (; j + 4 <= num_keys; j += 4) {
+    for (int b = 0; b < 4; ++b) krow[b] = kv_row(kv.k_pool, kv, j + b, kv_head);
+    score_keys<4>(qT, d, krow, scale, S + j * V::L);
+  }
+  for (; j < num_keys; ++j) {
+    krow[0] = kv_row(kv.k_pool, kv, j, kv_head);
+    score_keys<1>(qT, d, krow, scale, S + j * V::L);
+  }
+  // Max, exp, chunked sum: lane-wise over heads.
+  typename V::reg m = V::load(S);
+  for (std::int64_t i = 1; i < num_keys; ++i) m = V::max_seq(m, V::load(S + i * V::L));
+  typename V::reg den = V::zero();
+  for (std::int64_t j0 = 0; j0 < num_keys; j0 += kChunk) {
+    const std::int64_t j1 = j0 + kChunk < num_keys ? j0 + kChunk : num_keys;
+    typename V::reg p = V::zero();
+    for (std::int64_t i = j0; i < j1; ++i) {
+      const typename V::reg e = exp_lanes(V::sub(V::load(S + i * V::L), m));
+      V::store(S + i * V::L, e);
+      p = V::add(p, e);
+    }
+    den = V::add(den, p);
+  }
+  alignas(64) float dens[V::L];
+  V::store(dens, den);
+  // Numerator: lanes over columns, heads in passes of kHeadsPerPass.
+  for (std::int64_t c = 0; c < d; c += V::L) {
+    const int cols = static_cast<int>(d - c < V::L ? d - c : V::L);
+    for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
+      const int hg = G - g0 < kHeadsPerPass ? G - g0 : kHeadsPerPass;
+      attend_fn(hg, std::make_integer_sequence<int, kHeadsPerPass>())(
+          S + g0, num_keys, kv.v_pool, kv, kv_head, c, cols, dens + g0, out + g0 * d, d);
+    }
+  }
+}
+
+void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys, std::int64_t kv_head,
+                    const PagedKvView& kv, float scale, float* out, float* scratch) {
+  const std::int64_t d = kv.head_dim;
+  if (num_keys <= 0) {
+    for (std::int64_t i = 0; i < group * d; ++i) out[i] = 0.0f;
+    return;
+  }
+  for (std::int64_t g0 = 0; g0 < group; g0 += V::L) {
+    const int G = static_cast<int>(group - g0 < V::L ? group - g0 : V::L);
+    attention_lanes(q + g0 * d, G, num_keys, kv_head, kv, scale, out + g0 * d, scratch);
+  }
+}
+
+#endif  // DETINFER_KERNELS_SIMD_KERNELS_BODY
