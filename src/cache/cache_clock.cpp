@@ -1,0 +1,74 @@
+#include "cache/cache_clock.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "core/log.h"
+
+namespace detinfer {
+
+namespace {
+class SteadyCacheClock final : public CacheClock {
+ public:
+  std::int64_t now_ms() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+}  // namespace
+
+std::shared_ptr<CacheClock> steady_cache_clock() {
+  static const std::shared_ptr<CacheClock> clock = std::make_shared<SteadyCacheClock>();
+  return clock;
+}
+
+std::int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page_size);
+}
+
+RateLimitedLog::RateLimitedLog(std::shared_ptr<CacheClock> clock, double interval_seconds)
+    : clock_(clock ? std::move(clock) : steady_cache_clock()),
+      interval_ms_(static_cast<std::int64_t>(interval_seconds * 1000.0)) {}
+
+bool RateLimitedLog::admit(std::int64_t* suppressed) {
+  std::lock_guard<std::mutex> g(mu_);
+  const std::int64_t now = clock_->now_ms();
+  if (logged_ && now - last_ms_ < interval_ms_) {
+    ++suppressed_;
+    return false;
+  }
+  logged_ = true;
+  last_ms_ = now;
+  *suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
+void RateLimitedLog::warn(const std::string& what) {
+  std::int64_t suppressed = 0;
+  if (!admit(&suppressed)) return;
+  if (suppressed > 0) {
+    logger().warn("{} ({} similar messages suppressed)", what, suppressed);
+  } else {
+    logger().warn("{}", what);
+  }
+}
+
+void RateLimitedLog::error(const std::string& what) {
+  std::int64_t suppressed = 0;
+  if (!admit(&suppressed)) return;
+  if (suppressed > 0) {
+    logger().error("{} ({} similar messages suppressed)", what, suppressed);
+  } else {
+    logger().error("{}", what);
+  }
+}
+
+}  // namespace detinfer

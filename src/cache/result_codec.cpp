@@ -1,0 +1,268 @@
+#include "cache/result_codec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/check.h"
+
+namespace detinfer {
+
+namespace {
+constexpr std::uint32_t kResultFormatVersion = 1;
+constexpr std::uint32_t kConfigFormatVersion = 1;
+
+class Writer {
+ public:
+  explicit Writer(Bytes* out) : out_(out) {}
+  void u8(std::uint8_t v) { out_->push_back(v); }
+  void u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_->push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_->push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void f32(float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    u32(b);
+  }
+  void f64(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, 8);
+    u64(b);
+  }
+  void str(std::string_view s) {
+    u64(s.size());
+    out_->insert(out_->end(), s.begin(), s.end());
+  }
+  void ids(const std::vector<std::int32_t>& v) {
+    u64(v.size());
+    for (std::int32_t x : v) i32(x);
+  }
+
+ private:
+  Bytes* out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const Bytes& in) : in_(in) {}
+  std::uint8_t u8() { return *take(1); }
+  std::uint32_t u32() {
+    const std::uint8_t* p = take(4);
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return v;
+  }
+  std::uint64_t u64() {
+    const std::uint8_t* p = take(8);
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+    return v;
+  }
+  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  float f32() {
+    const std::uint32_t b = u32();
+    float v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  }
+  double f64() {
+    const std::uint64_t b = u64();
+    double v;
+    std::memcpy(&v, &b, 8);
+    return v;
+  }
+  // A count of elements of at least `min_bytes` each, bounded by the bytes left.
+  std::size_t count(std::size_t min_bytes) {
+    const std::uint64_t n = u64();
+    if (n > (in_.size() - pos_) / min_bytes) {
+      fail(ErrorCode::kCorrupt, "result cache entry: count ", n, " exceeds the ", in_.size() - pos_,
+           " bytes left at offset ", pos_);
+    }
+    return static_cast<std::size_t>(n);
+  }
+  std::string str() {
+    const std::size_t n = count(1);
+    const std::uint8_t* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  std::vector<std::int32_t> ids() {
+    std::vector<std::int32_t> v(count(4));
+    for (auto& x : v) x = i32();
+    return v;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  const std::uint8_t* take(std::size_t n) {
+    if (n > in_.size() - pos_) {
+      fail(ErrorCode::kCorrupt, "result cache entry: truncated at offset ", pos_, " (need ", n,
+           " more bytes, have ", in_.size() - pos_, ")");
+    }
+    const std::uint8_t* p = in_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+
+  const Bytes& in_;
+  std::size_t pos_ = 0;
+};
+
+float canonical_zero(float v) { return v == 0.0f ? 0.0f : v; }
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+}  // namespace
+
+std::string canonical_generation_config(const GenerationConfig& c) {
+  if (!c.seed) {
+    fail(ErrorCode::kInvalidArgument,
+         "result cache: GenerationConfig.seed must be resolved before computing the key");
+  }
+  Bytes b;
+  Writer w(&b);
+  w.u32(kConfigFormatVersion);
+  w.i32(c.max_new_tokens);
+  w.f32(canonical_zero(c.temperature));
+  w.i32(c.top_k);
+  w.f32(canonical_zero(c.top_p));
+  w.f32(canonical_zero(c.min_p));
+  w.f32(canonical_zero(c.repetition_penalty));
+  w.f32(canonical_zero(c.presence_penalty));
+  w.f32(canonical_zero(c.frequency_penalty));
+  w.u64(*c.seed);
+  w.i32(c.num_return_sequences);
+  w.i32(c.num_beams);
+  w.f32(canonical_zero(c.length_penalty));
+  w.u8(c.early_stopping ? 1 : 0);
+  w.u8(c.stop_token_ids ? 1 : 0);
+  if (c.stop_token_ids) {
+    std::vector<std::int32_t> ids = *c.stop_token_ids;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    w.ids(ids);
+  }
+  std::vector<std::string> stops = c.stop_strings;
+  std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+  w.u64(stops.size());
+  for (const auto& s : stops) w.str(s);
+  w.i32(c.logprobs);
+  w.u8(c.ignore_eos ? 1 : 0);
+  return std::string(b.begin(), b.end());
+}
+
+Bytes serialize_result(const GenerationResult& r) {
+  Bytes b;
+  Writer w(&b);
+  w.u32(kResultFormatVersion);
+  w.ids(r.prompt_tokens);
+  w.u64(r.seed);
+  w.u64(r.sequences.size());
+  for (const Sequence& s : r.sequences) {
+    w.ids(s.tokens);
+    w.str(s.text);
+    w.u8(static_cast<std::uint8_t>(s.finish_reason));
+    w.u64(s.logprobs.size());
+    for (const StepLogprobs& step : s.logprobs) {
+      w.i32(step.token);
+      w.f32(step.logprob);
+      w.u64(step.top.size());
+      for (const TokenLogprob& t : step.top) {
+        w.i32(t.token);
+        w.f32(t.logprob);
+      }
+    }
+    w.f64(s.score);
+    w.u64(s.digest);
+    w.u64(s.step_digests.size());
+    for (std::uint64_t d : s.step_digests) w.u64(d);
+  }
+  return b;
+}
+
+GenerationResult deserialize_result(const Bytes& bytes) {
+  Reader r(bytes);
+  const std::uint32_t version = r.u32();
+  if (version != kResultFormatVersion) {
+    fail(ErrorCode::kCorrupt, "result cache entry: format version ", version, ", expected ",
+         kResultFormatVersion);
+  }
+  GenerationResult out;
+  out.prompt_tokens = r.ids();
+  out.seed = r.u64();
+  out.sequences.resize(r.count(8));
+  for (Sequence& s : out.sequences) {
+    s.tokens = r.ids();
+    s.text = r.str();
+    const std::uint8_t reason = r.u8();
+    if (reason > static_cast<std::uint8_t>(FinishReason::kCancelled)) {
+      fail(ErrorCode::kCorrupt, "result cache entry: finish reason ", int{reason});
+    }
+    s.finish_reason = static_cast<FinishReason>(reason);
+    s.logprobs.resize(r.count(16));
+    for (StepLogprobs& step : s.logprobs) {
+      step.token = r.i32();
+      step.logprob = r.f32();
+      step.top.resize(r.count(8));
+      for (TokenLogprob& t : step.top) {
+        t.token = r.i32();
+        t.logprob = r.f32();
+      }
+    }
+    s.score = r.f64();
+    s.digest = r.u64();
+    s.step_digests.resize(r.count(8));
+    for (auto& d : s.step_digests) d = r.u64();
+  }
+  if (!r.done()) fail(ErrorCode::kCorrupt, "result cache entry: trailing bytes");
+  return out;
+}
+
+ResultComparison compare_results(const GenerationResult& a, const GenerationResult& b) {
+  auto differ = [](std::string what) { return ResultComparison{false, std::move(what)}; };
+  if (a.seed != b.seed) return differ(str_cat("seed ", a.seed, " vs ", b.seed));
+  if (a.prompt_tokens != b.prompt_tokens) return differ("prompt tokens differ");
+  if (a.sequences.size() != b.sequences.size()) {
+    return differ(str_cat("sequence count ", a.sequences.size(), " vs ", b.sequences.size()));
+  }
+  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
+    const Sequence& x = a.sequences[i];
+    const Sequence& y = b.sequences[i];
+    const std::string at = str_cat("sequence ", i, ": ");
+    if (x.tokens != y.tokens) {
+      std::size_t t = 0;
+      while (t < x.tokens.size() && t < y.tokens.size() && x.tokens[t] == y.tokens[t]) ++t;
+      return differ(str_cat(at, "tokens differ from position ", t));
+    }
+    if (x.text != y.text) return differ(at + "text differs");
+    if (x.finish_reason != y.finish_reason) return differ(at + "finish reason differs");
+    if (x.logprobs.size() != y.logprobs.size()) return differ(at + "logprob step count differs");
+    for (std::size_t s = 0; s < x.logprobs.size(); ++s) {
+      const StepLogprobs& p = x.logprobs[s];
+      const StepLogprobs& q = y.logprobs[s];
+      bool same =
+          p.token == q.token && same_bits(p.logprob, q.logprob) && p.top.size() == q.top.size();
+      for (std::size_t k = 0; same && k < p.top.size(); ++k) {
+        same = p.top[k].token == q.top[k].token && same_bits(p.top[k].logprob, q.top[k].logprob);
+      }
+      if (!same) return differ(str_cat(at, "logprobs of step ", s, " differ"));
+    }
+    if (!same_bits(x.score, y.score)) return differ(at + "score differs");
+    if (x.step_digests != y.step_digests) {
+      std::size_t s = 0;
+      while (s < x.step_digests.size() && s < y.step_digests.size() &&
+             x.step_digests[s] == y.step_digests[s]) {
+        ++s;
+      }
+      return differ(str_cat(at, "logits digest differs from step ", s));
+    }
+    if (x.digest != y.digest) return differ(at + "run digest differs");
+  }
+  return {};
+}
+
+}  // namespace detinfer
