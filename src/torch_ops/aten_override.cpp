@@ -1,0 +1,110 @@
+// A scoped override of aten's CPU kernels: while enabled, aten::mm, addmm, _softmax,
+// _log_softmax and mean.dim on CPU run detinfer's batch-invariant operators, so an
+// unmodified torch.nn model gives the same bits for a row whatever the batch. aten::linear
+// and aten::matmul need no entry: on CPU they decompose into mm/addmm.
+//
+// The kernels are registered on a torch::Library object; destroying it deregisters them
+// and PyTorch's own kernels come back. Tensors the canonical kernels don't take (double,
+// integer, complex) go to PyTorch's CPU kernels directly (at::cpu::*), not the dispatcher,
+// so the override never recurses.
+#include <ATen/ATen.h>
+#include <ATen/CPUFunctions.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "torch_ops/ops.h"
+#include "torch_ops/torch_glue.h"
+
+namespace detinfer::torch_ops {
+namespace {
+
+bool routable(const at::Tensor& t) {
+  return t.defined() && t.layout() == at::kStrided && t.device().is_cpu() &&
+         is_kernel_dtype(t.scalar_type());
+}
+
+at::Tensor aten_mm(const at::Tensor& a, const at::Tensor& b) {
+  if (routable(a) && routable(b) && a.scalar_type() == b.scalar_type()) return torch_ops::mm(a, b);
+  return at::cpu::mm(a, b);
+}
+
+at::Tensor aten_addmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+  if (routable(self) && routable(a) && routable(b) && a.scalar_type() == b.scalar_type()) {
+    return torch_ops::addmm(self, a, b, beta, alpha);
+  }
+  return at::cpu::addmm(self, a, b, beta, alpha);
+}
+
+at::Tensor aten_softmax(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
+  if (!routable(x)) return at::cpu::_softmax(x, dim, half_to_float);
+  const at::Tensor y = torch_ops::softmax(x, dim, c10::nullopt);
+  return half_to_float ? y.to(at::kFloat) : y;
+}
+
+at::Tensor aten_log_softmax(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
+  if (!routable(x)) return at::cpu::_log_softmax(x, dim, half_to_float);
+  const at::Tensor y = torch_ops::log_softmax(x, dim, c10::nullopt);
+  return half_to_float ? y.to(at::kFloat) : y;
+}
+
+at::Tensor aten_mean(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keepdim,
+                     c10::optional<at::ScalarType> dtype) {
+  if (!routable(x) || (dtype.has_value() && !is_kernel_dtype(*dtype))) {
+    return at::cpu::mean(x, dim, keepdim, dtype);
+  }
+  return torch_ops::mean(x, dim, keepdim, dtype);
+}
+
+// PyTorch warns when a kernel replaces another one for the same key; here that is the
+// point, so the warning is dropped while registering.
+class SilentWarnings : public c10::WarningHandler {
+ public:
+  void process(const c10::SourceLocation&, const std::string&, const bool) override {}
+};
+
+std::mutex& override_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::unique_ptr<torch::Library>& override_library() {
+  static std::unique_ptr<torch::Library> lib;
+  return lib;
+}
+
+}  // namespace
+
+bool set_aten_override(bool enabled) {
+  std::lock_guard<std::mutex> lock(override_mutex());
+  auto& lib = override_library();
+  const bool previous = lib != nullptr;
+  if (enabled && !lib) {
+    SilentWarnings silent;
+    c10::Warning::WarningHandlerGuard guard(&silent);
+    auto fresh = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                  c10::DispatchKey::CPU, __FILE__, __LINE__);
+    fresh->impl("mm", TORCH_FN(aten_mm));
+    fresh->impl("addmm", TORCH_FN(aten_addmm));
+    fresh->impl("_softmax", TORCH_FN(aten_softmax));
+    fresh->impl("_log_softmax", TORCH_FN(aten_log_softmax));
+    fresh->impl("mean.dim", TORCH_FN(aten_mean));
+    lib = std::move(fresh);
+  } else if (!enabled && lib) {
+    SilentWarnings silent;
+    c10::Warning::WarningHandlerGuard guard(&silent);
+    lib.reset();
+  }
+  return previous;
+}
+
+bool aten_override_enabled() {
+  std::lock_guard<std::mutex> lock(override_mutex());
+  return override_library() != nullptr;
+}
+
+}  // namespace detinfer::torch_ops

@@ -1,0 +1,51 @@
+// The `detinfer` operator namespace: torch.ops.detinfer.* once libdetinfer_torch.so is
+// loaded (torch.ops.load_library). CPU kernels here; CUDA kernels in cuda_register.cpp when
+// built against a CUDA-enabled libtorch.
+#include <torch/library.h>
+
+#include "torch_ops/ops.h"
+
+namespace detinfer::torch_ops {
+namespace {
+std::int64_t numerics_spec_version() { return 1; }
+}  // namespace
+}  // namespace detinfer::torch_ops
+
+TORCH_LIBRARY(detinfer, m) {
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def("rms_norm(Tensor input, Tensor weight, float eps=1e-06) -> Tensor");
+  m.def("softmax(Tensor self, int dim=-1, *, ScalarType? dtype=None) -> Tensor");
+  m.def("log_softmax(Tensor self, int dim=-1, *, ScalarType? dtype=None) -> Tensor");
+  m.def(
+      "mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
+  m.def("silu_mul(Tensor gate, Tensor up) -> Tensor");
+  m.def(
+      "attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, "
+      "Tensor num_keys, float scale) -> Tensor");
+  m.def(
+      "paged_attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, "
+      "Tensor context_lens, float scale) -> Tensor");
+  m.def("attention_prefill(Tensor q, Tensor k, Tensor v, float scale) -> Tensor");
+  // No tensor arguments: catch-all kernels.
+  m.def("set_aten_override(bool enabled) -> bool", &detinfer::torch_ops::set_aten_override);
+  m.def("aten_override_enabled() -> bool", &detinfer::torch_ops::aten_override_enabled);
+  m.def("numerics_spec_version() -> int", &detinfer::torch_ops::numerics_spec_version);
+}
+
+TORCH_LIBRARY_IMPL(detinfer, CPU, m) {
+  namespace ops = detinfer::torch_ops;
+  m.impl("mm", TORCH_FN(ops::mm));
+  m.impl("addmm", TORCH_FN(ops::addmm));
+  m.impl("linear", TORCH_FN(ops::linear));
+  m.impl("rms_norm", TORCH_FN(ops::rms_norm));
+  m.impl("softmax", TORCH_FN(ops::softmax));
+  m.impl("log_softmax", TORCH_FN(ops::log_softmax));
+  m.impl("mean", TORCH_FN(ops::mean));
+  m.impl("silu_mul", TORCH_FN(ops::silu_mul));
+  m.impl("attention", TORCH_FN(ops::attention));
+  m.impl("paged_attention_decode", TORCH_FN(ops::paged_attention_decode));
+  m.impl("attention_prefill", TORCH_FN(ops::attention_prefill));
+}
