@@ -1,0 +1,7 @@
+# bench_cache: cost of the KV-prefix cache key chain per token, and get/put latency of the
+# memory, disk and Redis tiers for a Qwen2.5-0.5B-sized block, next to a plain memcpy of
+# the same block measured in the same run (docs/performance.md, "Caches").
+add_executable(bench_cache ${CMAKE_CURRENT_LIST_DIR}/bench_cache.cpp)
+target_link_libraries(bench_cache PRIVATE detinfer_flags benchmark::benchmark Threads::Threads)
+target_include_directories(bench_cache PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+detinfer_link_modules(bench_cache cache)
