@@ -1,11 +1,12 @@
-// A scoped override of aten's CPU kernels: while enabled, aten::mm, addmm, _softmax,
-// _log_softmax and mean.dim on CPU run detinfer's batch-invariant operators, so an
-// unmodified torch.nn model gives the same bits for a row whatever the batch. aten::linear
-// and aten::matmul need no entry: on CPU they decompose into mm/addmm.
+// A scoped override of aten's CPU (and, with a CUDA-enabled libtorch, CUDA) kernels:
+// while enabled, aten::mm, addmm, _softmax, _log_softmax and mean.dim run detinfer's
+// batch-invariant operators, so an unmodified torch.nn model gives the same bits for a row
+// whatever the batch. aten::linear and aten::matmul need no entry: they decompose into
+// mm/addmm.
 //
 // The kernels are registered on a torch::Library object; destroying it deregisters them
 // and PyTorch's own kernels come back. Tensors the canonical kernels don't take (double,
-// integer, complex) go to PyTorch's CPU kernels directly (at::cpu::*), not the dispatcher,
+// integer, complex) go to PyTorch's kernels directly (at::cpu::*, at::cuda::*), not the dispatcher,
 // so the override never recurses.
 #include <ATen/ATen.h>
 #include <ATen/CPUFunctions.h>
@@ -15,9 +16,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "torch_ops/cuda_ops.h"
 #include "torch_ops/ops.h"
 #include "torch_ops/torch_glue.h"
+
+#ifdef DETINFER_TORCH_CUDA
+#include <ATen/CUDAFunctions.h>
+#endif
 
 namespace detinfer::torch_ops {
 namespace {
@@ -60,6 +67,50 @@ at::Tensor aten_mean(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keep
   return torch_ops::mean(x, dim, keepdim, dtype);
 }
 
+#ifdef DETINFER_TORCH_CUDA
+// The same routing for CUDA tensors (unverified: needs a CUDA-enabled libtorch).
+bool cuda_routable(const at::Tensor& t) {
+  return t.defined() && t.layout() == at::kStrided && t.is_cuda() &&
+         is_kernel_dtype(t.scalar_type());
+}
+
+at::Tensor aten_mm_cuda(const at::Tensor& a, const at::Tensor& b) {
+  if (cuda_routable(a) && cuda_routable(b) && a.scalar_type() == b.scalar_type()) {
+    return cuda_impl::mm(a, b);
+  }
+  return at::cuda::mm(a, b);
+}
+
+at::Tensor aten_addmm_cuda(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
+                           const at::Scalar& beta, const at::Scalar& alpha) {
+  if (cuda_routable(self) && cuda_routable(a) && cuda_routable(b) &&
+      a.scalar_type() == b.scalar_type()) {
+    return cuda_impl::addmm(self, a, b, beta, alpha);
+  }
+  return at::cuda::addmm(self, a, b, beta, alpha);
+}
+
+at::Tensor aten_softmax_cuda(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
+  if (!cuda_routable(x)) return at::cuda::_softmax(x, dim, half_to_float);
+  const at::Tensor y = cuda_impl::softmax(x, dim, c10::nullopt);
+  return half_to_float ? y.to(at::kFloat) : y;
+}
+
+at::Tensor aten_log_softmax_cuda(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
+  if (!cuda_routable(x)) return at::cuda::_log_softmax(x, dim, half_to_float);
+  const at::Tensor y = cuda_impl::log_softmax(x, dim, c10::nullopt);
+  return half_to_float ? y.to(at::kFloat) : y;
+}
+
+at::Tensor aten_mean_cuda(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keepdim,
+                          c10::optional<at::ScalarType> dtype) {
+  if (!cuda_routable(x) || (dtype.has_value() && !is_kernel_dtype(*dtype))) {
+    return at::cuda::mean(x, dim, keepdim, dtype);
+  }
+  return cuda_impl::mean(x, dim, keepdim, dtype);
+}
+#endif
+
 // PyTorch warns when a kernel replaces another one for the same key; here that is the
 // point, so the warning is dropped while registering.
 class SilentWarnings : public c10::WarningHandler {
@@ -72,39 +123,48 @@ std::mutex& override_mutex() {
   return mu;
 }
 
-std::unique_ptr<torch::Library>& override_library() {
-  static std::unique_ptr<torch::Library> lib;
-  return lib;
+// One registration library per dispatch key; empty when the override is off.
+std::vector<std::unique_ptr<torch::Library>>& override_libraries() {
+  static std::vector<std::unique_ptr<torch::Library>> libs;
+  return libs;
 }
 
 }  // namespace
 
 bool set_aten_override(bool enabled) {
   std::lock_guard<std::mutex> lock(override_mutex());
-  auto& lib = override_library();
-  const bool previous = lib != nullptr;
-  if (enabled && !lib) {
-    SilentWarnings silent;
-    c10::Warning::WarningHandlerGuard guard(&silent);
-    auto fresh = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                                  c10::DispatchKey::CPU, __FILE__, __LINE__);
-    fresh->impl("mm", TORCH_FN(aten_mm));
-    fresh->impl("addmm", TORCH_FN(aten_addmm));
-    fresh->impl("_softmax", TORCH_FN(aten_softmax));
-    fresh->impl("_log_softmax", TORCH_FN(aten_log_softmax));
-    fresh->impl("mean.dim", TORCH_FN(aten_mean));
-    lib = std::move(fresh);
-  } else if (!enabled && lib) {
-    SilentWarnings silent;
-    c10::Warning::WarningHandlerGuard guard(&silent);
-    lib.reset();
+  auto& libs = override_libraries();
+  const bool previous = !libs.empty();
+  SilentWarnings silent;
+  c10::Warning::WarningHandlerGuard guard(&silent);
+  if (enabled && libs.empty()) {
+    auto cpu = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::CPU,
+                                                __FILE__, __LINE__);
+    cpu->impl("mm", TORCH_FN(aten_mm));
+    cpu->impl("addmm", TORCH_FN(aten_addmm));
+    cpu->impl("_softmax", TORCH_FN(aten_softmax));
+    cpu->impl("_log_softmax", TORCH_FN(aten_log_softmax));
+    cpu->impl("mean.dim", TORCH_FN(aten_mean));
+    libs.push_back(std::move(cpu));
+#ifdef DETINFER_TORCH_CUDA
+    auto cuda = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                 c10::DispatchKey::CUDA, __FILE__, __LINE__);
+    cuda->impl("mm", TORCH_FN(aten_mm_cuda));
+    cuda->impl("addmm", TORCH_FN(aten_addmm_cuda));
+    cuda->impl("_softmax", TORCH_FN(aten_softmax_cuda));
+    cuda->impl("_log_softmax", TORCH_FN(aten_log_softmax_cuda));
+    cuda->impl("mean.dim", TORCH_FN(aten_mean_cuda));
+    libs.push_back(std::move(cuda));
+#endif
+  } else if (!enabled) {
+    libs.clear();  // deregisters: PyTorch's own kernels serve again
   }
   return previous;
 }
 
 bool aten_override_enabled() {
   std::lock_guard<std::mutex> lock(override_mutex());
-  return override_library() != nullptr;
+  return !override_libraries().empty();
 }
 
 }  // namespace detinfer::torch_ops

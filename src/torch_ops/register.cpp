@@ -1,5 +1,5 @@
 // The `detinfer` operator namespace: torch.ops.detinfer.* once libdetinfer_torch.so is
-// loaded (torch.ops.load_library). CPU kernels here; CUDA kernels in cuda_register.cpp when
+// loaded (torch.ops.load_library). CPU kernels here; CUDA kernels in cuda_ops.cpp when
 // built against a CUDA-enabled libtorch.
 #include <torch/library.h>
 
