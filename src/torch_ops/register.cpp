@@ -3,11 +3,39 @@
 // built against a CUDA-enabled libtorch.
 #include <torch/library.h>
 
+#include <string>
+
+#include "kernels/kernels.h"
 #include "torch_ops/ops.h"
+#include "torch_ops/torch_glue.h"
 
 namespace detinfer::torch_ops {
 namespace {
+
 std::int64_t numerics_spec_version() { return 1; }
+
+std::string cpu_isa() { return kernels::to_string(kernels::active_isa()); }
+
+// For tests and debugging: results are the same bits with every ISA (spec v1).
+std::string set_cpu_isa(const std::string& name) {
+  const std::string previous = cpu_isa();
+  kernels::Isa isa;
+  if (name == "scalar") {
+    isa = kernels::Isa::kScalar;
+  } else if (name == "avx2") {
+    isa = kernels::Isa::kAvx2;
+  } else if (name == "avx512") {
+    isa = kernels::Isa::kAvx512;
+  } else {
+    TORCH_CHECK(false, "detinfer::set_cpu_isa: unknown ISA '", name, "' (scalar, avx2 or avx512)");
+  }
+  guarded("set_cpu_isa", [&] {
+    kernels::set_isa(isa);
+    return 0;
+  });
+  return previous;
+}
+
 }  // namespace
 }  // namespace detinfer::torch_ops
 
@@ -33,6 +61,8 @@ TORCH_LIBRARY(detinfer, m) {
   m.def("set_aten_override(bool enabled) -> bool", &detinfer::torch_ops::set_aten_override);
   m.def("aten_override_enabled() -> bool", &detinfer::torch_ops::aten_override_enabled);
   m.def("numerics_spec_version() -> int", &detinfer::torch_ops::numerics_spec_version);
+  m.def("cpu_isa() -> str", &detinfer::torch_ops::cpu_isa);
+  m.def("set_cpu_isa(str isa) -> str", &detinfer::torch_ops::set_cpu_isa);
 }
 
 TORCH_LIBRARY_IMPL(detinfer, CPU, m) {

@@ -5,6 +5,7 @@ override on an unmodified torch.nn model.
 Run by ctest (label python) with DETINFER_TORCH_LIB set; PYTHONPATH holds detinfer_torch.py.
 """
 
+import hashlib
 import itertools
 import os
 import unittest
@@ -78,6 +79,32 @@ class MatmulTest(unittest.TestCase):
         y = ops.addmm(b, x, wt.t(), beta=0.5, alpha=2.0)
         torch.testing.assert_close(y, torch.addmm(b, x, wt.t(), beta=0.5, alpha=2.0),
                                    rtol=1e-4, atol=1e-4)
+
+
+class IsaTest(unittest.TestCase):
+    def test_same_bits_with_every_isa(self):
+        x, w = rand(7, 300, seed=31), rand(300, 33, seed=32)
+        q, k, v = rand(9, 4, 64, seed=33), rand(9, 2, 64, seed=34), rand(9, 2, 64, seed=35)
+        digests = {}
+        original = ops.cpu_isa()
+        try:
+            for isa in ("scalar", "avx2", "avx512"):
+                try:
+                    ops.set_cpu_isa(isa)
+                except RuntimeError as e:
+                    self.assertIn("unsupported", str(e).lower())
+                    continue  # this CPU lacks the ISA
+                y = ops.mm(x, w)
+                outs = (y, ops.log_softmax(y, -1), ops.rms_norm(y, w[0, :33], 1e-5),
+                        ops.attention_prefill(q, k, v, 0.125))
+                digests[isa] = hashlib.sha256(b"".join(t.numpy().tobytes() for t in outs)).hexdigest()
+        finally:
+            ops.set_cpu_isa(original)
+        print(f"\n[ISA] {original} active; digests: {digests}")
+        self.assertIn("scalar", digests)
+        self.assertEqual(len(set(digests.values())), 1, digests)
+        with self.assertRaisesRegex(RuntimeError, "unknown ISA"):
+            ops.set_cpu_isa("sse9")
 
 
 class RowOpsTest(unittest.TestCase):
