@@ -1,0 +1,490 @@
+// Canonical CUDA kernels: numerics spec v1 exactly, so each output is bitwise equal to
+// kernels::ref. Parallelism is over outputs and over independent chunk partials; every
+// fold of chunk partials runs in index order in one thread.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/check.h"
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace detinfer::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned elementwise_blocks(std::int64_t n) {
+  return static_cast<unsigned>(dmin((n + kThreads - 1) / kThreads, 65535));
+}
+
+__global__ void exp_kernel(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    y[i] = dm::exp_f32(x[i]);
+}
+
+__global__ void log_kernel(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    y[i] = dm::log_f32(x[i]);
+}
+
+__global__ void silu_mul_kernel(const float* g, const float* u, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    out[i] = dm::div_rn(g[i], 1.0f + dm::exp_f32(-g[i])) * u[i];
+}
+
+template <DType D>
+__device__ __forceinline__ float widen(const void* p, std::int64_t i) {
+  if constexpr (D == DType::kF32) {
+    return static_cast<const float*>(p)[i];
+  } else if constexpr (D == DType::kBF16) {
+    return dm::bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+  } else {
+    return dm::f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+  }
+}
+
+// --- linear ------------------------------------------------------------------------------
+// One warp per output column j. The K axis is walked in groups of 32 spec chunks (2048
+// values): the warp stages W[j][group] in shared memory (widened), lane l computes the
+// partial of chunk l of the group for up to kRows rows of x, and lane 0 folds the 32
+// partials into the running sums in chunk order. W is read once per kRows rows.
+constexpr int kLinWarps = 4;
+constexpr int kLinRows = 8;
+constexpr int kGroupK = 32 * kChunk;
+
+template <DType D>
+__global__ void __launch_bounds__(kLinWarps * 32)
+    linear_kernel(const float* __restrict__ x, std::int64_t ldx, std::int64_t m,
+                  const void* __restrict__ w, std::int64_t n, std::int64_t k,
+                  const float* __restrict__ bias, float* __restrict__ y, std::int64_t ldy) {
+  __shared__ float ws[kLinWarps][32][kChunk + 1];  // +1: conflict-free rows and columns
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const std::int64_t j = std::int64_t{blockIdx.x} * kLinWarps + warp;
+  if (j >= n) return;  // whole warps exit; only __syncwarp is used below
+  float(*wl)[kChunk + 1] = ws[warp];
+  for (std::int64_t r0 = 0; r0 < m; r0 += kLinRows) {
+    const int rows = static_cast<int>(dmin(kLinRows, m - r0));
+    float s[kLinRows];
+    for (int r = 0; r < kLinRows; ++r) s[r] = 0.0f;
+    for (std::int64_t g0 = 0; g0 < k; g0 += kGroupK) {
+      __syncwarp();
+      for (int e = lane; e < kGroupK; e += 32) {
+        const std::int64_t kk = g0 + e;
+        wl[e / kChunk][e % kChunk] = kk < k ? widen<D>(w, j * k + kk) : 0.0f;
+      }
+      __syncwarp();
+      const std::int64_t c0 = g0 + std::int64_t{lane} * kChunk;
+      const int len = static_cast<int>(dmax(0, dmin(kChunk, k - c0)));
+      float p[kLinRows];
+#pragma unroll
+      for (int r = 0; r < kLinRows; ++r) {
+        float acc = 0.0f;
+        if (r < rows) {
+          const float* xr = x + (r0 + r) * ldx + c0;
+          for (int i = 0; i < len; ++i) acc = dm::fma_rn(xr[i], wl[lane][i], acc);
+        }
+        p[r] = acc;
+      }
+      const int chunks = static_cast<int>(dmin(32, (k - g0 + kChunk - 1) / kChunk));
+      for (int c = 0; c < chunks; ++c) {
+#pragma unroll
+        for (int r = 0; r < kLinRows; ++r) s[r] = s[r] + __shfl_sync(0xffffffffu, p[r], c);
+      }
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < kLinRows; ++r) {
+        if (r < rows) {
+          float v = s[r];
+          if (bias != nullptr) v = v + bias[j];
+          y[(r0 + r) * ldy + j] = v;
+        }
+      }
+    }
+  }
+}
+
+// --- rms_norm ------------------------------------------------------------------------------
+// One block per row: thread t computes the partials of chunks t, t+256, ...; thread 0
+// folds them in order and forms r; then every thread scales its elements.
+__global__ void rms_norm_kernel(const float* x, std::int64_t ldx, const float* w, float eps,
+                                float* y, std::int64_t ldy, std::int64_t n) {
+  extern __shared__ float partial[];
+  __shared__ float s_r;
+  const float* xr = x + blockIdx.x * ldx;
+  float* yr = y + blockIdx.x * ldy;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const std::int64_t i1 = dmin(n, (c + 1) * kChunk);
+    float p = 0.0f;
+    for (std::int64_t i = c * kChunk; i < i1; ++i) p = dm::fma_rn(xr[i], xr[i], p);
+    partial[c] = p;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float ss = 0.0f;
+    for (std::int64_t c = 0; c < chunks; ++c) ss = ss + partial[c];
+    s_r = dm::div_rn(1.0f, dm::sqrt_rn(dm::div_rn(ss, static_cast<float>(n)) + eps));
+  }
+  __syncthreads();
+  const float r = s_r;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * r) * w[i];
+}
+
+// --- softmax / log_softmax -------------------------------------------------------------------
+template <bool kLog>
+__global__ void softmax_kernel(const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
+                               std::int64_t n) {
+  extern __shared__ float partial[];
+  __shared__ float s_total;
+  const float* xr = x + blockIdx.x * ldx;
+  float* yr = y + blockIdx.x * ldy;
+  const float m = block_max_of(n, [xr](std::int64_t i) { return xr[i]; });
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const std::int64_t i1 = dmin(n, (c + 1) * kChunk);
+    float p = 0.0f;
+    for (std::int64_t i = c * kChunk; i < i1; ++i) {
+      const float e = dm::exp_f32(xr[i] - m);
+      if (!kLog) yr[i] = e;
+      p = p + e;
+    }
+    partial[c] = p;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.0f;
+    for (std::int64_t c = 0; c < chunks; ++c) s = s + partial[c];
+    s_total = kLog ? dm::log_f32(s) : s;
+  }
+  __syncthreads();
+  const float t = s_total;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if (kLog) {
+      yr[i] = (xr[i] - m) - t;
+    } else {
+      yr[i] = dm::div_rn(yr[i], t);
+    }
+  }
+}
+
+// --- argmax ------------------------------------------------------------------------------------
+__global__ void argmax_kernel(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t* out) {
+  const float* xr = x + blockIdx.x * ldx;
+  MaxPair p{0.0f, -1};
+  int nan = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i];
+    if (v != v) nan = 1;
+    p = max_pair_add(p, v, i);
+  }
+  nan = __syncthreads_or(nan);
+  p = block_max_pair(p);
+  if (threadIdx.x == 0) out[blockIdx.x] = nan ? -1 : p.i;
+}
+
+// --- rope ----------------------------------------------------------------------------------------
+__global__ void rope_kernel(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
+                            std::int64_t d, const float* cos, const float* sin,
+                            std::int64_t ld_table, const std::int32_t* positions) {
+  const std::int64_t half = d / 2;
+  const std::int64_t pos = positions[blockIdx.x];
+  const float* c = cos + pos * ld_table;
+  const float* s = sin + pos * ld_table;
+  for (std::int64_t t = threadIdx.x; t < heads * half; t += blockDim.x) {
+    const std::int64_t h = t / half;
+    const std::int64_t i = t % half;
+    float* v = x + blockIdx.x * ldx + h * ldh;
+    const float a = v[i];
+    const float b = v[i + half];
+    v[i] = a * c[i] - b * s[i];
+    v[i + half] = b * c[i] + a * s[i];
+  }
+}
+
+// --- embedding
+// -------------------------------------------------------------------------------------
+template <DType D>
+__global__ void embedding_kernel(const std::int32_t* ids, const void* table, std::int64_t vocab,
+                                 std::int64_t dim, float* out, std::int64_t ldo,
+                                 std::int32_t* error_flag) {
+  const std::int64_t id = ids[blockIdx.x];
+  float* o = out + blockIdx.x * ldo;
+  if (id < 0 || id >= vocab) {
+    for (std::int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = dm::quiet_nan();
+    if (threadIdx.x == 0 && error_flag != nullptr) atomicExch(error_flag, 1);
+    return;
+  }
+  for (std::int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = widen<D>(table, id * dim + i);
+}
+
+// --- Philox
+// ----------------------------------------------------------------------------------------
+__global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream_id, std::uint64_t first_step,
+                              std::uint32_t lane, std::uint32_t* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    out[i] = dm::philox_block(seed, stream_id, first_step + static_cast<std::uint64_t>(i)).v[lane];
+}
+
+// --- sampling draw ----------------------------------------------------------------------
+// Key = (descending p, ascending id): probabilities are >= 0, so their bits order like
+// their values; -0 is mapped to +0 (they compare equal on the CPU).
+__global__ void draw_keys_kernel(const float* p, const std::int32_t* ids, std::int64_t n,
+                                 std::int64_t padded, std::uint64_t* keys, std::int32_t* pos) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < padded;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    if (i < n) {
+      const float v = p[i] == 0.0f ? 0.0f : p[i];
+      const std::uint64_t desc = 0xffffffffu - dm::bits_of(v);
+      keys[i] = (desc << 32) | static_cast<std::uint32_t>(ids[i]);
+      pos[i] = static_cast<std::int32_t>(i);
+    } else {
+      keys[i] = ~std::uint64_t{0};  // padding sorts last
+      pos[i] = -1;
+    }
+  }
+}
+
+__global__ void bitonic_step_kernel(std::uint64_t* keys, std::int32_t* pos, std::int64_t padded,
+                                    std::int64_t j, std::int64_t k) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < padded;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t other = i ^ j;
+    if (other <= i) continue;
+    const bool ascending = (i & k) == 0;
+    const std::uint64_t a = keys[i];
+    const std::uint64_t b = keys[other];
+    if ((a > b) == ascending) {
+      keys[i] = b;
+      keys[other] = a;
+      const std::int32_t t = pos[i];
+      pos[i] = pos[other];
+      pos[other] = t;
+    }
+  }
+}
+
+// decode::draw_index's two sequential loops, in one thread.
+__global__ void draw_pick_kernel(const float* p, const std::int32_t* pos, std::int64_t n,
+                                 std::uint64_t seed, std::uint64_t stream_id, std::uint64_t step,
+                                 std::int64_t* out) {
+  float total = 0.0f;
+  for (std::int64_t j = 0; j < n; ++j) total = total + p[pos[j]];
+  const float target = dm::uniform01(dm::philox_block(seed, stream_id, step).v[0]) * total;
+  float cum = 0.0f;
+  for (std::int64_t j = 0; j < n; ++j) {
+    cum = cum + p[pos[j]];
+    if (cum > target) {
+      *out = pos[j];
+      return;
+    }
+  }
+  *out = pos[n - 1];
+}
+
+std::int64_t draw_padded(std::int64_t n) {
+  std::int64_t padded = 1;
+  while (padded < n) padded <<= 1;
+  return padded;
+}
+
+// Calls f(std::integral_constant<DType, dtype>{}) so launchers instantiate one kernel per
+// storage type.
+template <typename F>
+void with_dtype(DType dtype, const char* op, F f) {
+  switch (dtype) {
+    case DType::kF32:
+      return f(std::integral_constant<DType, DType::kF32>{});
+    case DType::kBF16:
+      return f(std::integral_constant<DType, DType::kBF16>{});
+    case DType::kF16:
+      return f(std::integral_constant<DType, DType::kF16>{});
+  }
+  fail(ErrorCode::kInvalidArgument, "cuda::", op, ": unknown dtype ", static_cast<int>(dtype));
+}
+
+// Shared memory for one float partial per spec chunk of a row.
+std::size_t chunk_partial_bytes(std::int64_t n, const char* op) {
+  if (n > kMaxRowLength)
+    fail(ErrorCode::kUnsupported, "cuda::", op, ": row length ", n, " exceeds ", kMaxRowLength);
+  return static_cast<std::size_t>((n + kChunk - 1) / kChunk) * sizeof(float);
+}
+
+}  // namespace
+
+void exp_f32(const float* x, float* y, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(x, "exp_f32", "x");
+  require_ptr(y, "exp_f32", "y");
+  exp_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, y, n);
+  DETINFER_CUDA_CHECK_LAUNCH("exp_kernel");
+}
+
+void log_f32(const float* x, float* y, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(x, "log_f32", "x");
+  require_ptr(y, "log_f32", "y");
+  log_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, y, n);
+  DETINFER_CUDA_CHECK_LAUNCH("log_kernel");
+}
+
+void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(g, "silu_mul", "g");
+  require_ptr(u, "silu_mul", "u");
+  require_ptr(out, "silu_mul", "out");
+  silu_mul_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(g, u, out, n);
+  DETINFER_CUDA_CHECK_LAUNCH("silu_mul_kernel");
+}
+
+void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
+            std::int64_t n, std::int64_t k, const float* bias, float* y, std::int64_t ldy,
+            Stream stream) {
+  check_linear_args("linear", x, ldx, m, w, n, k, y, ldy);
+  const unsigned blocks = grid_x((n + kLinWarps - 1) / kLinWarps, "linear");
+  with_dtype(dtype, "linear", [&](auto d) {
+    linear_kernel<decltype(d)::value>
+        <<<blocks, kLinWarps * 32, 0, stream>>>(x, ldx, m, w, n, k, bias, y, ldy);
+  });
+  DETINFER_CUDA_CHECK_LAUNCH("linear_kernel");
+}
+
+void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+              std::int64_t ldy, std::int64_t rows, std::int64_t n, Stream stream) {
+  check_row_args("rms_norm", x, ldx, y, ldy, rows, n);
+  require_ptr(w, "rms_norm", "w");
+  const std::size_t shared = chunk_partial_bytes(n, "rms_norm");
+  rms_norm_kernel<<<grid_x(rows, "rms_norm"), kThreads, shared, stream>>>(x, ldx, w, eps, y, ldy,
+                                                                          n);
+  DETINFER_CUDA_CHECK_LAUNCH("rms_norm_kernel");
+}
+
+void softmax(const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t rows,
+             std::int64_t n, Stream stream) {
+  check_row_args("softmax", x, ldx, y, ldy, rows, n);
+  const std::size_t shared = chunk_partial_bytes(n, "softmax");
+  softmax_kernel<false><<<grid_x(rows, "softmax"), kThreads, shared, stream>>>(x, ldx, y, ldy, n);
+  DETINFER_CUDA_CHECK_LAUNCH("softmax_kernel");
+}
+
+void log_softmax(const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t rows,
+                 std::int64_t n, Stream stream) {
+  check_row_args("log_softmax", x, ldx, y, ldy, rows, n);
+  const std::size_t shared = chunk_partial_bytes(n, "log_softmax");
+  softmax_kernel<true>
+      <<<grid_x(rows, "log_softmax"), kThreads, shared, stream>>>(x, ldx, y, ldy, n);
+  DETINFER_CUDA_CHECK_LAUNCH("log_softmax_kernel");
+}
+
+void argmax(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n, std::int64_t* out,
+            Stream stream) {
+  require_ptr(x, "argmax", "x");
+  require_ptr(out, "argmax", "out");
+  require_positive(rows, "argmax", "rows");
+  require_positive(n, "argmax", "n");
+  require(ldx >= n, "argmax", "ldx must be >= n");
+  argmax_kernel<<<grid_x(rows, "argmax"), kThreads, 0, stream>>>(x, ldx, n, out);
+  DETINFER_CUDA_CHECK_LAUNCH("argmax_kernel");
+}
+
+void argmax_to_host(const std::int64_t* out, std::int64_t rows, std::int64_t* host, Stream stream) {
+  require_ptr(out, "argmax_to_host", "out");
+  require_ptr(host, "argmax_to_host", "host");
+  require_positive(rows, "argmax_to_host", "rows");
+  DETINFER_CUDA_CHECK(cudaMemcpyAsync(host, out, static_cast<std::size_t>(rows) * sizeof *host,
+                                      cudaMemcpyDeviceToHost, stream));
+  synchronize(stream);
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (host[r] < 0) fail(ErrorCode::kInvalidArgument, "cuda::argmax: NaN in row ", r);
+}
+
+void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
+          std::int64_t d, const float* cos, const float* sin, std::int64_t ld_table,
+          const std::int32_t* positions, Stream stream) {
+  require_ptr(x, "rope", "x");
+  require_ptr(cos, "rope", "cos");
+  require_ptr(sin, "rope", "sin");
+  require_ptr(positions, "rope", "positions");
+  require_positive(rows, "rope", "rows");
+  require_positive(heads, "rope", "heads");
+  require_positive(d, "rope", "d");
+  require(d % 2 == 0, "rope", "head dim d must be even");
+  require(ldh >= d && ldx >= (heads - 1) * ldh + d, "rope", "strides too small for heads x d");
+  require(ld_table >= d / 2, "rope", "ld_table must be >= d/2");
+  rope_kernel<<<grid_x(rows, "rope"), kThreads, 0, stream>>>(x, ldx, heads, ldh, d, cos, sin,
+                                                             ld_table, positions);
+  DETINFER_CUDA_CHECK_LAUNCH("rope_kernel");
+}
+
+void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
+               std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo,
+               std::int32_t* error_flag, Stream stream) {
+  require_ptr(ids, "embedding", "ids");
+  require_ptr(table, "embedding", "table");
+  require_ptr(out, "embedding", "out");
+  require_positive(rows, "embedding", "rows");
+  require_positive(vocab, "embedding", "vocab");
+  require_positive(dim, "embedding", "dim");
+  require(ldo >= dim, "embedding", "ldo must be >= dim");
+  const unsigned blocks = grid_x(rows, "embedding");
+  with_dtype(dtype, "embedding", [&](auto d) {
+    embedding_kernel<decltype(d)::value>
+        <<<blocks, kThreads, 0, stream>>>(ids, table, vocab, dim, out, ldo, error_flag);
+  });
+  DETINFER_CUDA_CHECK_LAUNCH("embedding_kernel");
+}
+
+void philox_fill(std::uint64_t seed, std::uint64_t stream_id, std::uint64_t first_step,
+                 std::uint32_t lane, std::uint32_t* out, std::int64_t n, Stream stream) {
+  if (lane > 3)
+    fail(ErrorCode::kInvalidArgument, "cuda::philox_fill: lane must be 0..3, got ", lane);
+  if (n <= 0) return;
+  require_ptr(out, "philox_fill", "out");
+  philox_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(seed, stream_id, first_step, lane,
+                                                                out, n);
+  DETINFER_CUDA_CHECK_LAUNCH("philox_kernel");
+}
+
+std::size_t sample_draw_workspace_bytes(std::int64_t n) {
+  require_positive(n, "sample_draw_workspace_bytes", "n");
+  return static_cast<std::size_t>(draw_padded(n)) * (sizeof(std::uint64_t) + sizeof(std::int32_t));
+}
+
+void sample_draw(const float* p, const std::int32_t* ids, std::int64_t n, std::uint64_t seed,
+                 std::uint64_t stream_id, std::uint64_t step, std::int64_t* out, void* workspace,
+                 std::size_t workspace_bytes, Stream stream) {
+  const char* op = "sample_draw";
+  require_ptr(p, op, "p");
+  require_ptr(ids, op, "ids");
+  require_ptr(out, op, "out");
+  require_ptr(workspace, op, "workspace");
+  require_positive(n, op, "n");
+  require(n <= 0x7fffffff, op, "n must fit in int32");
+  require(workspace_bytes >= sample_draw_workspace_bytes(n), op,
+          "workspace smaller than sample_draw_workspace_bytes()");
+  const std::int64_t padded = draw_padded(n);
+  auto* keys = static_cast<std::uint64_t*>(workspace);
+  auto* pos = reinterpret_cast<std::int32_t*>(keys + padded);
+  const unsigned blocks = elementwise_blocks(padded);
+  draw_keys_kernel<<<blocks, kThreads, 0, stream>>>(p, ids, n, padded, keys, pos);
+  DETINFER_CUDA_CHECK_LAUNCH("draw_keys_kernel");
+  for (std::int64_t k = 2; k <= padded; k <<= 1) {
+    for (std::int64_t j = k >> 1; j > 0; j >>= 1) {
+      bitonic_step_kernel<<<blocks, kThreads, 0, stream>>>(keys, pos, padded, j, k);
+      DETINFER_CUDA_CHECK_LAUNCH("bitonic_step_kernel");
+    }
+  }
+  draw_pick_kernel<<<1, 1, 0, stream>>>(p, pos, n, seed, stream_id, step, out);
+  DETINFER_CUDA_CHECK_LAUNCH("draw_pick_kernel");
+}
+
+}  // namespace detinfer::kernels::cuda
