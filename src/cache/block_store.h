@@ -44,6 +44,9 @@ class BlockStore {
   virtual BytesPtr get(const Hash128& key, std::size_t expected_size) = 0;
   // Best effort: the entry may be dropped (budget, backend down). Never throws.
   virtual void put(const Hash128& key, const BytesPtr& payload) = 0;
+  // Whether a servable entry is present, without counting a hit or a miss or refreshing
+  // its recency (used to skip re-inserting blocks that are already cached).
+  virtual bool contains(const Hash128& /*key*/) { return false; }
   // Removes one entry if present.
   virtual void erase(const Hash128& key) = 0;
   // Drops every entry this store can enumerate (Redis: none; its entries expire by TTL).

@@ -297,6 +297,11 @@ void DiskStore::put(const Hash128& key, const BytesPtr& payload) {
   ++stats_.insertions;
 }
 
+bool DiskStore::contains(const Hash128& key) {
+  // Existence only: the content is validated when it is read.
+  return ::access(path_of(key).c_str(), F_OK) == 0;
+}
+
 void DiskStore::erase(const Hash128& key) {
   std::lock_guard<std::mutex> g(mu_);
   ::unlink(path_of(key).c_str());

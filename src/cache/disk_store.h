@@ -30,6 +30,7 @@ class DiskStore final : public BlockStore {
   const char* name() const override { return "disk"; }
   BytesPtr get(const Hash128& key, std::size_t expected_size) override;
   void put(const Hash128& key, const BytesPtr& payload) override;
+  bool contains(const Hash128& key) override;
   void erase(const Hash128& key) override;
   void invalidate_all() override;
   void open_model(const Hash128&) override {}

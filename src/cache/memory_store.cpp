@@ -92,6 +92,12 @@ void MemoryStore::put(const Hash128& key, const BytesPtr& payload) {
   ++stats_.insertions;
 }
 
+bool MemoryStore::contains(const Hash128& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(key);
+  return it != map_.end() && !expired(it->second, clock_->now_ms());
+}
+
 void MemoryStore::erase(const Hash128& key) {
   std::lock_guard<std::mutex> g(mu_);
   if (auto it = map_.find(key); it != map_.end()) remove(it);

@@ -95,6 +95,17 @@ PrefixMatch PrefixCache::lookup(const std::vector<std::int32_t>& tokens, std::st
   return m;
 }
 
+std::vector<Hash128> PrefixCache::block_keys(const std::vector<std::int32_t>& tokens,
+                                             std::string_view salt) const {
+  const std::shared_ptr<const PrefixNamespace> ns = current();
+  if (!ns) return {};
+  return prefix_block_keys(prefix_root(*ns, salt), tokens.data(), tokens.size(), ns->block_size);
+}
+
+bool PrefixCache::contains(const Hash128& key) {
+  return !tiers_.empty() && tiers_.front().store->contains(key);
+}
+
 void PrefixCache::insert(const Hash128& key, BytesPtr payload) {
   const std::shared_ptr<const PrefixNamespace> ns = current();
   if (!ns || !payload) return;

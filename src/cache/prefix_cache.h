@@ -72,6 +72,12 @@ class PrefixCache {
   PrefixMatch lookup(const std::vector<std::int32_t>& tokens, std::string_view salt = {},
                      std::size_t max_blocks = kAuto);
 
+  // Keys of every full block of tokens under the current namespace (empty before open()).
+  std::vector<Hash128> block_keys(const std::vector<std::int32_t>& tokens,
+                                  std::string_view salt = {}) const;
+  // Whether the fastest tier already holds the block (not counted as a hit or miss).
+  bool contains(const Hash128& key);
+
   // Stores one block (block_bytes bytes, else Error(kInvalidArgument)) under a key from
   // PrefixMatch::keys in every tier. Best effort and thread-safe.
   void insert(const Hash128& key, BytesPtr payload);

@@ -162,4 +162,16 @@ RedisClient::Status RedisClient::del(const std::string& key) {
   return r->type == REDIS_REPLY_ERROR ? Status::kError : Status::kOk;
 }
 
+RedisClient::Status RedisClient::exists(const std::string& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (const Status s = connect_locked(); s != Status::kOk) return s;
+  Reply r = run(ctx_, {{"EXISTS", 6}, {key.data(), key.size()}});
+  if (!r) {
+    on_failure_locked(str_cat("EXISTS failed: ", ctx_->errstr));
+    return Status::kError;
+  }
+  if (r->type != REDIS_REPLY_INTEGER) return Status::kError;
+  return r->integer > 0 ? Status::kOk : Status::kMissing;
+}
+
 }  // namespace detinfer

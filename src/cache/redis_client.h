@@ -36,6 +36,8 @@ class RedisClient {
   Status get(const std::string& key, std::string* value);
   Status set(const std::string& key, const std::string& value, std::int32_t ttl_seconds);
   Status del(const std::string& key);
+  // kOk when the key exists, kMissing when it does not.
+  Status exists(const std::string& key);
 
   // Failed connection attempts and failed commands.
   std::int64_t errors() const;

@@ -68,6 +68,10 @@ void RedisStore::put(const Hash128& key, const BytesPtr& payload) {
   }
 }
 
+bool RedisStore::contains(const Hash128& key) {
+  return client_.exists(redis_key(key)) == RedisClient::Status::kOk;
+}
+
 void RedisStore::erase(const Hash128& key) { client_.del(redis_key(key)); }
 
 CacheTierStats RedisStore::stats() const {

@@ -24,6 +24,7 @@ class RedisStore final : public BlockStore {
   const char* name() const override { return "redis"; }
   BytesPtr get(const Hash128& key, std::size_t expected_size) override;
   void put(const Hash128& key, const BytesPtr& payload) override;
+  bool contains(const Hash128& key) override;
   void erase(const Hash128& key) override;
   // Redis entries are shared with other processes and expire by TTL: nothing to drop here.
   void invalidate_all() override {}

@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
 
 #include "cache/memory_store.h"
 #include "cache/prefix_cache.h"
+#include "cache/result_cache.h"
 #include "cache_test_util.h"
 
 namespace detinfer {
@@ -204,6 +207,66 @@ TEST_F(RedisTier, PrefixCacheSurvivesRedisCrash) {
   memory->invalidate_all();
   EXPECT_EQ(run(3), 16);  // written to and served from the restarted Redis
   EXPECT_GE(cache.stats().redis.backend_errors, 1);
+}
+
+// A second process writes blocks; this one reads them (how several detinfer processes
+// share one cache).
+TEST_F(RedisTier, BlocksWrittenByAnotherProcessAreServed) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto writer = make_store();
+    for (std::uint64_t i = 0; i < 3; ++i) writer->put(test_key(i), make_payload(i, 4096));
+    ::_exit(writer->stats().insertions == 3 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto reader = make_store();
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(reader->contains(test_key(i)));
+    const BytesPtr got = reader->get(test_key(i), 4096);
+    ASSERT_TRUE(got) << i;
+    EXPECT_EQ(*got, *make_payload(i, 4096));
+  }
+  EXPECT_FALSE(reader->contains(test_key(3)));
+}
+
+TEST_F(RedisTier, ResultCacheSharedThroughRedis) {
+  ResultCacheOptions o;
+  o.enabled = true;
+  o.use_redis = true;
+  ResultCache a(o, options_, clock_);
+  ResultCache b(o, options_, clock_);
+  a.open_model(model_);
+  b.open_model(model_);
+  GenerationResult r;
+  r.seed = 9;
+  r.prompt_tokens = {1, 2, 3};
+  r.sequences.resize(1);
+  r.sequences[0].tokens = {4, 5};
+  r.sequences[0].text = "four five";
+  r.sequences[0].digest = 77;
+  const Hash128 k = test_key(42);
+  a.put(k, r);
+  auto hit = b.get(k);  // from Redis, promoted to b's memory
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(compare_results(*hit, r).equal);
+  EXPECT_TRUE(b.get(k));
+  EXPECT_EQ(b.stats().redis.hits, 1);
+  EXPECT_EQ(b.stats().memory.hits, 1);
+  // A damaged value in Redis is a miss for a third process, and is deleted.
+  RawRedis raw(server_->port());
+  const std::string key = "detinfer:result:" + model_.hex() + ":" + k.hex();
+  std::string value = raw.get(key);
+  ASSERT_NE(value, "<nil>");
+  value[value.size() - 1] ^= 0x20;
+  raw.set(key, value);
+  ResultCache c(o, options_, clock_);
+  c.open_model(model_);
+  EXPECT_FALSE(c.get(k));
+  EXPECT_EQ(c.stats().redis.corrupt, 1);
+  EXPECT_EQ(raw.get(key), "<nil>");
 }
 
 }  // namespace
