@@ -51,4 +51,20 @@ PKG_CONFIG_PATH="$LIBDIR/pkgconfig" make -s -C "$HERE/pkgconfig_project" OUT="$W
   >"$WORK/pc-build.log" 2>&1 || { cat "$WORK/pc-build.log"; fail "pkg-config build"; }
 "$WORK/pc-build/consumer_pc_shared"
 "$WORK/pc-build/consumer_pc_static"
+# 5. The installed PyTorch operators load from the prefix (when this Python has torch).
+TORCH_LIB="$LIBDIR/libdetinfer_torch.so"
+PY=/usr/bin/python3
+if [ -f "$TORCH_LIB" ] && "$PY" -c "import torch" 2>/dev/null; then
+  PYTHONPATH="$PREFIX/share/detinfer/python" DETINFER_TORCH_LIB="$TORCH_LIB" "$PY" - <<'PYEOF'
+import torch, detinfer_torch
+detinfer_torch.load()
+x, w = torch.randn(5, 70), torch.randn(70, 9)
+assert torch.equal(torch.ops.detinfer.mm(x[:2], w), torch.ops.detinfer.mm(x, w)[:2])
+with detinfer_torch.batch_invariant():
+    assert torch.equal(torch.mm(x, w), torch.ops.detinfer.mm(x, w))
+print("installed libdetinfer_torch.so ok")
+PYEOF
+elif grep -q "libdetinfer_torch" "$WORK/install.log"; then
+  fail "libdetinfer_torch.so was installed but $PY cannot import torch to check it"
+fi
 echo "all consumers passed"
