@@ -29,13 +29,24 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   const std::int64_t group = num_heads / kv.num_kv_heads;
   const std::int64_t d = kv.head_dim;
   const cpu::AttentionFn fn = cpu::active_kernels().attention;
+  // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
+  // the kernels' inner loops).
+  const std::int64_t kv_stride = kv.num_kv_heads * d;
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(max_keys));
+  for (std::int64_t t = 0; t < max_keys; ++t) {
+    const std::int64_t block = kv.block_table[t / kv.block_size];
+    if (block < 0)
+      fail(ErrorCode::kInvalidArgument, "attention: block_table[", t / kv.block_size,
+           "] = ", block);
+    offsets[static_cast<std::size_t>(t)] = (block * kv.block_size + t % kv.block_size) * kv_stride;
+  }
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     std::vector<float> scratch(
         static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group)));
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t r = t / kv.num_kv_heads;
       const std::int64_t h = t % kv.num_kv_heads;
-      fn(q + r * ldq + h * group * d, group, num_keys[r], h, kv, scale,
+      fn(q + r * ldq + h * group * d, group, num_keys[r], h, kv, offsets.data(), scale,
          out + r * ldo + h * group * d, scratch.data());
     }
   };

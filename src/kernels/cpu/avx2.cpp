@@ -59,7 +59,7 @@ struct V {
 };
 
 constexpr int kMaxRows = 6;
-constexpr int kMaxPanels = 1;
+constexpr int kTileVecs = 2;  // 16 columns per tile
 
 #include "kernels/cpu/simd_kernels.h"
 

@@ -14,7 +14,8 @@ namespace detinfer::kernels::cpu {
 // Packed linear weights: panels of kPanel output columns; panel p holds, for each
 // k = 0..K-1, the kPanel weights W[p*kPanel + l][k] (l = 0..kPanel-1) contiguously,
 // stored in the source dtype (f32, or the raw bf16/f16 bits), columns past N zero.
-inline constexpr std::int64_t kPanel = 16;
+// A decode step (M=1) thus streams each panel as one sequential read.
+inline constexpr std::int64_t kPanel = 64;
 
 struct PackedWeights {
   const void* data = nullptr;  // 64-byte aligned
@@ -30,10 +31,13 @@ using LinearFn = void (*)(const PackedWeights& w, const float* x, std::int64_t l
                           float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1);
 
 // Attention of the `group` query heads that share kv head `kv_head`, for one query row:
-// q and out hold `group` consecutive head vectors of head_dim floats. `scratch` has
-// room for attention_scratch_floats(num_keys, head_dim, group) floats.
+// q and out hold `group` consecutive head vectors of head_dim floats. token_offset[t]
+// is the offset (in floats) of token t's row in the K and V pools (kv head 0), i.e.
+// (block_table[t / block_size] * block_size + t % block_size) * kv_stride, computed
+// once per call. `scratch` has room for attention_scratch_floats(...) floats.
 using AttentionFn = void (*)(const float* q, std::int64_t group, std::int64_t num_keys,
-                             std::int64_t kv_head, const PagedKvView& kv, float scale, float* out,
+                             std::int64_t kv_head, const PagedKvView& kv,
+                             const std::int64_t* token_offset, float scale, float* out,
                              float* scratch);
 
 // y[i] = exp_f32(x[i]) (x and y may alias).

@@ -48,7 +48,8 @@ void linear_scalar(const PackedWeights& w, const float* x, std::int64_t ldx, std
 }
 
 void attention_scalar(const float* q, std::int64_t group, std::int64_t num_keys,
-                      std::int64_t kv_head, const PagedKvView& kv, float scale, float* out,
+                      std::int64_t kv_head, const PagedKvView& kv,
+                      const std::int64_t* /*token_offset*/, float scale, float* out,
                       float* /*scratch*/) {
   for (std::int64_t g = 0; g < group; ++g)
     ref::attention_head(q + g * kv.head_dim, num_keys, kv_head, kv, scale, out + g * kv.head_dim);

@@ -11,7 +11,7 @@
 //     scale_pow2(y, kf) = (y * 2^(k>>1)) * 2^(k - (k>>1)) for integral kf = k,
 //     exp_special(y, x): y, except 0 where x < kExpLo, inf where x > kExpHi, x+x for NaN.
 //   };
-// and the tile limits kMaxRows (6) and kMaxPanels (1..4).
+// and the tile shape: kMaxRows rows x kTileVecs vectors.
 //
 // Every output lane performs exactly the scalar reference's sequence of operations
 // (kernels/reference/reference.cpp); lanes only ever run over independent outputs
@@ -67,16 +67,13 @@ inline typename V::reg load_w(const void* base, std::int64_t index) {
 
 constexpr std::int64_t elem_size(DType dt) { return dt == DType::kF32 ? 4 : 2; }
 
-// One tile: MR rows x NP panels (NP*kPanel columns) into y (row stride ldy). For each
-// output lane: p = fma chain over a chunk of 64 k, then s = s + p (s from +0) stored in
-// y between chunks, then + bias.
-template <int MR, int NP, DType DT>
-void linear_tile(const void* panel0, std::int64_t k, const float* x, std::int64_t ldx, float* y,
+// One tile: MR rows x NV vectors (NV*L consecutive columns of one panel) into y (row
+// stride ldy). w points to the tile's first column in the panel (row stride kPanel).
+// For each output lane: p = fma chain over a chunk of 64 k, then s = s + p (s from +0,
+// kept in y between chunks), then + bias.
+template <int MR, int NV, DType DT>
+void linear_tile(const void* w, std::int64_t k, const float* x, std::int64_t ldx, float* y,
                  std::int64_t ldy, const float* bias) {
-  constexpr int VP = static_cast<int>(kPanel) / V::L;  // vectors per panel
-  constexpr int NV = NP * VP;
-  const auto* base = static_cast<const std::uint8_t*>(panel0);
-  const std::int64_t panel_bytes = k * kPanel * elem_size(DT);
   typename V::reg acc[MR][NV];
   for (std::int64_t c0 = 0; c0 < k; c0 += kChunk) {
     const std::int64_t c1 = c0 + kChunk < k ? c0 + kChunk : k;
@@ -85,17 +82,14 @@ void linear_tile(const void* panel0, std::int64_t k, const float* x, std::int64_
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
     for (std::int64_t i = c0; i < c1; ++i) {
-      typename V::reg w[NV];
+      typename V::reg wv[NV];
 #pragma GCC unroll 8
-      for (int p = 0; p < NP; ++p)
-#pragma GCC unroll 4
-        for (int q = 0; q < VP; ++q)
-          w[p * VP + q] = load_w<DT>(base + p * panel_bytes, i * kPanel + q * V::L);
+      for (int v = 0; v < NV; ++v) wv[v] = load_w<DT>(w, i * kPanel + v * V::L);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         const typename V::reg xb = V::set1(x[r * ldx + i]);
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[r][v] = V::fma(xb, w[v], acc[r][v]);
+        for (int v = 0; v < NV; ++v) acc[r][v] = V::fma(xb, wv[v], acc[r][v]);
       }
     }
 #pragma GCC unroll 8
@@ -120,68 +114,49 @@ using TileFn = void (*)(const void*, std::int64_t, const float*, std::int64_t, f
                         const float*);
 
 template <DType DT, int... R>
-struct TileTable {
-  template <int NP>
-  static constexpr TileFn row(int r) {
-    constexpr TileFn fns[] = {&linear_tile<R, NP, DT>...};
-    return fns[r - 1];
-  }
-};
-
-template <DType DT>
-TileFn pick_tile(int mr, int np) {
-  using T = TileTable<DT, 1, 2, 3, 4, 5, 6>;
-  static_assert(kMaxRows == 6 && kMaxPanels <= 4, "tile table size");
-  switch (np) {
-    case 1:
-      return T::template row<1>(mr);
-    case 2:
-      if constexpr (kMaxPanels >= 2) return T::template row<2>(mr);
-      break;
-    case 3:
-      if constexpr (kMaxPanels >= 3) return T::template row<3>(mr);
-      break;
-    case 4:
-      if constexpr (kMaxPanels >= 4) return T::template row<4>(mr);
-      break;
-    default:
-      break;
-  }
-  return nullptr;
+TileFn pick_tile(int mr, std::integer_sequence<int, R...>) {
+  constexpr TileFn fns[] = {&linear_tile<R + 1, kTileVecs, DT>...};
+  return fns[mr - 1];
 }
+
+constexpr std::int64_t kTileCols = kTileVecs * V::L;
+static_assert(kPanel % kTileCols == 0, "a tile must not straddle panels");
 
 template <DType DT>
 void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
                std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
-  const std::int64_t panel_elems = w.k * kPanel;
-  alignas(64) float tmp[kMaxRows * kMaxPanels * kPanel];
-  alignas(64) float tmp_bias[kMaxPanels * kPanel];
-  for (std::int64_t p = p0; p < p1; p += kMaxPanels) {
-    const int np = static_cast<int>(p1 - p < kMaxPanels ? p1 - p : kMaxPanels);
-    const std::int64_t col0 = p * kPanel;
-    const std::int64_t cols = w.n - col0 < np * kPanel ? w.n - col0 : np * kPanel;
-    const bool full = cols == np * kPanel;
-    const void* panel0 = static_cast<const std::uint8_t*>(w.data) + p * panel_elems * elem_size(DT);
-    const float* bias = nullptr;
-    if (w.bias != nullptr) {
-      if (full) {
-        bias = w.bias + col0;
-      } else {
-        for (std::int64_t c = 0; c < np * kPanel; ++c)
-          tmp_bias[c] = c < cols ? w.bias[col0 + c] : 0.0f;
-        bias = tmp_bias;
+  alignas(64) float tmp[kMaxRows * kTileCols];
+  alignas(64) float tmp_bias[kTileCols];
+  const auto rows_seq = std::make_integer_sequence<int, kMaxRows>();
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const auto* panel = static_cast<const std::uint8_t*>(w.data) + p * w.k * kPanel * elem_size(DT);
+    for (std::int64_t cs = 0; cs < kPanel; cs += kTileCols) {
+      const std::int64_t col0 = p * kPanel + cs;
+      if (col0 >= w.n) break;
+      const std::int64_t cols = w.n - col0 < kTileCols ? w.n - col0 : kTileCols;
+      const bool full = cols == kTileCols;
+      const void* wt = panel + cs * elem_size(DT);
+      const float* bias = nullptr;
+      if (w.bias != nullptr) {
+        if (full) {
+          bias = w.bias + col0;
+        } else {
+          for (std::int64_t c = 0; c < kTileCols; ++c)
+            tmp_bias[c] = c < cols ? w.bias[col0 + c] : 0.0f;
+          bias = tmp_bias;
+        }
       }
-    }
-    for (std::int64_t r = 0; r < m; r += kMaxRows) {
-      const int mr = static_cast<int>(m - r < kMaxRows ? m - r : kMaxRows);
-      const TileFn fn = pick_tile<DT>(mr, np);
-      if (full) {
-        fn(panel0, w.k, x + r * ldx, ldx, y + r * ldy + col0, ldy, bias);
-      } else {
-        const std::int64_t ldt = np * kPanel;
-        fn(panel0, w.k, x + r * ldx, ldx, tmp, ldt, bias);
-        for (int i = 0; i < mr; ++i)
-          for (std::int64_t c = 0; c < cols; ++c) y[(r + i) * ldy + col0 + c] = tmp[i * ldt + c];
+      for (std::int64_t r = 0; r < m; r += kMaxRows) {
+        const int mr = static_cast<int>(m - r < kMaxRows ? m - r : kMaxRows);
+        const TileFn fn = pick_tile<DT>(mr, rows_seq);
+        if (full) {
+          fn(wt, w.k, x + r * ldx, ldx, y + r * ldy + col0, ldy, bias);
+        } else {
+          fn(wt, w.k, x + r * ldx, ldx, tmp, kTileCols, bias);
+          for (int i = 0; i < mr; ++i)
+            for (std::int64_t c = 0; c < cols; ++c)
+              y[(r + i) * ldy + col0 + c] = tmp[i * kTileCols + c];
+        }
       }
     }
   }
@@ -210,11 +185,14 @@ void linear_simd(const PackedWeights& w, const float* x, std::int64_t ldx, std::
 // The numerator runs lanes over columns c: for each head, chunked fma over j of
 // e_g[j] * v_j[c]. Every lane follows the reference's order exactly.
 
-inline const float* kv_row(const float* pool, const PagedKvView& kv, std::int64_t t,
-                           std::int64_t h) {
-  const std::int64_t block = kv.block_table[t / kv.block_size];
-  const std::int64_t slot = t % kv.block_size;
-  return pool + (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+// K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
+// prefetcher sees many short streams; prefetch a few keys ahead explicitly.
+constexpr std::int64_t kPrefetchBlocks = 2;  // score blocks of 4 keys ahead
+constexpr std::int64_t kPrefetchKeys = 8;    // value rows ahead
+
+inline void prefetch_row(const float* row, std::int64_t d) {
+  for (std::int64_t c = 0; c < d; c += 16)
+    _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
 }
 
 // Scores of KB keys starting at j (all heads at once) into S[j..j+KB).
@@ -240,10 +218,11 @@ void score_keys(const float* qT, std::int64_t d, const float* const* krow, float
   for (int b = 0; b < KB; ++b) V::store(S + b * V::L, V::mul(s[b], sc));
 }
 
-// Numerator for HG heads (lanes = columns [c, c + cols)) and the division by den.
+// Numerator for HG heads (lanes = `cols` columns of the value rows at vbase + off[j])
+// and the division by den.
 template <int HG>
-void attend_values(const float* E, std::int64_t num_keys, const float* vbase, const PagedKvView& kv,
-                   std::int64_t kv_head, std::int64_t c, int cols, const float* den, float* out,
+void attend_values(const float* E, std::int64_t num_keys, const float* vbase,
+                   const std::int64_t* off, int cols, const float* den, float* out,
                    std::int64_t out_stride) {
   typename V::reg s[HG], p[HG];
 #pragma GCC unroll 8
@@ -253,7 +232,9 @@ void attend_values(const float* E, std::int64_t num_keys, const float* vbase, co
 #pragma GCC unroll 8
     for (int g = 0; g < HG; ++g) p[g] = V::zero();
     for (std::int64_t j = j0; j < j1; ++j) {
-      const float* vr = kv_row(vbase, kv, j, kv_head) + c;
+      const float* vr = vbase + off[j];
+      if (j + kPrefetchKeys < num_keys)
+        _mm_prefetch(reinterpret_cast<const char*>(vbase + off[j + kPrefetchKeys]), _MM_HINT_T0);
       const typename V::reg vv = cols == V::L ? V::load(vr) : V::load_n(vr, cols);
 #pragma GCC unroll 8
       for (int g = 0; g < HG; ++g) p[g] = V::fma(V::set1(E[j * V::L + g]), vv, p[g]);
@@ -264,12 +245,12 @@ void attend_values(const float* E, std::int64_t num_keys, const float* vbase, co
 #pragma GCC unroll 8
   for (int g = 0; g < HG; ++g) {
     const typename V::reg o = V::div(s[g], V::set1(den[g]));
-    V::store_n(out + g * out_stride + c, o, cols);
+    V::store_n(out + g * out_stride, o, cols);
   }
 }
 
-using AttendFn = void (*)(const float*, std::int64_t, const float*, const PagedKvView&,
-                          std::int64_t, std::int64_t, int, const float*, float*, std::int64_t);
+using AttendFn = void (*)(const float*, std::int64_t, const float*, const std::int64_t*, int,
+                          const float*, float*, std::int64_t);
 
 template <int... H>
 constexpr AttendFn attend_fn(int hg, std::integer_sequence<int, H...>) {
@@ -281,8 +262,11 @@ constexpr int kHeadsPerPass = 8;  // heads sharing one pass over V (registers: 2
 
 // Up to V::L heads of one kv head group, one query row.
 void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t kv_head,
-                     const PagedKvView& kv, float scale, float* out, float* scratch) {
+                     const PagedKvView& kv, const std::int64_t* off, float scale, float* out,
+                     float* scratch) {
   const std::int64_t d = kv.head_dim;
+  const float* kbase = kv.k_pool + kv_head * d;
+  const float* vbase = kv.v_pool + kv_head * d;
   float* qT = scratch;            // d * L
   float* S = scratch + d * V::L;  // num_keys * L (scores, then exp)
   for (std::int64_t c = 0; c < d; ++c)
@@ -291,11 +275,14 @@ void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t 
   std::int64_t j = 0;
   const float* krow[4];
   for (; j + 4 <= num_keys; j += 4) {
-    for (int b = 0; b < 4; ++b) krow[b] = kv_row(kv.k_pool, kv, j + b, kv_head);
+    for (int b = 0; b < 4; ++b) krow[b] = kbase + off[j + b];
+    if (j + 4 * kPrefetchBlocks + 4 <= num_keys) {
+      for (int b = 0; b < 4; ++b) prefetch_row(kbase + off[j + 4 * kPrefetchBlocks + b], d);
+    }
     score_keys<4>(qT, d, krow, scale, S + j * V::L);
   }
   for (; j < num_keys; ++j) {
-    krow[0] = kv_row(kv.k_pool, kv, j, kv_head);
+    krow[0] = kbase + off[j];
     score_keys<1>(qT, d, krow, scale, S + j * V::L);
   }
   // Max, exp, chunked sum: lane-wise over heads.
@@ -320,13 +307,14 @@ void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t 
     for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
       const int hg = G - g0 < kHeadsPerPass ? G - g0 : kHeadsPerPass;
       attend_fn(hg, std::make_integer_sequence<int, kHeadsPerPass>())(
-          S + g0, num_keys, kv.v_pool, kv, kv_head, c, cols, dens + g0, out + g0 * d, d);
+          S + g0, num_keys, vbase + c, off, cols, dens + g0, out + g0 * d + c, d);
     }
   }
 }
 
 void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys, std::int64_t kv_head,
-                    const PagedKvView& kv, float scale, float* out, float* scratch) {
+                    const PagedKvView& kv, const std::int64_t* off, float scale, float* out,
+                    float* scratch) {
   const std::int64_t d = kv.head_dim;
   if (num_keys <= 0) {
     for (std::int64_t i = 0; i < group * d; ++i) out[i] = 0.0f;
@@ -334,7 +322,7 @@ void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys, s
   }
   for (std::int64_t g0 = 0; g0 < group; g0 += V::L) {
     const int G = static_cast<int>(group - g0 < V::L ? group - g0 : V::L);
-    attention_lanes(q + g0 * d, G, num_keys, kv_head, kv, scale, out + g0 * d, scratch);
+    attention_lanes(q + g0 * d, G, num_keys, kv_head, kv, off, scale, out + g0 * d, scratch);
   }
 }
 

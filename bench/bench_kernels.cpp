@@ -1,0 +1,288 @@
+// Canonical CPU kernels vs the machine's own limits, each ratio measured in the same
+// run (interleaved iterations) because these machines are noisy:
+//   - decode linear (M=1, bf16 weights): weight bytes/s vs a plain sequential read of
+//     the same number of bytes with the same threads;
+//   - prefill linear (M=256, f32): FLOP/s vs torch::mm (OpenBLAS), same threads;
+//   - decode attention over a paged KV cache: KV bytes/s vs the same read.
+// "cold" variants rotate over copies totalling ~256 MiB so data comes from DRAM, as in
+// a real model whose weights do not fit in the caches; "hot" ones reuse one copy.
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "bench_kernels_torch.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "detinfer/philox.h"
+#include "kernels/kernels.h"
+
+namespace detinfer::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kernels::DType;
+using kernels::PackedLinear;
+
+constexpr std::size_t kColdBytes = std::size_t{256} << 20;
+
+ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<ThreadPool> pools[17];
+  if (threads <= 1) return nullptr;
+  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  return pools[threads].get();
+}
+
+// CPU time of the calling thread: with one thread it shows the kernel's own cost even
+// when the machine is shared (wall time then includes time spent preempted).
+double thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t stream) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float u = uniform01(philox_bits(7, stream, i, 0)) * 2.0f - 1.0f;
+    v[i] = u == 0.0f ? 0.5f : u;
+  }
+  return v;
+}
+
+// The reference "plain sequential read": every byte of [p, p+n) loaded once with
+// 32-byte loads, split into one contiguous range per thread.
+__attribute__((target("avx2"))) std::uint64_t read_range_avx2(const std::uint8_t* p,
+                                                              std::size_t n) {
+  typedef long long v4 __attribute__((vector_size(32)));
+  v4 a = {0, 0, 0, 0}, b = a, c = a, d = a;
+  std::size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    v4 x0, x1, x2, x3;
+    std::memcpy(&x0, p + i, 32);
+    std::memcpy(&x1, p + i + 32, 32);
+    std::memcpy(&x2, p + i + 64, 32);
+    std::memcpy(&x3, p + i + 96, 32);
+    a ^= x0;
+    b ^= x1;
+    c ^= x2;
+    d ^= x3;
+  }
+  a ^= b ^ c ^ d;
+  return static_cast<std::uint64_t>(a[0] ^ a[1] ^ a[2] ^ a[3]) + i;
+}
+
+double timed_read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
+  const auto t0 = Clock::now();
+  std::uint64_t sink[16] = {};
+  if (pool == nullptr) {
+    sink[0] = read_range_avx2(p, n);
+  } else {
+    const std::int64_t parts = pool->num_threads();
+    pool->parallel_for(parts, 1, [&](std::int64_t a, std::int64_t b) {
+      for (std::int64_t t = a; t < b; ++t) {
+        const std::size_t lo = n * t / parts, hi = n * (t + 1) / parts;
+        sink[t] = read_range_avx2(p + lo, hi - lo);
+      }
+    });
+  }
+  benchmark::DoNotOptimize(sink);
+  return seconds(t0, Clock::now());
+}
+
+void report_vs_read(benchmark::State& state, double bytes, double kernel_s, double read_s) {
+  const double n = static_cast<double>(state.iterations());
+  state.counters["GBps"] = bytes * n / kernel_s / 1e9;
+  state.counters["read_GBps"] = bytes * n / read_s / 1e9;
+  state.counters["ratio"] = read_s / kernel_s;
+}
+
+// --- decode linear ----------------------------------------------------------------
+
+struct LinearSet {
+  std::vector<PackedLinear> copies;
+  std::vector<std::uint8_t> read_buf;  // copies.size() * weight bytes
+  std::size_t bytes = 0;
+};
+
+const LinearSet& linear_set(std::int64_t k, std::int64_t n, bool cold) {
+  static std::unique_ptr<LinearSet> cache[2][2];
+  const int shape = k == 896 ? 0 : 1;
+  auto& slot = cache[shape][cold ? 1 : 0];
+  if (slot) return *slot;
+  slot = std::make_unique<LinearSet>();
+  const std::size_t bytes = static_cast<std::size_t>(n * k) * 2;
+  const std::size_t copies = cold ? (kColdBytes + bytes - 1) / bytes : 1;
+  std::vector<std::uint16_t> w(static_cast<std::size_t>(n * k));
+  for (std::size_t c = 0; c < copies; ++c) {
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<std::uint16_t>(philox_bits(11, c, i, 0) >> 16) & 0xbfffu;
+    slot->copies.push_back(PackedLinear::pack(w.data(), DType::kBF16, n, k));
+  }
+  slot->read_buf.assign(copies * bytes, 1);
+  slot->bytes = bytes;
+  return *slot;
+}
+
+void BM_DecodeLinearBf16(benchmark::State& state) {
+  const std::int64_t k = state.range(0), n = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const bool cold = state.range(3) != 0;
+  const LinearSet& set = linear_set(k, n, cold);
+  ThreadPool* pool = pool_for(threads);
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(k), 1);
+  std::vector<float> y(static_cast<std::size_t>(n));
+  double kernel_s = 0, read_s = 0, cpu_s = 0;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % set.copies.size();
+    const double c0 = thread_cpu_s();
+    const auto t0 = Clock::now();
+    set.copies[c].run(x.data(), k, 1, y.data(), n, pool);
+    const double s = seconds(t0, Clock::now());
+    cpu_s += thread_cpu_s() - c0;
+    state.SetIterationTime(s);
+    kernel_s += s;
+    read_s += timed_read(set.read_buf.data() + c * set.bytes, set.bytes, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  report_vs_read(state, static_cast<double>(set.bytes), kernel_s, read_s);
+  state.counters["main_thread_cpu_us"] = cpu_s / static_cast<double>(state.iterations()) * 1e6;
+}
+
+// --- prefill linear vs torch::mm -----------------------------------------------------
+
+void BM_PrefillLinearF32VsTorch(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  ThreadPool* pool = pool_for(threads);
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 2);
+  const std::vector<float> w = random_floats(static_cast<std::size_t>(n * k), 3);
+  const PackedLinear packed = PackedLinear::pack(w.data(), DType::kF32, n, k);
+  TorchLinear torch_mm(x.data(), w.data(), m, n, k);
+  torch_mm.set_threads(threads);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  double ours_s = 0, torch_s = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    packed.run(x.data(), k, m, y.data(), n, pool);
+    const auto t1 = Clock::now();
+    torch_mm.run();
+    const auto t2 = Clock::now();
+    state.SetIterationTime(seconds(t0, t1));
+    ours_s += seconds(t0, t1);
+    torch_s += seconds(t1, t2);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops =
+      2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations());
+  state.counters["GFLOPS"] = flops / ours_s / 1e9;
+  state.counters["torch_GFLOPS"] = flops / torch_s / 1e9;
+  state.counters["ratio"] = torch_s / ours_s;
+}
+
+// --- decode attention ---------------------------------------------------------------
+
+struct KvSet {
+  std::int64_t tokens, kv_heads, head_dim, block;
+  std::vector<std::vector<float>> k, v;
+  std::vector<std::int32_t> table;
+  std::vector<std::uint8_t> read_buf;
+  std::size_t bytes = 0;  // K+V bytes one call reads
+};
+
+const KvSet& kv_set(bool cold) {
+  static std::unique_ptr<KvSet> cache[2];
+  auto& slot = cache[cold ? 1 : 0];
+  if (slot) return *slot;
+  slot = std::make_unique<KvSet>();
+  KvSet& s = *slot;
+  s.tokens = 2048;
+  s.kv_heads = 2;
+  s.head_dim = 64;
+  s.block = 16;
+  const std::size_t floats = static_cast<std::size_t>(s.tokens * s.kv_heads * s.head_dim);
+  s.bytes = 2 * floats * sizeof(float);
+  const std::size_t copies = cold ? kColdBytes / s.bytes : 1;
+  for (std::size_t c = 0; c < copies; ++c) {
+    s.k.push_back(random_floats(floats, 100 + 2 * c));
+    s.v.push_back(random_floats(floats, 101 + 2 * c));
+  }
+  for (std::int64_t b = 0; b < s.tokens / s.block; ++b)
+    s.table.push_back(static_cast<std::int32_t>(b));
+  s.read_buf.assign(copies * s.bytes, 1);
+  return s;
+}
+
+void BM_DecodeAttention(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool cold = state.range(1) != 0;
+  const KvSet& s = kv_set(cold);
+  const std::int64_t heads = 14;
+  ThreadPool* pool = pool_for(threads);
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
+  std::vector<float> out(q.size());
+  const std::int64_t num_keys = s.tokens;
+  double kernel_s = 0, read_s = 0, cpu_s = 0;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % s.k.size();
+    const kernels::PagedKvView kv{
+        s.k[c].data(), s.v[c].data(), s.table.data(), static_cast<std::int64_t>(s.table.size()),
+        s.block,       s.kv_heads,    s.head_dim};
+    const double c0 = thread_cpu_s();
+    const auto t0 = Clock::now();
+    kernels::attention(q.data(), heads * s.head_dim, 1, &num_keys, heads, kv, 0.125f, out.data(),
+                       heads * s.head_dim, pool);
+    const double sec = seconds(t0, Clock::now());
+    cpu_s += thread_cpu_s() - c0;
+    state.SetIterationTime(sec);
+    kernel_s += sec;
+    read_s += timed_read(s.read_buf.data() + c * s.bytes, s.bytes, pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  report_vs_read(state, static_cast<double>(s.bytes), kernel_s, read_s);
+  state.counters["main_thread_cpu_us"] = cpu_s / static_cast<double>(state.iterations()) * 1e6;
+}
+
+// args: K, N, threads, cold
+BENCHMARK(BM_DecodeLinearBf16)
+    ->ArgNames({"K", "N", "threads", "cold"})
+    ->ArgsProduct({{896}, {4864}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{4864}, {896}, {1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// args: M, K, N, threads
+BENCHMARK(BM_PrefillLinearF32VsTorch)
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->ArgsProduct({{256}, {896}, {4864}, {1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+// args: threads, cold
+BENCHMARK(BM_DecodeAttention)
+    ->ArgNames({"threads", "cold"})
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace detinfer::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("kernels_isa",
+                              detinfer::kernels::to_string(detinfer::kernels::active_isa()));
+  benchmark::AddCustomContext("cpu", detinfer::cpu_model_name());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
