@@ -48,6 +48,7 @@ class KvCachePool {
   const float* k_pool(std::int64_t layer) const;
   const float* v_pool(std::int64_t layer) const;
   std::int64_t kv_stride() const { return num_kv_heads_ * head_dim_; }
+  std::int64_t num_layers() const { return num_layers_; }
 
   // Copies one block's K and V of every layer to/from a contiguous buffer of
   // block_bytes() (layer-major: K of layer 0, V of layer 0, K of layer 1, ...). Used by

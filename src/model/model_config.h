@@ -29,7 +29,11 @@ struct ModelConfig {
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  // The context limit detinfer enforces: config.json's value, capped at sliding_window
+  // where a sliding window applies (inside the window, sliding-window attention equals
+  // full attention, so every position detinfer accepts is computed exactly).
   std::int64_t max_position_embeddings = 0;
+  std::int64_t sliding_window = 0;  // 0 = none (Mistral / Qwen use_sliding_window)
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
@@ -40,5 +44,20 @@ struct ModelConfig {
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
 };
+
+// Parses config.json (and generation_config.json, which overrides bos/eos, when
+// generation_json is non-empty). Validates every field; unknown architectures and
+// unsupported features (other rope scalings, biases on o_proj, non-silu activations,
+// quantization) are Error(kUnsupported); malformed values are Error(kCorrupt) naming
+// `where` and the field. weight_dtype is left kF32: the loader sets it from the tensors.
+ModelConfig parse_model_config(const std::string& config_json, const std::string& generation_json,
+                               const std::string& where);
+// Reads <dir>/config.json and, when present, <dir>/generation_config.json.
+ModelConfig load_model_config(const std::string& dir);
+
+// The canonical rendering of the fields that affect computation (and bos/eos), hashed
+// into the model fingerprint (docs/fingerprint-model.md). One "key=value\n" per field in
+// a fixed order; floating-point values as exact hex bit patterns.
+std::string canonical_config_text(const ModelConfig& config);
 
 }  // namespace detinfer

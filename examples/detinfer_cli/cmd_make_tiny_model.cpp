@@ -1,0 +1,58 @@
+// `detinfer make-tiny-model`: writes a deterministic random model (config.json,
+// model.safetensors, tokenizer.json) for tests and demos.
+#include <iostream>
+
+#include "command_registry.h"
+#include "detinfer/model_tools.h"
+
+namespace {
+struct MakeTinyOptions {
+  std::string arch = "llama";
+  std::string dtype = "f32";
+  detinfer::TinyModelOptions model;
+};
+
+const detinfer_cli::RegisterCommand kRegister(
+    "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
+    [](CLI::App& sub, int& exit_code) {
+      auto o = std::make_shared<MakeTinyOptions>();
+      sub.add_option("--arch", o->arch, "llama | mistral | qwen2 | qwen3")
+          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3"}))
+          ->capture_default_str();
+      sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
+          ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+          ->capture_default_str();
+      sub.add_option("--hidden", o->model.hidden, "hidden_size")->capture_default_str();
+      sub.add_option("--intermediate", o->model.intermediate, "intermediate_size")
+          ->capture_default_str();
+      sub.add_option("--layers", o->model.layers, "num_hidden_layers")->capture_default_str();
+      sub.add_option("--heads", o->model.heads, "num_attention_heads")->capture_default_str();
+      sub.add_option("--kv-heads", o->model.kv_heads, "num_key_value_heads")->capture_default_str();
+      sub.add_option("--head-dim", o->model.head_dim, "head_dim (0 = hidden / heads)")
+          ->capture_default_str();
+      sub.add_option("--vocab", o->model.vocab, "vocab_size (>= 259 also writes tokenizer.json)")
+          ->capture_default_str();
+      sub.add_option("--max-positions", o->model.max_positions, "max_position_embeddings")
+          ->capture_default_str();
+      sub.add_option("--rope-theta", o->model.rope_theta, "rope_theta")->capture_default_str();
+      sub.add_flag("--llama3-rope-scaling", o->model.llama3_rope_scaling,
+                   "llama: add rope_scaling {rope_type: llama3, factor: 8}");
+      sub.add_option("--sliding-window", o->model.sliding_window,
+                     "mistral: sliding_window (0 = null)")
+          ->capture_default_str();
+      sub.add_flag("--tie-word-embeddings", o->model.tie_word_embeddings,
+                   "Share embed and lm_head");
+      sub.add_option("--shards", o->model.shards, "Number of safetensors shards")
+          ->capture_default_str();
+      sub.add_option("--seed", o->model.seed, "Weights seed")->capture_default_str();
+      sub.add_option("--out", o->model.out_dir, "Output folder")->required();
+      sub.callback([o, &exit_code] {
+        detinfer::TinyModelOptions m = o->model;
+        m.arch = detinfer::parse_tiny_arch(o->arch);
+        m.dtype = detinfer::parse_weight_dtype(o->dtype);
+        detinfer::make_tiny_model(m);
+        std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
+        exit_code = 0;
+      });
+    });
+}  // namespace

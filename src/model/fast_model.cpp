@@ -1,0 +1,198 @@
+// The fast forward pass: the same transformer with libtorch ops (at::linear over
+// OpenBLAS/MKL-DNN, at::softmax, ...). No reproducibility guarantee beyond libtorch's
+// own; it exists so that users and benchmarks can compare against canonical mode on the
+// same model. The only TU of the model that includes libtorch.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cstring>
+
+#include "core/check.h"
+#include "model/model_factories.h"
+#include "model/transformer_base.h"
+
+namespace detinfer {
+namespace {
+
+struct Layer {
+  at::Tensor input_norm, post_norm, q_norm, k_norm;
+  at::Tensor q_bias, k_bias, v_bias;
+  at::Tensor q, k, v, o, gate, up, down;
+};
+
+class FastModel final : public TransformerBase, private WeightSink {
+ public:
+  FastModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options)
+      : TransformerBase(config, options), layers_(static_cast<std::size_t>(config.num_layers)) {
+    // libtorch's intra-op pool is process-wide: the last fast model loaded sets it.
+    at::set_num_threads(options.threads);
+    const LoadedWeights w = stream_weights(config_, store, *this);
+    if (config_.tie_word_embeddings) lm_head_ = embed_;
+    set_loaded(w, resident_);
+  }
+
+ private:
+  void take(const WeightSpec& s, TensorDType dtype, const void* data) override {
+    // Weights are widened to f32 once; libtorch's CPU bf16/f16 matmuls are slow.
+    at::Tensor t = at::empty(s.shape, at::kFloat);
+    widen_to_f32(dtype, data, t.numel(), t.data_ptr<float>());
+    if (s.kind != WeightKind::kLmHead || !config_.tie_word_embeddings) {
+      resident_ += static_cast<std::int64_t>(t.numel() * 4);
+    }
+    Layer* l = s.layer >= 0 ? &layers_[static_cast<std::size_t>(s.layer)] : nullptr;
+    switch (s.kind) {
+      case WeightKind::kEmbed:
+        embed_ = t;
+        break;
+      case WeightKind::kLmHead:
+        lm_head_ = t;
+        break;
+      case WeightKind::kFinalNorm:
+        final_norm_ = t;
+        break;
+      case WeightKind::kInputNorm:
+        l->input_norm = t;
+        break;
+      case WeightKind::kPostNorm:
+        l->post_norm = t;
+        break;
+      case WeightKind::kQNorm:
+        l->q_norm = t;
+        break;
+      case WeightKind::kKNorm:
+        l->k_norm = t;
+        break;
+      case WeightKind::kQBias:
+        l->q_bias = t;
+        break;
+      case WeightKind::kKBias:
+        l->k_bias = t;
+        break;
+      case WeightKind::kVBias:
+        l->v_bias = t;
+        break;
+      case WeightKind::kQ:
+        l->q = t;
+        break;
+      case WeightKind::kK:
+        l->k = t;
+        break;
+      case WeightKind::kV:
+        l->v = t;
+        break;
+      case WeightKind::kO:
+        l->o = t;
+        break;
+      case WeightKind::kGate:
+        l->gate = t;
+        break;
+      case WeightKind::kUp:
+        l->up = t;
+        break;
+      case WeightKind::kDown:
+        l->down = t;
+        break;
+    }
+  }
+
+  at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
+    return x * at::rsqrt(x.pow(2).mean(-1, true) + config_.rms_norm_eps) * w;
+  }
+
+  // x: [rows, heads, hd]; cos/sin: [rows, 1, hd/2].
+  static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+    const std::int64_t half = x.size(2) / 2;
+    const at::Tensor x1 = x.narrow(2, 0, half);
+    const at::Tensor x2 = x.narrow(2, half, half);
+    return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+  }
+
+  void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {
+    at::NoGradGuard no_grad;
+    const ModelConfig& c = config_;
+    const std::int64_t m = plan.rows, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+    const std::int64_t kd = nkv * hd, half = hd / 2;
+    const at::Tensor tokens =
+        at::from_blob(const_cast<std::int32_t*>(plan.tokens.data()), {m}, at::kInt).to(at::kLong);
+    at::Tensor cos = at::empty({m, 1, half}, at::kFloat);
+    at::Tensor sin = at::empty({m, 1, half}, at::kFloat);
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int64_t pos = plan.positions[static_cast<std::size_t>(r)];
+      std::memcpy(cos.data_ptr<float>() + r * half, rope_.cos(pos),
+                  static_cast<std::size_t>(half) * 4);
+      std::memcpy(sin.data_ptr<float>() + r * half, rope_.sin(pos),
+                  static_cast<std::size_t>(half) * 4);
+    }
+    at::Tensor x = embed_.index_select(0, tokens);
+    const std::int64_t pool_tokens = kv.capacity() * kv.block_size();
+    for (std::int64_t li = 0; li < c.num_layers; ++li) {
+      const Layer& l = layers_[static_cast<std::size_t>(li)];
+      const at::Tensor hn = rms_norm(x, l.input_norm);
+      at::Tensor q = at::linear(hn, l.q, l.q_bias).view({m, nh, hd});
+      at::Tensor k = at::linear(hn, l.k, l.k_bias).view({m, nkv, hd});
+      const at::Tensor v = at::linear(hn, l.v, l.v_bias).contiguous();
+      if (c.qk_norm) {
+        q = rms_norm(q, l.q_norm);
+        k = rms_norm(k, l.k_norm);
+      }
+      q = rope(q, cos, sin).contiguous();
+      k = rope(k, cos, sin).contiguous();
+      float* kp = kv.k_pool(li);
+      float* vp = kv.v_pool(li);
+      for (std::int64_t r = 0; r < m; ++r) {
+        const std::int64_t slot = plan.kv_slots[static_cast<std::size_t>(r)];
+        std::memcpy(kp + slot * kd, k.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
+        std::memcpy(vp + slot * kd, v.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
+      }
+      const at::Tensor kall = at::from_blob(kp, {pool_tokens, nkv, hd}, at::kFloat);
+      const at::Tensor vall = at::from_blob(vp, {pool_tokens, nkv, hd}, at::kFloat);
+      std::vector<at::Tensor> outs;
+      for (const BatchPlan::Seq& s : plan.seqs) {
+        const std::int64_t keys = s.start_pos + s.rows;
+        at::Tensor slots = at::empty({keys}, at::kLong);
+        for (std::int64_t t = 0; t < keys; ++t) {
+          slots.data_ptr<std::int64_t>()[t] =
+              s.block_table[t / kv.block_size()] * kv.block_size() + t % kv.block_size();
+        }
+        // [nh, keys, hd] after repeating each kv head for its query group.
+        const at::Tensor ks =
+            kall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
+        const at::Tensor vs =
+            vall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
+        const at::Tensor qs = q.narrow(0, s.row_begin, s.rows).transpose(0, 1);  // [nh, rows, hd]
+        at::Tensor scores = at::matmul(qs, ks.transpose(1, 2)) * attention_scale_;
+        // Row r (position start_pos + r) sees keys [0, start_pos + r].
+        const at::Tensor key_idx = at::arange(keys, at::kLong).view({1, keys});
+        const at::Tensor row_pos = at::arange(s.start_pos, keys, at::kLong).view({s.rows, 1});
+        scores = scores.masked_fill(key_idx.gt(row_pos), -std::numeric_limits<float>::infinity());
+        const at::Tensor p = at::softmax(scores, -1);
+        outs.push_back(at::matmul(p, vs).transpose(0, 1).reshape({s.rows, nh * hd}));
+      }
+      const at::Tensor attn = at::cat(outs, 0);
+      x = x + at::linear(attn, l.o);
+      const at::Tensor h2 = rms_norm(x, l.post_norm);
+      x = x + at::linear(at::silu(at::linear(h2, l.gate)) * at::linear(h2, l.up), l.down);
+    }
+    at::Tensor rows = at::empty({static_cast<std::int64_t>(plan.logit_rows.size())}, at::kLong);
+    std::memcpy(rows.data_ptr<std::int64_t>(), plan.logit_rows.data(), plan.logit_rows.size() * 8);
+    const at::Tensor out =
+        at::linear(rms_norm(x.index_select(0, rows), final_norm_), lm_head_).contiguous();
+    const std::size_t base = logits.size();
+    logits.resize(base + static_cast<std::size_t>(out.numel()));
+    std::memcpy(logits.data() + base, out.data_ptr<float>(),
+                static_cast<std::size_t>(out.numel()) * 4);
+  }
+
+  std::vector<Layer> layers_;
+  at::Tensor embed_, lm_head_, final_norm_;
+  std::int64_t resident_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_fast_model(const ModelConfig& config, const TensorStore& store,
+                                       const ModelOptions& options) {
+  return std::make_unique<FastModel>(config, store, options);
+}
+
+}  // namespace detinfer

@@ -1,0 +1,111 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "model/model.h"
+
+namespace detinfer {
+
+KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
+                         std::int64_t budget_bytes)
+    : block_size_(block_size),
+      capacity_(0),
+      num_layers_(config.num_layers),
+      num_kv_heads_(config.num_kv_heads),
+      head_dim_(config.head_dim) {
+  if (block_size < 1 || block_size > 4096) {
+    fail(ErrorCode::kInvalidArgument, "KV block size ", block_size, " is outside [1, 4096]");
+  }
+  if (num_layers_ < 1 || num_kv_heads_ < 1 || head_dim_ < 1) {
+    fail(ErrorCode::kInvalidArgument, "KV pool: model config has no layers or heads");
+  }
+  if (budget_bytes < block_bytes()) {
+    fail(ErrorCode::kResourceExhausted, "KV budget of ", budget_bytes,
+         " bytes is smaller than one block (", block_bytes(), " bytes)");
+  }
+  capacity_ = std::min<std::int64_t>(budget_bytes / block_bytes(), 0x7fffffff);
+  const auto floats = static_cast<std::size_t>(capacity_ * block_size_ * kv_stride());
+  k_.resize(static_cast<std::size_t>(num_layers_));
+  v_.resize(static_cast<std::size_t>(num_layers_));
+  for (std::int64_t l = 0; l < num_layers_; ++l) {
+    k_[static_cast<std::size_t>(l)].assign(floats, 0.0f);
+    v_[static_cast<std::size_t>(l)].assign(floats, 0.0f);
+  }
+  refcount_.assign(static_cast<std::size_t>(capacity_), 0);
+  // Handed out lowest id first (pop from the back), so allocation order is reproducible.
+  free_.reserve(static_cast<std::size_t>(capacity_));
+  for (std::int64_t b = capacity_ - 1; b >= 0; --b) free_.push_back(static_cast<std::int32_t>(b));
+}
+
+std::int64_t KvCachePool::block_bytes() const {
+  return num_layers_ * 2 * block_size_ * kv_stride() * static_cast<std::int64_t>(sizeof(float));
+}
+
+std::int32_t KvCachePool::allocate() {
+  if (free_.empty()) {
+    fail(ErrorCode::kResourceExhausted, "KV cache pool exhausted (", capacity_, " blocks of ",
+         block_size_, " tokens)");
+  }
+  const std::int32_t b = free_.back();
+  free_.pop_back();
+  refcount_[static_cast<std::size_t>(b)] = 1;
+  return b;
+}
+
+void KvCachePool::retain(std::int32_t block) {
+  if (refcount(block) <= 0)
+    fail(ErrorCode::kInvalidArgument, "KV block ", block, " is not allocated");
+  ++refcount_[static_cast<std::size_t>(block)];
+}
+
+void KvCachePool::release(std::int32_t block) {
+  if (refcount(block) <= 0)
+    fail(ErrorCode::kInvalidArgument, "KV block ", block, " is not allocated");
+  if (--refcount_[static_cast<std::size_t>(block)] == 0) free_.push_back(block);
+}
+
+std::int32_t KvCachePool::refcount(std::int32_t block) const {
+  if (block < 0 || block >= capacity_) {
+    fail(ErrorCode::kInvalidArgument, "KV block id ", block, " is outside [0, ", capacity_, ")");
+  }
+  return refcount_[static_cast<std::size_t>(block)];
+}
+
+float* KvCachePool::k_pool(std::int64_t layer) {
+  return k_.at(static_cast<std::size_t>(layer)).data();
+}
+float* KvCachePool::v_pool(std::int64_t layer) {
+  return v_.at(static_cast<std::size_t>(layer)).data();
+}
+const float* KvCachePool::k_pool(std::int64_t layer) const {
+  return k_.at(static_cast<std::size_t>(layer)).data();
+}
+const float* KvCachePool::v_pool(std::int64_t layer) const {
+  return v_.at(static_cast<std::size_t>(layer)).data();
+}
+
+void KvCachePool::export_block(std::int32_t block, void* dst) const {
+  refcount(block);  // range check
+  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride());
+  const std::size_t off = static_cast<std::size_t>(block) * n;
+  auto* out = static_cast<float*>(dst);
+  for (std::size_t l = 0; l < k_.size(); ++l) {
+    std::memcpy(out, k_[l].data() + off, n * sizeof(float));
+    std::memcpy(out + n, v_[l].data() + off, n * sizeof(float));
+    out += 2 * n;
+  }
+}
+
+void KvCachePool::import_block(std::int32_t block, const void* src) {
+  refcount(block);
+  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride());
+  const std::size_t off = static_cast<std::size_t>(block) * n;
+  const auto* in = static_cast<const float*>(src);
+  for (std::size_t l = 0; l < k_.size(); ++l) {
+    std::memcpy(k_[l].data() + off, in, n * sizeof(float));
+    std::memcpy(v_[l].data() + off, in + n, n * sizeof(float));
+    in += 2 * n;
+  }
+}
+
+}  // namespace detinfer

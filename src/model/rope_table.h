@@ -1,0 +1,34 @@
+// RoPE cos/sin rows, one per position (docs/numerics.md): inverse frequencies, llama3
+// scaling, angles and cos/sin are computed in double and rounded once to float, so the
+// table is a pure function of (config, position).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace detinfer {
+
+class RopeTable {
+ public:
+  explicit RopeTable(const ModelConfig& config);
+
+  std::int64_t half() const { return half_; }
+  // Grows the table to cover positions [0, n). Not thread-safe; call before using rows.
+  void ensure(std::int64_t n);
+  const float* cos(std::int64_t pos) const { return cos_.data() + pos * half_; }
+  const float* sin(std::int64_t pos) const { return sin_.data() + pos * half_; }
+
+  // The inverse frequencies in double (exposed for tests).
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+
+ private:
+  std::int64_t half_;
+  std::int64_t size_ = 0;
+  std::vector<double> inv_freq_;
+  std::vector<float> cos_;
+  std::vector<float> sin_;
+};
+
+}  // namespace detinfer

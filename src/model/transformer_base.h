@@ -1,0 +1,65 @@
+// What the canonical and the fast forward passes share: the Model accessors, validation
+// of a batch against the config and the KV pool, and the flattening of a batch into rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+#include "model/rope_table.h"
+#include "model/weight_loader.h"
+
+namespace detinfer {
+
+// A batch flattened into rows (one per new token), sequences in order.
+struct BatchPlan {
+  struct Seq {
+    std::int64_t row_begin = 0;
+    std::int64_t rows = 0;
+    std::int64_t start_pos = 0;
+    const std::int32_t* block_table = nullptr;
+    std::int64_t num_blocks = 0;
+  };
+  std::int64_t rows = 0;
+  std::vector<Seq> seqs;
+  std::vector<std::int32_t> tokens;      // per row
+  std::vector<std::int64_t> positions;   // per row
+  std::vector<std::int64_t> kv_slots;    // per row: block * block_size + slot in the pools
+  std::vector<std::int64_t> num_keys;    // per row: position + 1 (causal)
+  std::vector<std::int64_t> logit_rows;  // rows whose logits are returned, in output order
+};
+
+class TransformerBase : public Model {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  const Hash128& fingerprint() const override { return fingerprint_; }
+  NumericsMode mode() const override { return options_.mode; }
+  int threads() const override { return options_.threads; }
+  std::int64_t weight_bytes() const override { return weight_bytes_; }
+  std::int64_t resident_bytes() const override { return resident_bytes_; }
+
+  void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+               std::vector<float>& logits) final;
+
+ protected:
+  TransformerBase(const ModelConfig& config, const ModelOptions& options);
+  // Runs the layers over a validated plan; appends logits rows.
+  virtual void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) = 0;
+  void set_loaded(const LoadedWeights& w, std::int64_t resident_bytes);
+
+  ModelConfig config_;
+  ModelOptions options_;
+  RopeTable rope_;
+  float attention_scale_;
+
+ private:
+  BatchPlan make_plan(const std::vector<SequenceStep>& batch, const KvCachePool& kv) const;
+
+  Hash128 fingerprint_;
+  std::int64_t weight_bytes_ = 0;
+  std::int64_t resident_bytes_ = 0;
+};
+
+kernels::DType to_kernel_dtype(TensorDType d);
+
+}  // namespace detinfer

@@ -1,0 +1,136 @@
+#include "model/weight_loader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "kernels/kernels.h"
+
+namespace detinfer {
+namespace {
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::vector<WeightSpec> required_weights(const ModelConfig& c) {
+  const std::int64_t h = c.hidden_size;
+  const std::int64_t q = c.num_heads * c.head_dim;
+  const std::int64_t kv = c.num_kv_heads * c.head_dim;
+  const std::int64_t inter = c.intermediate_size;
+  std::vector<WeightSpec> w;
+  w.push_back({"model.embed_tokens.weight", WeightKind::kEmbed, -1, {c.vocab_size, h}});
+  w.push_back({"model.norm.weight", WeightKind::kFinalNorm, -1, {h}});
+  if (!c.tie_word_embeddings)
+    w.push_back({"lm_head.weight", WeightKind::kLmHead, -1, {c.vocab_size, h}});
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    auto add = [&](const std::string& n, WeightKind k, std::vector<std::int64_t> shape) {
+      w.push_back({p + n, k, l, std::move(shape)});
+    };
+    add("input_layernorm.weight", WeightKind::kInputNorm, {h});
+    add("post_attention_layernorm.weight", WeightKind::kPostNorm, {h});
+    add("self_attn.q_proj.weight", WeightKind::kQ, {q, h});
+    add("self_attn.k_proj.weight", WeightKind::kK, {kv, h});
+    add("self_attn.v_proj.weight", WeightKind::kV, {kv, h});
+    add("self_attn.o_proj.weight", WeightKind::kO, {h, q});
+    if (c.attention_bias) {
+      add("self_attn.q_proj.bias", WeightKind::kQBias, {q});
+      add("self_attn.k_proj.bias", WeightKind::kKBias, {kv});
+      add("self_attn.v_proj.bias", WeightKind::kVBias, {kv});
+    }
+    if (c.qk_norm) {
+      add("self_attn.q_norm.weight", WeightKind::kQNorm, {c.head_dim});
+      add("self_attn.k_norm.weight", WeightKind::kKNorm, {c.head_dim});
+    }
+    add("mlp.gate_proj.weight", WeightKind::kGate, {inter, h});
+    add("mlp.up_proj.weight", WeightKind::kUp, {inter, h});
+    add("mlp.down_proj.weight", WeightKind::kDown, {h, inter});
+  }
+  std::sort(w.begin(), w.end(),
+            [](const WeightSpec& a, const WeightSpec& b) { return a.name < b.name; });
+  return w;
+}
+
+LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store,
+                             WeightSink& sink) {
+  const std::vector<WeightSpec> specs = required_weights(config);
+  std::vector<const TensorRef*> refs;
+  refs.reserve(specs.size());
+  for (const auto& s : specs) {
+    const TensorRef& t = store.get(s.name);
+    if (t.info->shape != s.shape) {
+      fail(ErrorCode::kCorrupt, "tensor '", s.name, "' in ", t.file->path(), " has shape ",
+           shape_str(t.info->shape), " but config.json implies ", shape_str(s.shape));
+    }
+    refs.push_back(&t);
+  }
+  std::set<std::string> wanted;
+  for (const auto& sp : specs) wanted.insert(sp.name);
+  std::size_t unused = 0;
+  for (const auto& entry : store.tensors()) unused += wanted.count(entry.first) == 0 ? 1 : 0;
+  if (unused > 0)
+    logger().info("{}: {} tensors not used by the model are ignored", store.source(), unused);
+
+  LoadedWeights out;
+  Hasher h;
+  h.update_field("detinfer-model-fingerprint-v1");
+  h.update_field(canonical_config_text(config));
+  h.update_u64(specs.size());
+  std::vector<std::uint8_t> aligned;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const TensorRef& t = *refs[i];
+    const TensorInfo& info = *t.info;
+    if (specs[i].kind == WeightKind::kEmbed) out.embed_dtype = info.dtype;
+    const std::size_t bytes = static_cast<std::size_t>(info.size());
+    t.file->advise_sequential(t.file_offset, bytes);
+    const std::uint8_t* data = t.data();
+    h.update_field(info.name);
+    h.update_field(safetensors_name(info.dtype));
+    h.update_u64(info.shape.size());
+    for (const std::int64_t d : info.shape) h.update_i64(d);
+    h.update_u64(bytes);
+    h.update(data, bytes);
+    // The file may place a tensor at any byte offset; kernels want element alignment.
+    if (reinterpret_cast<std::uintptr_t>(data) % element_size(info.dtype) != 0) {
+      aligned.resize(bytes + 8);
+      std::uint8_t* p = aligned.data();
+      p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
+      std::memcpy(p, data, bytes);
+      data = p;
+    }
+    sink.take(specs[i], info.dtype, data);
+    // The sink keeps its own copy: drop the mapped pages so they do not add to peak RSS.
+    t.file->release(t.file_offset, bytes);
+    out.weight_bytes += static_cast<std::int64_t>(bytes);
+  }
+  out.fingerprint = h.digest128();
+  return out;
+}
+
+void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst) {
+  switch (dtype) {
+    case TensorDType::kF32:
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
+      return;
+    case TensorDType::kBF16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(s[i]);
+      return;
+    }
+    case TensorDType::kF16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
+      return;
+    }
+  }
+}
+
+}  // namespace detinfer

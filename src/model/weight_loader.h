@@ -1,0 +1,71 @@
+// Streams the tensors a model needs out of a TensorStore, in sorted name order, into a
+// WeightSink, hashing each one into the model fingerprint as it goes (one pass over the
+// file bytes: the hash reads a tensor just before the sink copies it, while the pages
+// are hot). Everything is validated before the first byte of tensor data is touched.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "detinfer/hash.h"
+#include "model/model_config.h"
+#include "model/safetensors_header.h"
+#include "model/tensor_store.h"
+
+namespace detinfer {
+
+enum class WeightKind : std::uint8_t {
+  kEmbed,
+  kFinalNorm,
+  kLmHead,
+  kInputNorm,
+  kPostNorm,
+  kQ,
+  kK,
+  kV,
+  kO,
+  kQBias,
+  kKBias,
+  kVBias,
+  kQNorm,
+  kKNorm,
+  kGate,
+  kUp,
+  kDown,
+};
+
+struct WeightSpec {
+  std::string name;  // Hugging Face tensor name, e.g. "model.layers.3.mlp.up_proj.weight"
+  WeightKind kind = WeightKind::kEmbed;
+  std::int64_t layer = -1;  // -1 for model-level tensors
+  std::vector<std::int64_t> shape;
+};
+
+// The tensors `config` needs, with their expected shapes, sorted by name.
+std::vector<WeightSpec> required_weights(const ModelConfig& config);
+
+// Receives each tensor once. `data` holds numel elements of `dtype`, aligned to the
+// element size, valid only during the call.
+class WeightSink {
+ public:
+  virtual ~WeightSink() = default;
+  virtual void take(const WeightSpec& spec, TensorDType dtype, const void* data) = 0;
+};
+
+struct LoadedWeights {
+  Hash128 fingerprint;
+  std::int64_t weight_bytes = 0;  // bytes of the tensors read, as stored
+  TensorDType embed_dtype = TensorDType::kF32;
+};
+
+// Checks presence, shapes of every required tensor (Error kNotFound / kCorrupt naming
+// the tensor and file), then streams them into `sink`. Tensors the model does not use
+// (e.g. lm_head.weight of a tied model, rotary inv_freq buffers) are skipped and not
+// fingerprinted.
+LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store, WeightSink& sink);
+
+// Widens n elements of dtype to f32 (exact).
+void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst);
+
+}  // namespace detinfer

@@ -1,0 +1,84 @@
+// `detinfer make-tiny-model` and `detinfer logits` through the real program.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.h"
+#include "detinfer/model_tools.h"
+#include "model/model_test_util.h"
+
+namespace detinfer {
+namespace {
+
+using testing::cli_path;
+using testing::read_bytes;
+using testing::run_shell;
+using testing::scratch_dir;
+
+const char* const kFiles[] = {"config.json", "generation_config.json", "model.safetensors",
+                              "tokenizer.json", "tokenizer_config.json"};
+
+TEST(CliModel, MakeTinyModelIsDeterministic) {
+  const std::string a = scratch_dir("clia"), b = scratch_dir("clib"), c = scratch_dir("clic");
+  for (const auto& [dir, seed] : {std::pair{a, 7}, std::pair{b, 7}, std::pair{c, 8}}) {
+    const auto r = run_shell(cli_path() + " make-tiny-model --arch qwen3 --dtype bf16 --seed " +
+                             std::to_string(seed) + " --out " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  for (const char* f : kFiles) {
+    const std::string fa = read_bytes(a + "/" + f);
+    EXPECT_FALSE(fa.empty()) << f;
+    EXPECT_EQ(fa, read_bytes(b + "/" + f)) << f;
+  }
+  EXPECT_NE(read_bytes(a + "/model.safetensors"), read_bytes(c + "/model.safetensors"));
+  EXPECT_EQ(read_bytes(a + "/config.json"), read_bytes(c + "/config.json"));
+  const auto bad = run_shell(cli_path() + " make-tiny-model --arch gpt2 --out " + a);
+  EXPECT_NE(bad.exit_code, 0);
+  const auto bad_shape = run_shell(cli_path() + " make-tiny-model --heads 3 --out " + a);
+  EXPECT_NE(bad_shape.exit_code, 0);
+  EXPECT_NE(bad_shape.err.find("heads"), std::string::npos) << bad_shape.err;
+}
+
+TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
+  const std::string dir = scratch_dir("clil");
+  ASSERT_EQ(run_shell(cli_path() +
+                      " make-tiny-model --arch llama --hidden 32 --heads 2 "
+                      "--kv-heads 1 --intermediate 48 --vocab 300 --seed 3 --out " +
+                      dir)
+                .exit_code,
+            0);
+  for (const char* mode : {"canonical", "fast"}) {
+    const std::string out = dir + "/logits-" + mode + ".bin";
+    const auto r = run_shell(cli_path() + " logits --model " + dir + " --tokens 1,2,3,250 --mode " +
+                             mode + " --threads 2 --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string bytes = read_bytes(out);
+    ASSERT_EQ(bytes.size(), 4u * 300u * 4u);
+    const auto side = nlohmann::json::parse(read_bytes(out + ".json"));
+    EXPECT_EQ(side["shape"], nlohmann::json({4, 300}));
+    EXPECT_EQ(side["mode"], mode);
+    const LogitsResult lib = compute_logits(
+        {dir,
+         {1, 2, 3, 250},
+         std::string(mode) == "fast" ? NumericsMode::kFast : NumericsMode::kCanonical,
+         2});
+    EXPECT_EQ(side["model_fingerprint"], lib.model_fingerprint);
+    if (std::string(mode) == "canonical") {
+      EXPECT_EQ(0, std::memcmp(bytes.data(), lib.logits.data(), bytes.size()));
+    }
+  }
+  EXPECT_NE(
+      run_shell(cli_path() + " logits --model " + dir + " --tokens 1,x --out /dev/null").exit_code,
+      0);
+  EXPECT_NE(
+      run_shell(cli_path() + " logits --model " + dir + " --tokens 300 --out /dev/null").exit_code,
+      0);
+  const auto missing =
+      run_shell(cli_path() + " logits --model /nonexistent --tokens 1 --out /dev/null");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace detinfer

@@ -1,0 +1,78 @@
+// Shared helpers of the model tests: scratch folders and tiny models.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "detinfer/model_tools.h"
+
+namespace detinfer::testing {
+
+// A fresh folder under $DETINFER_TEST_TMP (or /tmp), unique per call.
+inline std::string scratch_dir(const std::string& name) {
+  const char* base = std::getenv("DETINFER_TEST_TMP");
+  std::string root = base != nullptr ? base : "/tmp";
+  ::mkdir(root.c_str(), 0755);
+  static int counter = 0;
+  const std::string dir =
+      root + "/model-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + name;
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  return dir;
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+inline TinyModelOptions tiny_options(TinyArch arch, WeightDType dtype, const std::string& dir,
+                                     std::uint64_t seed = 1) {
+  TinyModelOptions o;
+  o.arch = arch;
+  o.dtype = dtype;
+  o.seed = seed;
+  o.out_dir = dir;
+  switch (arch) {
+    case TinyArch::kLlama:
+      o.llama3_rope_scaling = true;
+      break;
+    case TinyArch::kMistral:
+      o.sliding_window = 4096;  // larger than the context: full attention
+      break;
+    case TinyArch::kQwen2:
+      o.tie_word_embeddings = true;
+      o.kv_heads = 1;
+      break;
+    case TinyArch::kQwen3:
+      o.head_dim = 32;  // heads * head_dim != hidden
+      break;
+  }
+  return o;
+}
+
+// Deterministic pseudo-random tokens in [0, vocab).
+inline std::vector<std::int32_t> test_tokens(std::size_t n, std::int64_t vocab,
+                                             std::uint32_t salt = 0) {
+  std::vector<std::int32_t> t(n);
+  std::uint32_t s = 12345u + salt * 7919u;
+  for (auto& v : t) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<std::int32_t>((s >> 8) % static_cast<std::uint32_t>(vocab));
+  }
+  return t;
+}
+
+}  // namespace detinfer::testing
