@@ -1,0 +1,67 @@
+// FingerprintRecorder: writes the RunFingerprint of each finished request as one JSON
+// line to a file and/or hands it to a callback (docs/fingerprint.md, "Recorder").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "detinfer/export.h"
+#include "detinfer/fingerprint.h"
+
+namespace detinfer {
+
+// What a session records per request.
+enum class RecordLevel : std::uint8_t {
+  kOff = 0,     // nothing (no digests computed beyond what the session always does)
+  kFinal = 1,   // tokens + chain digests
+  kSteps = 2,   // + per-step digests
+  kLogits = 3,  // + full logits rows (debugging: ~vocab*4*4/3 bytes per step)
+};
+DETINFER_API const char* to_string(RecordLevel level);
+// "off" | "final" | "steps" | "logits"; throws Error(kInvalidArgument) otherwise.
+DETINFER_API RecordLevel parse_record_level(const std::string& name);
+
+struct DETINFER_API RecorderOptions {
+  RecordLevel level = RecordLevel::kOff;
+  // JSON Lines file, opened for append; empty = no file.
+  std::string path;
+  // Called with each fingerprint and its JSON line (without the newline), on the thread
+  // that calls record(). Exceptions it throws propagate to that caller.
+  std::function<void(const RunFingerprint&, const std::string& json_line)> callback;
+  // false: the request group keeps only the prompt's hash and length.
+  bool store_prompt_tokens = true;
+};
+
+// Thread-safe: concurrent record() calls write whole lines, never interleaved.
+class DETINFER_API FingerprintRecorder {
+ public:
+  // Opens the file (Error(kUnavailable) naming it when it cannot be opened).
+  explicit FingerprintRecorder(RecorderOptions options);
+  ~FingerprintRecorder();
+  FingerprintRecorder(const FingerprintRecorder&) = delete;
+  FingerprintRecorder& operator=(const FingerprintRecorder&) = delete;
+
+  RecordLevel level() const;
+  bool enabled() const { return level() != RecordLevel::kOff; }
+  // What the session must collect while decoding.
+  bool wants_step_digests() const { return level() >= RecordLevel::kSteps; }
+  bool wants_logits() const { return level() == RecordLevel::kLogits; }
+
+  // Trims `fp` to the level (drops step digests below kSteps and logits below kLogits;
+  // drops prompt ids when !store_prompt_tokens), recomputes chain digests from the step
+  // digests when present, writes the line and calls the callback. Returns the JSON line
+  // (for GenerationResult::fingerprint_json); empty when the level is kOff. Throws
+  // Error(kUnavailable) naming the file when a write fails.
+  std::string record(RunFingerprint fp);
+
+  // Lines written so far.
+  std::uint64_t records() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace detinfer

@@ -1,0 +1,60 @@
+// Strict, field-by-field reading of a JSON document: every access names the field's
+// path in the Error, unknown fields are rejected, and nothing is read by accident.
+// Every failure is Error(kCorrupt).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "detinfer/hash.h"
+
+namespace detinfer::fingerprint_detail {
+
+using nlohmann::json;
+
+// Parses `text` into a json value; rejects nesting deeper than `max_depth` before
+// parsing (the parser recurses) and reports syntax errors with their byte offset.
+json parse_json(std::string_view text, std::string_view what, int max_depth = 32);
+
+// A JSON object being read. Call done() after reading every field.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string path);
+
+  bool has(const char* key) const;
+  const json& required(const char* key);
+  // nullptr when absent (null counts as absent only where allow_null).
+  const json* optional(const char* key);
+
+  std::string string(const char* key);
+  bool boolean(const char* key);
+  std::int64_t integer(const char* key, std::int64_t min, std::int64_t max);
+  double number(const char* key);
+  std::uint64_t hex64(const char* key);
+  Hash128 hex128(const char* key);
+  ObjectReader object(const char* key);
+  const json& array(const char* key);
+
+  // Fails naming the first field that was never read.
+  void done() const;
+
+  std::string path_of(const char* key) const { return path_ + "." + key; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+  std::set<std::string> read_;
+};
+
+// Element readers shared by arrays and objects; `path` names the value.
+std::string as_string(const json& v, const std::string& path);
+std::int64_t as_integer(const json& v, const std::string& path, std::int64_t min, std::int64_t max);
+double as_number(const json& v, const std::string& path);
+std::uint64_t as_hex64(const json& v, const std::string& path);
+const json& as_array(const json& v, const std::string& path);
+
+}  // namespace detinfer::fingerprint_detail

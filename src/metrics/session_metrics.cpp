@@ -1,0 +1,77 @@
+// The detinfer_* metric families (docs/metrics.md).
+#include "detinfer/metrics.h"
+
+namespace detinfer {
+
+namespace {
+CacheMetrics cache_metrics(MetricsRegistry& r, const std::string& tier) {
+  const MetricLabels l = {{"cache", tier}};
+  CacheMetrics m;
+  m.hits = r.counter("detinfer_cache_hits_total", "Cache lookups that found an entry.", l);
+  m.misses = r.counter("detinfer_cache_misses_total", "Cache lookups that found no entry.", l);
+  m.evictions = r.counter("detinfer_cache_evictions_total", "Entries evicted from a cache.", l);
+  m.corrupt = r.counter("detinfer_cache_corrupt_total",
+                        "Cache entries that failed validation and were dropped.", l);
+  m.backend_errors = r.counter("detinfer_cache_backend_errors_total",
+                               "Failed reads or writes of a cache's backing store.", l);
+  m.bytes = r.gauge("detinfer_cache_bytes", "Bytes currently held by a cache.", l);
+  return m;
+}
+}  // namespace
+
+std::vector<double> SessionMetrics::latency_buckets_seconds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+std::vector<double> SessionMetrics::batch_size_buckets() {
+  return {1, 2, 4, 8, 16, 32, 64, 128, 256};
+}
+
+SessionMetrics::SessionMetrics(MetricsRegistry& r) {
+  const char* requests_help = "Finished requests by finish reason.";
+  requests_length =
+      r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "length"}});
+  requests_stop = r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "stop"}});
+  requests_cancelled =
+      r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "cancelled"}});
+  requests_failed =
+      r.counter("detinfer_requests_failed_total", "Requests that ended with an error.");
+  prompt_tokens = r.counter("detinfer_prompt_tokens_total", "Prompt tokens of admitted requests.");
+  generated_tokens = r.counter("detinfer_generated_tokens_total", "Tokens generated.");
+  prefix_cached_tokens = r.counter("detinfer_prefix_cached_tokens_total",
+                                   "Prompt tokens served from the KV-prefix cache.");
+  time_to_first_token =
+      r.histogram("detinfer_time_to_first_token_seconds",
+                  "Time from submission to the first generated token.", latency_buckets_seconds());
+  inter_token_latency = r.histogram("detinfer_inter_token_latency_seconds",
+                                    "Time between consecutive generated tokens of a sequence.",
+                                    latency_buckets_seconds());
+  batch_size =
+      r.histogram("detinfer_batch_size", "Sequences per forward step.", batch_size_buckets());
+  queue_depth = r.gauge("detinfer_queue_depth", "Requests waiting for admission.");
+  kv_blocks_in_use = r.gauge("detinfer_kv_blocks_in_use", "KV-cache blocks in use.");
+  kv_blocks_capacity = r.gauge("detinfer_kv_blocks_capacity", "KV-cache blocks in the pool.");
+  prefix_cache = cache_metrics(r, "prefix");
+  result_cache = cache_metrics(r, "result");
+  const char* replay_help = "Replay checks of finished requests by result.";
+  replay_match = r.counter("detinfer_replay_checks_total", replay_help, {{"result", "match"}});
+  replay_mismatch =
+      r.counter("detinfer_replay_checks_total", replay_help, {{"result", "mismatch"}});
+  consistency_ratio = r.gauge("detinfer_consistency_ratio",
+                              "Fraction of replay checks whose digests matched (1 before any).");
+  consistency_ratio.set(1.0);
+}
+
+const Counter& SessionMetrics::requests(FinishReason reason) const {
+  switch (reason) {
+    case FinishReason::kStop:
+      return requests_stop;
+    case FinishReason::kCancelled:
+      return requests_cancelled;
+    case FinishReason::kLength:
+      break;
+  }
+  return requests_length;
+}
+
+}  // namespace detinfer
