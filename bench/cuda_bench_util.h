@@ -40,21 +40,29 @@ void gpu_loop(benchmark::State& state, F launch) {
   }
 }
 
-inline DeviceBuffer random_bf16(std::size_t n, std::uint64_t seed) {
-  std::vector<std::uint16_t> v(n);
-  for (std::size_t i = 0; i < n; ++i)
-    v[i] = dm::f32_to_bf16(philox_uniform(seed, 0, i, 0) * 2.0f - 1.0f);
-  DeviceBuffer b(n * sizeof(std::uint16_t));
-  b.upload(v.data(), b.bytes());
+// Device buffers filled with a repeating block of 64Ki Philox values in [-1, 1): cheap
+// to build for 100+ MB weight matrices (generating every value on the host would
+// dominate the run), and still non-trivial data for the kernels.
+template <typename T, typename Convert>
+DeviceBuffer random_buffer(std::size_t n, std::uint64_t seed, Convert convert) {
+  const std::size_t block = n < (std::size_t{1} << 16) ? n : (std::size_t{1} << 16);
+  std::vector<T> v(block);
+  for (std::size_t i = 0; i < block; ++i)
+    v[i] = convert(philox_uniform(seed, 0, i, 0) * 2.0f - 1.0f);
+  DeviceBuffer b(n * sizeof(T));
+  for (std::size_t at = 0; at < n; at += block) {
+    const std::size_t len = n - at < block ? n - at : block;
+    copy_from_host(static_cast<T*>(b.data()) + at, v.data(), len * sizeof(T));
+  }
   return b;
 }
 
+inline DeviceBuffer random_bf16(std::size_t n, std::uint64_t seed) {
+  return random_buffer<std::uint16_t>(n, seed, [](float x) { return dm::f32_to_bf16(x); });
+}
+
 inline DeviceBuffer random_f32(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = philox_uniform(seed, 0, i, 0) * 2.0f - 1.0f;
-  DeviceBuffer b(n * sizeof(float));
-  b.upload(v.data(), b.bytes());
-  return b;
+  return random_buffer<float>(n, seed, [](float x) { return x; });
 }
 
 // Registers fn for every (shape, M) pair; args are {shape index, M}.

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
@@ -44,6 +46,14 @@ std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
   std::vector<std::uint16_t> v(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) v[i] = dm::f32_to_bf16(x[i]);
   return v;
+}
+
+// Names the device in the log (docs/gpu-results.md records it).
+TEST_F(CudaGpu, ReportsDevice) {
+  const std::string d = device_description(0);
+  std::cout << "[ DEVICE   ] " << d << "\n";
+  RecordProperty("device", d);
+  EXPECT_FALSE(d.empty());
 }
 
 TEST_F(CudaGpu, ExpLogEqualReferenceOnASampleOfAllFloats) {

@@ -65,12 +65,14 @@ __device__ __forceinline__ MaxPair block_max_pair(MaxPair p) {
 
 // The reference's max_of over n values produced by value(i): the first element when it
 // is a NaN, else the largest non-NaN value (first of equals). n ≥ 1.
+// value(0) is read before the reduction's barriers, so a caller may overwrite the input
+// (in-place softmax) as soon as this returns.
 template <typename F>
 __device__ __forceinline__ float block_max_of(std::int64_t n, F value) {
+  const float first = value(0);
   MaxPair p{0.0f, -1};
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) p = max_pair_add(p, value(i), i);
   p = block_max_pair(p);
-  const float first = value(0);
   if (first != first || p.i < 0) return first;
   return p.v;
 }

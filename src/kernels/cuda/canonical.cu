@@ -50,7 +50,7 @@ __device__ __forceinline__ float widen(const void* p, std::int64_t i) {
   }
 }
 
-// --- linear ------------------------------------------------------------------------------
+// --- linear ----------------------------------------------------------------------------
 // One warp per output column j. The K axis is walked in groups of 32 spec chunks (2048
 // values): the warp stages W[j][group] in shared memory (widened), lane l computes the
 // partial of chunk l of the group for up to kRows rows of x, and lane 0 folds the 32
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kLinWarps * 32)
   }
 }
 
-// --- rms_norm ------------------------------------------------------------------------------
+// --- rms_norm --------------------------------------------------------------------------
 // One block per row: thread t computes the partials of chunks t, t+256, ...; thread 0
 // folds them in order and forms r; then every thread scales its elements.
 __global__ void rms_norm_kernel(const float* x, std::int64_t ldx, const float* w, float eps,
@@ -139,7 +139,7 @@ __global__ void rms_norm_kernel(const float* x, std::int64_t ldx, const float* w
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * r) * w[i];
 }
 
-// --- softmax / log_softmax -------------------------------------------------------------------
+// --- softmax / log_softmax -------------------------------------------------------------
 template <bool kLog>
 __global__ void softmax_kernel(const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
                                std::int64_t n) {
@@ -176,7 +176,7 @@ __global__ void softmax_kernel(const float* x, std::int64_t ldx, float* y, std::
   }
 }
 
-// --- argmax ------------------------------------------------------------------------------------
+// --- argmax ----------------------------------------------------------------------------
 __global__ void argmax_kernel(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t* out) {
   const float* xr = x + blockIdx.x * ldx;
   MaxPair p{0.0f, -1};
@@ -191,7 +191,7 @@ __global__ void argmax_kernel(const float* x, std::int64_t ldx, std::int64_t n, 
   if (threadIdx.x == 0) out[blockIdx.x] = nan ? -1 : p.i;
 }
 
-// --- rope ----------------------------------------------------------------------------------------
+// --- rope ------------------------------------------------------------------------------
 __global__ void rope_kernel(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
                             std::int64_t d, const float* cos, const float* sin,
                             std::int64_t ld_table, const std::int32_t* positions) {
@@ -210,8 +210,7 @@ __global__ void rope_kernel(float* x, std::int64_t ldx, std::int64_t heads, std:
   }
 }
 
-// --- embedding
-// -------------------------------------------------------------------------------------
+// --- embedding -------------------------------------------------------------------------
 template <DType D>
 __global__ void embedding_kernel(const std::int32_t* ids, const void* table, std::int64_t vocab,
                                  std::int64_t dim, float* out, std::int64_t ldo,
@@ -226,8 +225,7 @@ __global__ void embedding_kernel(const std::int32_t* ids, const void* table, std
   for (std::int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = widen<D>(table, id * dim + i);
 }
 
-// --- Philox
-// ----------------------------------------------------------------------------------------
+// --- Philox -------------------------------------------------------------------------
 __global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream_id, std::uint64_t first_step,
                               std::uint32_t lane, std::uint32_t* out, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -235,7 +233,7 @@ __global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream_id, std::
     out[i] = dm::philox_block(seed, stream_id, first_step + static_cast<std::uint64_t>(i)).v[lane];
 }
 
-// --- sampling draw ----------------------------------------------------------------------
+// --- sampling draw ---------------------------------------------------------------------
 // Key = (descending p, ascending id): probabilities are >= 0, so their bits order like
 // their values; -0 is mapped to +0 (they compare equal on the CPU).
 __global__ void draw_keys_kernel(const float* p, const std::int32_t* ids, std::int64_t n,

@@ -64,6 +64,9 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Synchronous host-to-device copy into any device address (e.g. inside a DeviceBuffer).
+void copy_from_host(void* dst, const void* src, std::size_t bytes);
+
 // Device-to-device copy on a stream (benchmarks use it as the bandwidth baseline).
 void copy_device(void* dst, const void* src, std::size_t bytes, Stream stream);
 

@@ -157,6 +157,10 @@ void DeviceBuffer::fill_zero() {
   if (bytes_ > 0) DETINFER_CUDA_CHECK(cudaMemset(ptr_, 0, bytes_));
 }
 
+void copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) DETINFER_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
 void copy_device(void* dst, const void* src, std::size_t bytes, Stream stream) {
   DETINFER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
