@@ -51,7 +51,7 @@ std::string pcre2_message(int rc) {
 Regex::Regex(const std::string& pattern, bool literal, std::string_view what) : pattern_(pattern) {
   int err = 0;
   PCRE2_SIZE off = 0;
-  const std::uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  const std::uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    opts, &err, &off, nullptr);
   if (code == nullptr) {

@@ -33,3 +33,8 @@ class Regex {
 };
 
 }  // namespace detinfer::tokenizer
+
+namespace detinfer::tokenizer {
+// Replaces every non-empty match of `re` in `text` with `content`.
+std::string regex_replace_all(const Regex& re, std::string_view text, std::string_view content);
+}  // namespace detinfer::tokenizer
