@@ -1,6 +1,8 @@
 #include "cache/redis_client.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -97,8 +99,44 @@ RedisClient::Status RedisClient::connect_locked() {
 }
 
 namespace {
+// hiredis writes with write(2): a write to a connection the server has dropped raises
+// SIGPIPE, whose default action kills the process. Blocks it on this thread while a
+// command runs and discards one raised meanwhile, so a dying Redis is only an error.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~SigpipeGuard() {
+    if (!blocked_) return;
+    if (!was_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
 // Runs one command given as binary-safe arguments; nullptr when the connection failed.
 Reply run(redisContext* c, const std::vector<std::pair<const char*, std::size_t>>& args) {
+  const SigpipeGuard guard;
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   for (const auto& a : args) {

@@ -91,6 +91,10 @@ std::optional<GenerationResult> ResultCache::get(const Hash128& key) {
 
 void ResultCache::put(const Hash128& key, const GenerationResult& result) {
   if (!enabled()) return;
+  // A cancelled request's output depends on when it was cancelled, not only on the key.
+  for (const Sequence& s : result.sequences) {
+    if (s.finish_reason == FinishReason::kCancelled) return;
+  }
   auto bytes = std::make_shared<const Bytes>(serialize_result(result));
   if (memory_) memory_->put(key, bytes);
   if (redis_) redis_->put(key, bytes);

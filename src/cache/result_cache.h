@@ -44,7 +44,7 @@ class ResultCache {
   // The cached result (cache.result_cache_hit set, timings zero) or nullopt. A Redis hit
   // is promoted to memory. Never throws.
   std::optional<GenerationResult> get(const Hash128& key);
-  // Best effort; never throws.
+  // Best effort; never throws. Results with a cancelled sequence are not stored.
   void put(const Hash128& key, const GenerationResult& result);
 
   // Whether the engine should recompute this hit and call audit(). A pure function of

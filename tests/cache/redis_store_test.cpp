@@ -140,6 +140,9 @@ TEST_F(RedisTier, ServerDownIsAMissAndRestartResumes) {
   store->put(test_key(1), make_payload(1, 1000));
   ASSERT_TRUE(store->get(test_key(1), 1000));
   server_->kill();
+  // A large write into the dead connection: EPIPE, and no SIGPIPE may kill the process.
+  store->put(test_key(50), make_payload(50, 8 << 20));
+  EXPECT_EQ(store->stats().backend_errors, 1);
   // Every operation degrades to a miss without throwing.
   for (int i = 0; i < 20; ++i) {
     EXPECT_FALSE(store->get(test_key(1), 1000));

@@ -213,6 +213,11 @@ TEST(ResultCache, MemoryHitServesTheSameBitsAndExpires) {
   cache.put(k, result());
   cache.open_model(xxh3_128("other model"));
   EXPECT_FALSE(cache.get(k));
+  // A cancelled result depends on timing, not only on the key: never stored.
+  GenerationResult cancelled = result();
+  cancelled.sequences[1].finish_reason = FinishReason::kCancelled;
+  cache.put(k, cancelled);
+  EXPECT_FALSE(cache.get(k));
 }
 
 TEST(ResultCache, AuditIsDeterministicAndSamplesTheFraction) {
