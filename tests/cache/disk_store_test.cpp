@@ -77,6 +77,21 @@ TEST(DiskStore, BudgetAndLruByAccessTimeSurviveRestart) {
   EXPECT_TRUE(d.get(test_key(3), 1000));
 }
 
+TEST(DiskStore, BudgetNeverExceeded) {
+  TempDir dir;
+  const std::int64_t budget = 50000;
+  DiskStore d(dir.path(), budget, kKvBlockMagic);
+  std::uint64_t x = 5;
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    d.put(test_key(i), make_payload(i, 1 + (x >> 33) % 12000));
+    ASSERT_LE(d.stats().bytes, budget) << "after insertion " << i;
+  }
+  EXPECT_GT(d.stats().evictions, 200);
+  d.put(test_key(999), make_payload(1, budget));  // with its header, over the budget
+  EXPECT_EQ(d.stats().rejected, 1);
+}
+
 class DiskCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
