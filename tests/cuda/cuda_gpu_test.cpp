@@ -130,6 +130,63 @@ TEST_F(CudaGpu, CanonicalLinearEqualsReferenceForEveryDtype) {
   }
 }
 
+// Weights one element past a 16-byte boundary take the scalar staging path; the bits
+// must not change.
+TEST_F(CudaGpu, CanonicalLinearUnalignedWeightsEqualReference) {
+  const std::int64_t m = 3, n = 21, k = 2048 + 64;
+  const std::vector<float> x = random_floats(m * k, 150);
+  const std::vector<std::uint16_t> w16 = to_bf16(random_floats(n * k + 1, 151));
+  std::vector<float> wf(n * k);
+  for (std::int64_t i = 0; i < n * k; ++i) wf[i] = bf16_to_f32(w16[i + 1]);
+  std::vector<float> want(m * n);
+  ref::linear(x.data(), k, m, wf.data(), n, k, nullptr, want.data(), n);
+  const DeviceBuffer dx = to_device(x);
+  const DeviceBuffer dw = to_device(w16);
+  DeviceBuffer dy(m * n * sizeof(float));
+  linear(dx.as<float>(), k, m, dw.as<std::uint16_t>() + 1, DType::kBF16, n, k, nullptr,
+         dy.as<float>(), n, nullptr);
+  EXPECT_EQ(first_bit_difference(to_host<float>(dy, m * n), want), -1);
+}
+
+TEST_F(CudaGpu, AddAndKvWriteAreExact) {
+  const std::int64_t n = 5000;
+  const std::vector<float> a = random_floats(n, 160);
+  const std::vector<float> b = random_floats(n, 161);
+  std::vector<float> want(n);
+  for (std::int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+  DeviceBuffer da = to_device(a);
+  const DeviceBuffer db = to_device(b);
+  add(da.as<float>(), db.as<float>(), da.as<float>(), n, nullptr);  // in place
+  EXPECT_EQ(first_bit_difference(to_host<float>(da, n), want), -1);
+
+  // Tokens 5..24 of a sequence written into blocks of 8 via a permuted table; the
+  // paged cache read back through kv_row must hold exactly the rows written.
+  const std::int64_t kv_stride = 2 * 64, ld = kv_stride + 3, start = 5, rows = 20, bs = 8;
+  const std::vector<std::int32_t> table = {3, 0, 2, 1};
+  const std::vector<float> k = random_floats(rows * ld, 162);
+  const std::vector<float> v = random_floats(rows * ld, 163);
+  DeviceBuffer dk = to_device(k);
+  DeviceBuffer dv = to_device(v);
+  const DeviceBuffer dt = to_device(table);
+  DeviceBuffer kp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
+  DeviceBuffer vp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
+  kv_write(dk.as<float>(), dv.as<float>(), ld, rows, start, dt.as<std::int32_t>(), bs, kv_stride,
+           kp.as<float>(), vp.as<float>(), nullptr);
+  const std::vector<float> hk = to_host<float>(kp, 4 * bs * kv_stride);
+  const std::vector<float> hv = to_host<float>(vp, 4 * bs * kv_stride);
+  const PagedKvView view{hk.data(), hv.data(), table.data(), 4, bs, 2, 64};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t h = 0; h < 2; ++h) {
+      ASSERT_EQ(std::memcmp(ref::kv_row(view.k_pool, view, start + r, h), &k[r * ld + h * 64],
+                            64 * sizeof(float)),
+                0);
+      ASSERT_EQ(std::memcmp(ref::kv_row(view.v_pool, view, start + r, h), &v[r * ld + h * 64],
+                            64 * sizeof(float)),
+                0);
+    }
+  }
+}
+
 TEST_F(CudaGpu, CanonicalRmsNormEqualsReferenceIncludingInPlace) {
   for (const std::int64_t n : {1, 63, 64, 65, 896, 3000, 8192}) {
     const std::int64_t rows = 5;

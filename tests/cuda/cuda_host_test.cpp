@@ -150,6 +150,14 @@ TEST(CudaValidation, RowOpsRejectBadShapes) {
   expect_error(ErrorCode::kInvalidArgument,
                [] { rms_norm_fast(kFake, 8, kFake, 1e-6f, kFakeOut, 8, -1, 8, nullptr); });
   expect_error(ErrorCode::kInvalidArgument, [] { silu_mul(nullptr, kFake, kFakeOut, 8, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument, [] { add(kFake, nullptr, kFakeOut, 8, nullptr); });
+  const auto* table = reinterpret_cast<const std::int32_t*>(kFake);
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    kv_write(kFake, kFake, 64, 1, -1, table, 16, 64, kFakeOut, kFakeOut, nullptr);
+  });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    kv_write(kFake, kFake, 32, 1, 0, table, 16, 64, kFakeOut, kFakeOut, nullptr);
+  });
 }
 
 TEST(CudaValidation, RopeEmbeddingAndPhiloxRejectBadArguments) {

@@ -39,6 +39,28 @@ __global__ void silu_mul_kernel(const float* g, const float* u, float* out, std:
     out[i] = dm::div_rn(g[i], 1.0f + dm::exp_f32(-g[i])) * u[i];
 }
 
+__global__ void add_kernel(const float* a, const float* b, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    out[i] = a[i] + b[i];
+}
+
+// One block per new token.
+__global__ void kv_write_kernel(const float* k, const float* v, std::int64_t ld,
+                                std::int64_t start_pos, const std::int32_t* block_table,
+                                std::int64_t block_size, std::int64_t kv_stride, float* k_pool,
+                                float* v_pool) {
+  const std::int64_t pos = start_pos + blockIdx.x;
+  const std::int64_t row =
+      std::int64_t{block_table[pos / block_size]} * block_size + pos % block_size;
+  const float* kr = k + blockIdx.x * ld;
+  const float* vr = v + blockIdx.x * ld;
+  for (std::int64_t i = threadIdx.x; i < kv_stride; i += blockDim.x) {
+    k_pool[row * kv_stride + i] = kr[i];
+    v_pool[row * kv_stride + i] = vr[i];
+  }
+}
+
 template <DType D>
 __device__ __forceinline__ float widen(const void* p, std::int64_t i) {
   if constexpr (D == DType::kF32) {
@@ -59,11 +81,62 @@ constexpr int kLinWarps = 4;
 constexpr int kLinRows = 8;
 constexpr int kGroupK = 32 * kChunk;
 
+// Values per 16-byte vector of stored weights.
+template <DType D>
+inline constexpr int kVecElems = D == DType::kF32 ? 4 : 8;
+
+// The 8 (or 4) weights of one 16-byte vector, widened.
+template <DType D>
+__device__ __forceinline__ void unpack(const uint4 raw, float* out) {
+  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (D == DType::kF32) {
+      out[i] = dm::from_bits(words[i]);
+    } else if constexpr (D == DType::kBF16) {
+      out[2 * i] = dm::bf16_to_f32(static_cast<std::uint16_t>(words[i] & 0xffffu));
+      out[2 * i + 1] = dm::bf16_to_f32(static_cast<std::uint16_t>(words[i] >> 16));
+    } else {
+      out[2 * i] = dm::f16_to_f32(static_cast<std::uint16_t>(words[i] & 0xffffu));
+      out[2 * i + 1] = dm::f16_to_f32(static_cast<std::uint16_t>(words[i] >> 16));
+    }
+  }
+}
+
+// Copies W[row_off + g0 .. + kGroupK) (zeros past k) widened into the warp's staging
+// tile: wl[c][i] = W[g0 + c*64 + i]. With `vec` (16-byte aligned rows: k a multiple of
+// kVecElems and an aligned base) each lane loads whole 16-byte vectors; the values stored
+// are the same either way.
+template <DType D>
+__device__ __forceinline__ void stage_group(const void* w, std::int64_t row_off, std::int64_t k,
+                                            std::int64_t g0, bool vec, int lane,
+                                            float (*wl)[kChunk + 1]) {
+  if (vec) {
+    constexpr int kV = kVecElems<D>;
+    constexpr std::int64_t kBytes = D == DType::kF32 ? 4 : 2;
+    const char* base = static_cast<const char*>(w) + (row_off + g0) * kBytes;
+    for (int e = lane * kV; e < kGroupK; e += 32 * kV) {
+      float vals[kV];
+      if (g0 + e < k) {
+        unpack<D>(*reinterpret_cast<const uint4*>(base + e * kBytes), vals);
+      } else {
+        for (float& v : vals) v = 0.0f;
+      }
+      for (int u = 0; u < kV; ++u) wl[e / kChunk][e % kChunk + u] = vals[u];
+    }
+    return;
+  }
+  for (int e = lane; e < kGroupK; e += 32) {
+    const std::int64_t kk = g0 + e;
+    wl[e / kChunk][e % kChunk] = kk < k ? widen<D>(w, row_off + kk) : 0.0f;
+  }
+}
+
 template <DType D>
 __global__ void __launch_bounds__(kLinWarps * 32)
     linear_kernel(const float* __restrict__ x, std::int64_t ldx, std::int64_t m,
                   const void* __restrict__ w, std::int64_t n, std::int64_t k,
-                  const float* __restrict__ bias, float* __restrict__ y, std::int64_t ldy) {
+                  const float* __restrict__ bias, float* __restrict__ y, std::int64_t ldy,
+                  bool vec) {
   __shared__ float ws[kLinWarps][32][kChunk + 1];  // +1: conflict-free rows and columns
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -76,10 +149,7 @@ __global__ void __launch_bounds__(kLinWarps * 32)
     for (int r = 0; r < kLinRows; ++r) s[r] = 0.0f;
     for (std::int64_t g0 = 0; g0 < k; g0 += kGroupK) {
       __syncwarp();
-      for (int e = lane; e < kGroupK; e += 32) {
-        const std::int64_t kk = g0 + e;
-        wl[e / kChunk][e % kChunk] = kk < k ? widen<D>(w, j * k + kk) : 0.0f;
-      }
+      stage_group<D>(w, j * k, k, g0, vec, lane, wl);
       __syncwarp();
       const std::int64_t c0 = g0 + std::int64_t{lane} * kChunk;
       const int len = static_cast<int>(dmax(0, dmin(kChunk, k - c0)));
@@ -344,14 +414,43 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream
   DETINFER_CUDA_CHECK_LAUNCH("silu_mul_kernel");
 }
 
+void add(const float* a, const float* b, float* out, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(a, "add", "a");
+  require_ptr(b, "add", "b");
+  require_ptr(out, "add", "out");
+  add_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(a, b, out, n);
+  DETINFER_CUDA_CHECK_LAUNCH("add_kernel");
+}
+
+void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
+              std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
+              std::int64_t kv_stride, float* k_pool, float* v_pool, Stream stream) {
+  const char* op = "kv_write";
+  require_ptr(k, op, "k");
+  require_ptr(v, op, "v");
+  require_ptr(block_table, op, "block_table");
+  require_ptr(k_pool, op, "k_pool");
+  require_ptr(v_pool, op, "v_pool");
+  require_positive(rows, op, "rows");
+  require_positive(block_size, op, "block_size");
+  require_positive(kv_stride, op, "kv_stride");
+  require(start_pos >= 0, op, "start_pos must be >= 0");
+  require(ld >= kv_stride, op, "ld must be >= kv_stride");
+  kv_write_kernel<<<grid_x(rows, op), kThreads, 0, stream>>>(k, v, ld, start_pos, block_table,
+                                                             block_size, kv_stride, k_pool, v_pool);
+  DETINFER_CUDA_CHECK_LAUNCH("kv_write_kernel");
+}
+
 void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
             std::int64_t n, std::int64_t k, const float* bias, float* y, std::int64_t ldy,
             Stream stream) {
   check_linear_args("linear", x, ldx, m, w, n, k, y, ldy);
   const unsigned blocks = grid_x((n + kLinWarps - 1) / kLinWarps, "linear");
   with_dtype(dtype, "linear", [&](auto d) {
-    linear_kernel<decltype(d)::value>
-        <<<blocks, kLinWarps * 32, 0, stream>>>(x, ldx, m, w, n, k, bias, y, ldy);
+    constexpr DType kD = decltype(d)::value;
+    const bool vec = k % kVecElems<kD> == 0 && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+    linear_kernel<kD><<<blocks, kLinWarps * 32, 0, stream>>>(x, ldx, m, w, n, k, bias, y, ldy, vec);
   });
   DETINFER_CUDA_CHECK_LAUNCH("linear_kernel");
 }

@@ -93,7 +93,8 @@ void exp_f32(const float* x, float* y, std::int64_t n, Stream stream);
 void log_f32(const float* x, float* y, std::int64_t n, Stream stream);
 
 // y[m][j] = dot(x[m], W[j], k) (+ bias[j]); W is [n][k] row-major in `dtype`, widened
-// exactly. One warp per output column, reading W once per 8 rows of x.
+// exactly. One warp per output column, reading W once per 8 rows of x (16-byte vector
+// loads when k is a multiple of 8 (4 for f32) and w is 16-byte aligned).
 void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
             std::int64_t n, std::int64_t k, const float* bias, float* y, std::int64_t ldy,
             Stream stream);
@@ -105,8 +106,9 @@ void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream);
 
 // ref::softmax / ref::log_softmax on each row; y may equal x. Row ops keep one partial
-// per spec chunk in shared memory, so n ≤ kMaxRowLength (48 KiB of partials).
-inline constexpr std::int64_t kMaxRowLength = std::int64_t{12288} * 64;
+// per spec chunk in shared memory, so n ≤ kMaxRowLength (32 KiB of partials, leaving
+// room for the static shared memory under the 48 KiB launch default).
+inline constexpr std::int64_t kMaxRowLength = std::int64_t{8192} * 64;
 void softmax(const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t rows,
              std::int64_t n, Stream stream);
 void log_softmax(const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t rows,
@@ -132,6 +134,16 @@ void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std
 void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
                std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo,
                std::int32_t* error_flag, Stream stream);
+
+// out[i] = a[i] + b[i] (the residual connection); out may alias a or b.
+void add(const float* a, const float* b, float* out, std::int64_t n, Stream stream);
+
+// Writes the K and V rows of `rows` new tokens of one sequence (k + r*ld, v + r*ld, each
+// kv_stride = num_kv_heads * head_dim floats) at positions start_pos + r into a paged pool:
+// block block_table[pos / block_size] (device int32), slot pos % block_size. Exact copies.
+void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
+              std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
+              std::int64_t kv_stride, float* k_pool, float* v_pool, Stream stream);
 
 // kernels::attention with device pointers: q, out, num_keys (device int64[rows]) and
 // every pointer in kv. One block per (row, head), keys in tiles of 64 = spec chunks.
