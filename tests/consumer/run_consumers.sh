@@ -41,16 +41,28 @@ cmake -S "$HERE/cmake_project" -B "$WORK/cmake-build" -G "$GEN" -DCMAKE_BUILD_TY
   || { cat "$WORK/cmake-configure.log"; fail "consumer configure"; }
 cmake --build "$WORK/cmake-build" >"$WORK/cmake-build.log" 2>&1 \
   || { cat "$WORK/cmake-build.log"; fail "consumer build"; }
-"$WORK/cmake-build/consumer_shared"
-"$WORK/cmake-build/consumer_static"
+# Each consumer prints one "result:" line; all four must be identical (same bits whatever
+# the link mode or build system).
+run_consumer() {
+  local name="$1" exe="$2"
+  mkdir -p "$WORK/run-$name"
+  "$exe" "$WORK/run-$name" | tee "$WORK/run-$name/out.txt"
+  grep '^result:' "$WORK/run-$name/out.txt" >>"$WORK/results.txt"
+}
+: >"$WORK/results.txt"
+run_consumer cmake_shared "$WORK/cmake-build/consumer_shared"
+run_consumer cmake_static "$WORK/cmake-build/consumer_static"
 ldd "$WORK/cmake-build/consumer_shared" | grep -q "$PREFIX" || fail "shared consumer not linked to $PREFIX"
 
 # 4. pkg-config consumer (shared + static).
 mkdir -p "$WORK/pc-build"
 PKG_CONFIG_PATH="$LIBDIR/pkgconfig" make -s -C "$HERE/pkgconfig_project" OUT="$WORK/pc-build" \
   >"$WORK/pc-build.log" 2>&1 || { cat "$WORK/pc-build.log"; fail "pkg-config build"; }
-"$WORK/pc-build/consumer_pc_shared"
-"$WORK/pc-build/consumer_pc_static"
+run_consumer pc_shared "$WORK/pc-build/consumer_pc_shared"
+run_consumer pc_static "$WORK/pc-build/consumer_pc_static"
+[ "$(wc -l <"$WORK/results.txt")" -eq 4 ] || fail "a consumer printed no result line"
+[ "$(sort -u "$WORK/results.txt" | wc -l)" -eq 1 ] || fail "consumers disagree:
+$(cat "$WORK/results.txt")"
 # 5. The installed PyTorch operators load from the prefix (when this Python has torch).
 TORCH_LIB="$LIBDIR/libdetinfer_torch.so"
 PY=/usr/bin/python3

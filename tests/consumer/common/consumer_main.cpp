@@ -1,6 +1,8 @@
 // A program outside the detinfer tree that uses only the installed public headers. Built
-// twice by run_consumers.sh: with find_package(detinfer) (shared and static) and with
-// pkg-config. Exits 0 only when every check passes.
+// four times by run_consumers.sh (find_package(detinfer) shared and static, pkg-config
+// shared and static). Usage: consumer <scratch dir>. It writes the tiny model there, runs
+// it and prints one "result:" line that must be identical for every build.
+// Exits 0 only when every check passes.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -8,9 +10,14 @@
 #include "detinfer/environment.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
+#include "detinfer/model_tools.h"
 #include "detinfer/version.h"
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <scratch dir>\n", argv[0]);
+    return 2;
+  }
   try {
     const detinfer::EnvironmentInfo env = detinfer::collect_environment();
     if (env.library_version != DETINFER_VERSION_STRING) {
@@ -32,8 +39,20 @@ int main() {
     } catch (const detinfer::Error& e) {
       if (e.code() != detinfer::ErrorCode::kInvalidArgument) return 1;
     }
-    std::printf("consumer ok: detinfer %s, numerics spec v%d, %s\n", env.library_version.c_str(),
-                env.numerics_spec_version, digest.c_str());
+    // The tiny model (deterministic random weights) and one prefill over a fixed prompt.
+    detinfer::TinyModelOptions tiny;
+    tiny.out_dir = std::string(argv[1]) + "/tiny-model";
+    detinfer::make_tiny_model(tiny);
+    detinfer::LogitsRequest request;
+    request.model_dir = tiny.out_dir;
+    request.tokens = {1, 17, 42, 99, 7};
+    const detinfer::LogitsResult logits = detinfer::compute_logits(request);
+    const std::string logits_hash =
+        detinfer::xxh3_128(logits.logits.data(), logits.logits.size() * sizeof(float)).hex();
+    std::printf("consumer ok: detinfer %s, numerics spec v%d\n", env.library_version.c_str(),
+                env.numerics_spec_version);
+    std::printf("result: model %s logits %s\n", logits.model_fingerprint.c_str(),
+                logits_hash.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "consumer failed: %s\n", e.what());
