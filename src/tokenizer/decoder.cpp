@@ -175,6 +175,19 @@ std::string single_char(const Json& j, const char* key, const std::string& where
 }
 }  // namespace
 
+bool has_byte_fallback(const Json& j) {
+  if (!j.is_object()) return false;
+  if (j.value("type", "") == "ByteFallback") return true;
+  const auto it = j.find("decoders");
+  if (it == j.end() || !it->is_array()) return false;
+  for (const Json& d : *it) {
+    if (has_byte_fallback(d)) return true;
+  }
+  return false;
+}
+
+bool is_byte_fallback_token(const std::string& token) { return parse_hex_byte(token) >= 0; }
+
 std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& where) {
   if (j.is_null()) return nullptr;
   const std::string type = component_type(j, where);

@@ -19,4 +19,9 @@ class Decoder {
 // nullptr for a null decoder (tokens are then joined with spaces).
 std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& where);
 
+// Whether the decoder (or a step of it) is ByteFallback.
+bool has_byte_fallback(const Json& j);
+// Whether ByteFallback reads `token` as a byte ("<0xNN>").
+bool is_byte_fallback_token(const std::string& token);
+
 }  // namespace detinfer::tokenizer

@@ -190,6 +190,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json,
   impl->post_processor =
       tokenizer::PostProcessor(j.value("post_processor", Json()), root + ": post_processor");
   impl->decoder = tokenizer::make_decoder(j.value("decoder", Json()), root + ": decoder");
+  impl->decoder_byte_fallback = tokenizer::has_byte_fallback(j.value("decoder", Json()));
 
   impl->vocab_size = impl->model->id_bound();
   for (const auto& t : impl->added.tokens()) {
@@ -316,6 +317,10 @@ std::string Tokenizer::StreamDecoder::push(std::int32_t id) {
   Impl& s = *impl_;
   check_id(*s.tok, id);
   s.ids.push_back(id);
+  if (s.tok->decoder_byte_fallback) {
+    const std::string* t = s.tok->token(id);
+    if (t != nullptr && tokenizer::is_byte_fallback_token(*t)) return {};
+  }
   const std::string text = s.tok->decode(s.ids, s.skip);
   const bool ends_replacement =
       text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;

@@ -27,6 +27,9 @@ struct Tokenizer::Impl {
   std::unique_ptr<tokenizer::PreTokenizer> pre_tokenizer;
   tokenizer::PostProcessor post_processor;
   std::unique_ptr<tokenizer::Decoder> decoder;
+  // ByteFallback judges a run of <0xNN> tokens as a whole, so a stream must hold the run
+  // until a token of another kind closes it.
+  bool decoder_byte_fallback = false;
   std::int64_t vocab_size = 0;
   std::optional<std::int32_t> bos, eos;
   Hash128 hash;
