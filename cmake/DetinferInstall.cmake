@@ -92,8 +92,12 @@ foreach(l ${_third_party})
       "-L${_torch_libdir};-ltorch;-ltorch_cpu;-lc10")
   elseif(l MATCHES "^CUDA::(.*)$")
     set(_cu ${CMAKE_MATCH_1})
+    set(_cu_libs "-L${CUDAToolkit_LIBRARY_DIR};-l${_cu}")
+    if(_cu MATCHES "_static$")
+      list(APPEND _cu_libs -ldl -lrt)  # what the static CUDA runtime needs
+    endif()
     _detinfer_dep(cuda_${_cu} "_detinfer_target(cuda_${_cu} CUDAToolkit CUDA::${_cu})" ""
-      "-L${CUDAToolkit_LIBRARY_DIR};-l${_cu}")
+      "${_cu_libs}")
   else()
     message(WARNING "DetinferInstall: no install mapping for third-party target '${l}'; "
       "static consumers will have to link it themselves")
