@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,5 +83,22 @@ struct GenerationResult {
   CacheUsage cache;
   std::string fingerprint_json;  // the RunFingerprint, when a recorder is attached
 };
+
+// One generated token, as streamed to a TokenCallback.
+struct TokenEvent {
+  std::int32_t token = 0;
+  // Text that became final with this token: may be empty (an incomplete UTF-8 sequence
+  // or text that could still start a stop string is held back); the concatenation of
+  // all pieces of a sample equals its Sequence::text.
+  std::string text;
+  const StepLogprobs* logprobs = nullptr;  // set when GenerationConfig::logprobs > 0
+  std::int32_t sample_index = 0;           // which of the n samples (or returned beams)
+  std::int32_t step = 0;                   // 0 for the first generated token
+};
+
+// Called for every generated token on the engine thread: keep it short. Returning false
+// cancels the request (it finishes with FinishReason::kCancelled). Beam search calls it
+// for the tokens of each returned beam once the search is over.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 }  // namespace detinfer

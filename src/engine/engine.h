@@ -1,0 +1,86 @@
+// Continuous batching: one scheduler thread owns the model's forward pass and the KV
+// pool. Every step it admits queued requests (reserving their worst-case KV blocks),
+// runs chunked prefill within a token budget and decodes one token for every running
+// sequence, all in ONE batched Model::forward call. In canonical mode each logits row is
+// a pure function of its own sequence, so a request's output never depends on its
+// batch mates (docs/session.md).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "detinfer/generation.h"
+#include "detinfer/tokenizer.h"
+#include "engine/engine_hooks.h"
+
+namespace detinfer {
+
+class Model;
+
+struct EngineOptions {
+  std::int32_t max_batch = 32;              // sequences decoded together per step
+  std::int32_t prefill_chunk_tokens = 256;  // prompt tokens per step, all requests together
+  std::int32_t max_queue = 256;             // waiting requests before submit() fails
+  std::int64_t kv_block_size = 16;          // tokens per KV block
+  std::int64_t kv_budget_bytes = 64 << 20;  // KV pool size
+};
+
+using EngineClock = std::chrono::steady_clock;
+
+// A validated request: config.stop_token_ids is resolved and `seed` is the one used.
+struct EngineRequest {
+  std::uint64_t id = 0;
+  std::vector<std::int32_t> prompt;
+  GenerationConfig config;
+  std::uint64_t seed = 0;
+  TokenCallback on_token;
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  EngineClock::time_point submitted = EngineClock::now();
+};
+
+struct EngineStats {
+  std::int64_t queued = 0;
+  std::int64_t running = 0;  // admitted requests
+  std::int64_t kv_blocks_in_use = 0;
+  std::int64_t kv_blocks_capacity = 0;
+  std::int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // `tokenizer` may be null (then results carry no text and stop strings never match).
+  // Starts the scheduler thread.
+  Engine(Model& model, const Tokenizer* tokenizer, const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Before the first submit.
+  void add_observer(std::shared_ptr<EngineObserver> observer);
+  void set_prefix_provider(std::shared_ptr<PrefixProvider> provider);
+
+  // Queues a request. Throws Error(kResourceExhausted) when the queue is full or the
+  // request could never fit the KV pool, Error(kUnavailable) after shutdown(). Thread-safe.
+  std::future<GenerationResult> submit(EngineRequest request);
+
+  // KV blocks a request reserves while it runs.
+  std::int64_t blocks_needed(std::int64_t prompt_tokens, const GenerationConfig& config) const;
+  std::int64_t kv_capacity_blocks() const;
+
+  // Stops the scheduler; queued and running requests fail with Error(kUnavailable).
+  // Idempotent; the destructor calls it.
+  void shutdown();
+
+  EngineStats stats() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace detinfer

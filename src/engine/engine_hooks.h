@@ -1,0 +1,55 @@
+// Seams through which the session attaches the caches, metrics and fingerprint recorder
+// to the engine without the engine knowing them. All hooks run on the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "detinfer/error.h"
+#include "detinfer/generation.h"
+
+namespace detinfer {
+
+class KvCachePool;
+struct EngineRequest;
+
+// What the scheduler did in one step (for metrics).
+struct StepStats {
+  std::int32_t decode_sequences = 0;  // sequences that decoded one token
+  std::int32_t prefill_sequences = 0;
+  std::int64_t prefill_tokens = 0;
+  std::int64_t queue_depth = 0;
+  std::int64_t kv_blocks_in_use = 0;
+  std::int64_t kv_blocks_capacity = 0;
+};
+
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void on_step(const StepStats&) {}
+  // Every generated token's raw logits row (the one its step digest covers), when
+  // wants_logits() is true (full-logits fingerprints).
+  virtual bool wants_logits() const { return false; }
+  virtual void on_logits(const EngineRequest&, std::int32_t /*sample_index*/, std::int32_t /*step*/,
+                         const float* /*row*/, std::int64_t /*vocab*/) {}
+  // Before the result is handed to the caller; may fill result.fingerprint_json.
+  virtual void on_finished(const EngineRequest&, GenerationResult&) {}
+  virtual void on_failed(const EngineRequest&, const Error&) {}
+};
+
+// The KV-prefix cache seam. restore() runs at admission: it may allocate blocks from the
+// pool, fill them with cached KV of the prompt's leading full blocks and append them to
+// block_table; it returns the number of prompt tokens covered (a multiple of the block
+// size, less than the prompt length). publish() runs once the whole prompt has been
+// prefilled, with the blocks that hold it.
+class PrefixProvider {
+ public:
+  virtual ~PrefixProvider() = default;
+  virtual std::int64_t restore(const EngineRequest& request, KvCachePool& pool,
+                               std::vector<std::int32_t>& block_table) = 0;
+  virtual void publish(const EngineRequest& request, const KvCachePool& pool,
+                       const std::vector<std::int32_t>& block_table) = 0;
+};
+
+}  // namespace detinfer

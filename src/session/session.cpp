@@ -1,0 +1,223 @@
+#include "detinfer/session.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "decode/config_check.h"
+#include "detinfer/philox.h"
+#include "model/model_config.h"
+#include "session/session_impl.h"
+
+namespace detinfer {
+
+namespace {
+void check_range(const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  if (v < lo || v > hi) {
+    fail(ErrorCode::kInvalidArgument, "SessionOptions.", field, " must be in [", lo, ", ", hi,
+         "], got ", v);
+  }
+}
+
+SessionOptions resolve_options(SessionOptions o) {
+  if (o.threads == 0) {
+    o.threads = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  check_range("threads", o.threads, 1, 1024);
+  check_range("kv_block_size", o.kv_block_size, 1, 1024);
+  check_range("max_batch", o.max_batch, 1, 4096);
+  check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
+  check_range("max_queue", o.max_queue, 1, 1 << 20);
+  check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
+  return o;
+}
+
+std::int64_t auto_kv_budget(const ModelConfig& c, const SessionOptions& o) {
+  const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
+  const std::int64_t tokens = std::min<std::int64_t>(c.max_position_embeddings, 4096);
+  return std::min<std::int64_t>(std::int64_t{256} << 20, o.max_batch * tokens * per_token);
+}
+}  // namespace
+
+void RequestHandle::cancel() const {
+  if (cancelled_) cancelled_->store(true);
+}
+
+DeterministicSession::DeterministicSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeterministicSession::~DeterministicSession() {
+  if (impl_) close();
+}
+DeterministicSession::DeterministicSession(DeterministicSession&&) noexcept = default;
+DeterministicSession& DeterministicSession::operator=(DeterministicSession&& other) noexcept {
+  if (this != &other) {
+    if (impl_) close();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+DeterministicSession DeterministicSession::open(const std::string& model_dir,
+                                                const SessionOptions& options) {
+  if (options.log_level) set_log_level(*options.log_level);
+  auto impl = std::make_unique<Impl>();
+  impl->options = resolve_options(options);
+  ModelOptions mo;
+  mo.mode = impl->options.mode;
+  mo.threads = impl->options.threads;
+  impl->model = Model::load(model_dir, mo);
+  const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
+  if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
+  const ModelConfig& mc = impl->model->config();
+  if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
+    fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
+         " tokens but config.json vocab_size is ", mc.vocab_size);
+  }
+  if (impl->options.kv_budget_bytes == 0) {
+    impl->options.kv_budget_bytes = auto_kv_budget(mc, impl->options);
+  }
+  EngineOptions eo;
+  eo.max_batch = impl->options.max_batch;
+  eo.prefill_chunk_tokens = impl->options.prefill_chunk_tokens;
+  eo.max_queue = impl->options.max_queue;
+  eo.kv_block_size = impl->options.kv_block_size;
+  eo.kv_budget_bytes = impl->options.kv_budget_bytes;
+  impl->seed_key =
+      (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  impl->engine =
+      std::make_unique<Engine>(*impl->model, impl->tokenizer ? &*impl->tokenizer : nullptr, eo);
+  if (impl->engine->kv_capacity_blocks() < 1) {
+    fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (",
+         impl->options.kv_budget_bytes, ") is smaller than one KV block");
+  }
+  logger().info("session opened: {} ({}), mode {}, {} threads, {} KV blocks", model_dir,
+                to_string(mc.architecture),
+                impl->options.mode == NumericsMode::kCanonical ? "canonical" : "fast",
+                impl->options.threads, impl->engine->kv_capacity_blocks());
+  return DeterministicSession(std::move(impl));
+}
+
+EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
+                                                  const GenerationConfig& config,
+                                                  TokenCallback on_token) {
+  if (closed.load()) fail(ErrorCode::kUnavailable, "the session is closed");
+  const ModelConfig& mc = model->config();
+  EngineRequest r;
+  if (prompt.is_text()) {
+    if (!tokenizer) {
+      fail(ErrorCode::kUnsupported,
+           "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
+           "token ids");
+    }
+    r.prompt = tokenizer->encode(prompt.text());
+  } else {
+    r.prompt = prompt.ids();
+  }
+  if (r.prompt.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
+  for (std::size_t i = 0; i < r.prompt.size(); ++i) {
+    if (r.prompt[i] < 0 || r.prompt[i] >= mc.vocab_size) {
+      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", r.prompt[i],
+           ", outside the vocabulary [0, ", mc.vocab_size, ")");
+    }
+  }
+  const auto len = static_cast<std::int64_t>(r.prompt.size());
+  const std::int64_t ctx = mc.max_position_embeddings;
+  if (len >= ctx) {
+    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
+         ctx, " (prompt + generated)");
+  }
+  decode::validate_config(config, {mc.vocab_size, ctx});
+  if (len + config.max_new_tokens > ctx) {
+    fail(ErrorCode::kInvalidArgument, "GenerationConfig.max_new_tokens must be in [1, ", ctx - len,
+         "] for this ", len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens);
+  }
+  r.config = config;
+  if (!r.config.stop_token_ids) r.config.stop_token_ids = mc.eos_token_ids;
+  if (config.seed) {
+    r.seed = *config.seed;
+  } else if (config.temperature > 0.0f) {
+    const PhiloxCounter c = philox_block(seed_key, seed_counter.fetch_add(1), 0);
+    r.seed = (static_cast<std::uint64_t>(c[1]) << 32) | c[0];
+  }
+  r.config.seed = r.seed;
+  r.id = next_id.fetch_add(1);
+  r.on_token = std::move(on_token);
+  return r;
+}
+
+RequestHandle DeterministicSession::submit(const Prompt& prompt, const GenerationConfig& config,
+                                           TokenCallback on_token) {
+  EngineRequest r = impl_->prepare(prompt, config, std::move(on_token));
+  RequestHandle h;
+  h.id_ = r.id;
+  h.cancelled_ = r.cancelled;
+  if (impl_->result_shortcut) {
+    if (std::optional<GenerationResult> hit = impl_->result_shortcut->lookup(r)) {
+      std::promise<GenerationResult> p;
+      p.set_value(std::move(*hit));
+      h.future_ = p.get_future();
+      return h;
+    }
+  }
+  h.future_ = impl_->engine->submit(std::move(r));
+  return h;
+}
+
+GenerationResult DeterministicSession::generate(const Prompt& prompt,
+                                                const GenerationConfig& config,
+                                                TokenCallback on_token) {
+  return submit(prompt, config, std::move(on_token)).get();
+}
+
+void DeterministicSession::close() {
+  impl_->closed.store(true);
+  impl_->engine->shutdown();
+}
+
+bool DeterministicSession::closed() const { return impl_->closed.load(); }
+
+const Tokenizer* DeterministicSession::tokenizer() const {
+  return impl_->tokenizer ? &*impl_->tokenizer : nullptr;
+}
+
+std::vector<std::int32_t> DeterministicSession::encode(const std::string& text) const {
+  if (!impl_->tokenizer) fail(ErrorCode::kUnsupported, "the model folder has no tokenizer.json");
+  return impl_->tokenizer->encode(text);
+}
+
+std::string DeterministicSession::model_fingerprint() const {
+  return impl_->model->fingerprint().hex();
+}
+std::string DeterministicSession::tokenizer_hash() const {
+  return impl_->tokenizer ? impl_->tokenizer->hash().hex() : std::string();
+}
+NumericsMode DeterministicSession::mode() const { return impl_->options.mode; }
+std::int32_t DeterministicSession::threads() const { return impl_->options.threads; }
+const std::vector<std::int32_t>& DeterministicSession::eos_token_ids() const {
+  return impl_->model->config().eos_token_ids;
+}
+std::int64_t DeterministicSession::vocab_size() const { return impl_->model->config().vocab_size; }
+std::int64_t DeterministicSession::context_length() const {
+  return impl_->model->config().max_position_embeddings;
+}
+std::string DeterministicSession::architecture() const {
+  return to_string(impl_->model->config().architecture);
+}
+const SessionOptions& DeterministicSession::options() const { return impl_->options; }
+
+SessionStats DeterministicSession::stats() const {
+  const EngineStats e = impl_->engine->stats();
+  SessionStats s;
+  s.queued = e.queued;
+  s.running = e.running;
+  s.kv_blocks_in_use = e.kv_blocks_in_use;
+  s.kv_blocks_capacity = e.kv_blocks_capacity;
+  s.steps = e.steps;
+  return s;
+}
+
+DeterministicSession::Impl& DeterministicSession::impl() { return *impl_; }
+
+}  // namespace detinfer
