@@ -47,7 +47,7 @@ float exp_f32(float x) {
   const float r2 = r * r;
   float y = std::fma(p, r2, r);
   y = y + 1.0f;
-  // Scale by 2^k in two exact steps (k in [-150, 129]) so only the last one rounds
+  // Scale by 2^k in two exact steps (k in [-150, 128]) so only the last one rounds
   // (subnormal results) or overflows.
   const auto k = static_cast<std::int32_t>(kf);
   const std::int32_t k1 = k >> 1;
