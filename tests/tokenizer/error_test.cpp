@@ -151,7 +151,7 @@ TEST(TokenizerHash, CanonicalJsonAndConfigFields) {
   EXPECT_NE(Tokenizer::from_json(changed.dump()).hash(), a.hash());
   const Tokenizer c = Tokenizer::from_json(j.dump(), R"({"eos_token": "<|end_of_text|>"})");
   EXPECT_NE(c.hash(), a.hash());
-  EXPECT_EQ(c.eos_token_id(), 283);
+  EXPECT_EQ(c.eos_token_id(), 285);
   // Fields that do not affect tokenization do not change the hash.
   const Tokenizer d =
       Tokenizer::from_json(j.dump(), R"({"eos_token": "<|end_of_text|>", "model_max_length": 77})");

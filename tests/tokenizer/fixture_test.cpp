@@ -10,6 +10,7 @@
 
 #include "detinfer/error.h"
 #include "detinfer/tokenizer.h"
+#include "tokenizer/nfc.h"
 
 namespace detinfer {
 namespace {
@@ -47,14 +48,16 @@ TEST_P(FixtureCases, MatchesHuggingFace) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureCases,
                          ::testing::Values("byte_level", "byte_level_ignore_merges",
-                                           "sentencepiece", "sentencepiece_metaspace"));
+                                           "byte_level_nfc", "sentencepiece",
+                                           "sentencepiece_metaspace"));
 
 // byte_level.json: ids 0..255 are the bytes in GPT-2 order ('H' = 39, 'I' = 40, ' ' = 220
 // ('Ġ'), '\n' = 198 ('Ċ')), then one id per merge in rank order: 256 "Ġt", 257 "he",
 // 258 "Ġthe", 259 "in", 260 "Ġw", 261 "or", 262 "Ġwor", 263 "ld", 264 "Ġworld", 265 "12",
 // 266 "123", 267 "'s", 268 "ĠĠ", 269 "ĠĠĠĠ", 270 "ĊĊ", 271 "He", 272 "ll", 273 "Hell",
-// 274 "Hello", 275 "on", 276 "Ġc", 277 "af", 278 "Ġcaf", 279 "ä¸", 280 "中", 281 "Ġhello"
-// (reachable by no merge); added: 282 <|begin_of_text|> ... 287 [plain].
+// 274 "Hello", 275 "on", 276 "Ġc", 277 "af", 278 "Ġcaf", 279 "ä¸", 280 "中", 281 "Ã©" (é),
+// 282 "Ġcafé", 283 "Ġhello" (reachable by no merge); added: 284 <|begin_of_text|>,
+// 285 <|end_of_text|>, 286 <|eot_id|> (rstrip), 287 <mask> (lstrip), 288 <sw>, 289 [plain].
 class ByteLevelFixture : public ::testing::Test {
  protected:
   Tokenizer tok = Tokenizer::load(fixture_path("byte_level.json"));
@@ -63,7 +66,7 @@ class ByteLevelFixture : public ::testing::Test {
 TEST_F(ByteLevelFixture, AsciiWordsByMergeRank) {
   // Split: "Hello" | " world". "Hello": (H,e) rank 15, (l,l) 16, (He,ll) 17, (Hell,o) 18.
   // " world": (Ġ,w) 4, (o,r) 5, (Ġw,or) 6, (l,d) 7, (Ġwor,ld) 8. BOS from the template.
-  EXPECT_EQ(tok.encode("Hello world"), (Ids{282, 274, 264}));
+  EXPECT_EQ(tok.encode("Hello world"), (Ids{284, 274, 264}));
   EXPECT_EQ(tok.encode("Hello world", false), (Ids{274, 264}));
 }
 
@@ -93,19 +96,19 @@ TEST_F(ByteLevelFixture, CjkAndEmojiAreBytes) {
 
 TEST_F(ByteLevelFixture, SpecialTokensInsideText) {
   // <|eot_id|> has rstrip: it swallows the spaces after it, so "world" has no "Ġ".
-  EXPECT_EQ(tok.encode("Hi<|eot_id|>  world", false), (Ids{39, 72, 284, 86, 261, 263}));
-  EXPECT_EQ(tok.decode({282, 274}, true), "Hello");
-  EXPECT_TRUE(tok.is_special(282));
-  EXPECT_FALSE(tok.is_special(287));
-  EXPECT_EQ(tok.token_to_id("<|eot_id|>"), 284);
+  EXPECT_EQ(tok.encode("Hi<|eot_id|>  world", false), (Ids{39, 72, 286, 86, 261, 263}));
+  EXPECT_EQ(tok.decode({284, 274}, true), "Hello");
+  EXPECT_TRUE(tok.is_special(284));
+  EXPECT_FALSE(tok.is_special(289));
+  EXPECT_EQ(tok.token_to_id("<|eot_id|>"), 286);
   EXPECT_EQ(tok.id_to_token(264), std::optional<std::string>("Ġworld"));
-  EXPECT_EQ(tok.vocab_size(), 288);
+  EXPECT_EQ(tok.vocab_size(), 290);
 }
 
 TEST(ByteLevelIgnoreMerges, WholeWordInVocabWins) {
   const Tokenizer tok = Tokenizer::load(fixture_path("byte_level_ignore_merges.json"));
-  // " hello" is in the vocab (281) though no merge builds it.
-  EXPECT_EQ(tok.encode(" hello", false), (Ids{281}));
+  // " hello" is in the vocab (283) though no merge builds it.
+  EXPECT_EQ(tok.encode(" hello", false), (Ids{283}));
   const Tokenizer plain = Tokenizer::load(fixture_path("byte_level.json"));
   EXPECT_EQ(plain.encode(" hello", false), (Ids{220, 257, 272, 78}));  // Ġ he ll o
 }
@@ -144,6 +147,25 @@ TEST_F(SentencePieceFixture, SpecialTokensAndConfig) {
   EXPECT_EQ(with_cfg.eos_token_id(), 2);
   EXPECT_EQ(with_cfg.encode("Hello"), (Ids{1, 301, 2}));
   EXPECT_NE(with_cfg.hash(), tok.hash());
+}
+
+TEST(NfcFixture, CombiningCharactersAreComposedFirst) {
+  // byte_level_nfc.json (Qwen2 style: NFC, digits one by one). "cafe" + U+0301 becomes
+  // "café" (U+00E9), so both spellings give " caf" + "é" -> "Ġcafé" (282).
+  const Tokenizer tok = Tokenizer::load(fixture_path("byte_level_nfc.json"));
+  EXPECT_EQ(tok.encode(" cafe\xCC\x81", false), (Ids{282}));
+  EXPECT_EQ(tok.encode(" caf\xC3\xA9", false), (Ids{282}));
+  EXPECT_EQ(tok.encode("123", false), (Ids{16, 17, 18}));
+}
+
+TEST(Nfc, MatchesPythonUnicodedataOnGeneratedCases) {
+  const auto j = nlohmann::json::parse(slurp(fixture_path("nfc_cases.json")));
+  ASSERT_EQ(j["unicode"].get<std::string>(), tokenizer::nfc_unicode_version());
+  for (const auto& c : j["cases"]) {
+    EXPECT_EQ(tokenizer::nfc(c[0].get<std::string>()), c[1].get<std::string>())
+        << c[0].get<std::string>();
+  }
+  EXPECT_EQ(tokenizer::nfc("plain ascii"), "plain ascii");
 }
 
 }  // namespace
