@@ -211,6 +211,11 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
         fail(ErrorCode::kCorrupt, "fingerprint field ", path, "[", i,
              "]: rows differ in vocab size");
       }
+      if (i < s.step_digests.size() &&
+          logits_digest(s.logits[i].data(), s.logits[i].size()) != s.step_digests[i]) {
+        fail(ErrorCode::kCorrupt, "fingerprint field ", path, "[", i,
+             "]: the row does not match step_digests[", i, "]");
+      }
     }
     if (s.logits.size() != s.tokens.size()) {
       fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": ", s.logits.size(),

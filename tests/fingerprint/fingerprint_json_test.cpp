@@ -155,6 +155,11 @@ TEST(FingerprintJson, StrictFieldValidation) {
        ".output.sequences[0].chain_digest"},
       {[](json& j) { j["output"]["sequences"][0]["step_digests"].erase(0); }, "5 digests for 6"},
       {[](json& j) { j["output"]["sequences"][0]["logits"][0] = "abc"; }, "base64"},
+      {[](json& j) {
+         auto& l = j["output"]["sequences"][0]["logits"];
+         std::swap(l[0], l[1]);
+       },
+       "does not match step_digests[0]"},
       {[](json& j) { j["output"]["sequences"][0]["tokens"] = json::object(); },
        "expected an array"},
       {[](json& j) { j["cache"]["result_cache_hit"] = 1; }, "expected a boolean"},
@@ -239,6 +244,25 @@ TEST(FingerprintHost, GroupsComeFromTheEnvironment) {
   set_host_groups(other);
   EXPECT_NE(other.environment.hash(), fp.environment.hash());
   ::unsetenv("DETINFER_CPU_ISA");
+}
+
+}  // namespace
+}  // namespace detinfer
+
+namespace detinfer {
+namespace {
+
+// The fuzzer's seeds must stay valid fingerprints, or fuzzing starts from nothing.
+TEST(FingerprintJson, FuzzCorpusSeedsAreValid) {
+  const std::string dir = std::string(DETINFER_SOURCE_DIR) + "/tools/fuzz_fingerprint/corpus/";
+  int levels_seen = 0;
+  for (const char* name :
+       {"final_line.json", "steps_line.json", "steps_pretty.json", "logits_line.json"}) {
+    const auto fps = load_fingerprints(dir + name);
+    ASSERT_EQ(fps.size(), 1u) << name;
+    levels_seen |= 1 << static_cast<int>(fps[0].level);
+  }
+  EXPECT_EQ(levels_seen, (1 << 1) | (1 << 2) | (1 << 3));
 }
 
 }  // namespace
