@@ -81,7 +81,7 @@ bool isa_supported(Isa isa) {
     case Isa::kAvx2:
       return cpu::kHaveAvx2 && f.avx2 && f.fma && f.f16c;
     case Isa::kAvx512:
-      return cpu::kHaveAvx512 && f.avx512f && f.avx2 && f.fma && f.f16c;
+      return cpu::kHaveAvx512 && f.avx512f && f.avx512vl && f.avx2 && f.fma && f.f16c;
   }
   return false;
 }

@@ -1,4 +1,4 @@
-// AVX-512F kernels (16 lanes). Compiled with -mavx512f -mavx2 -mfma -mf16c; only called
+// AVX-512F/VL kernels. Compiled with -mavx512f -mavx512vl -mavx2 -mfma -mf16c; only called
 // after the dispatcher checked cpuid. Everything here is in an anonymous namespace so
 // no AVX-512 code can be picked up by another translation unit.
 #include <immintrin.h>
@@ -13,7 +13,7 @@
 namespace detinfer::kernels::cpu {
 namespace {
 
-struct V {
+struct V512 {
   using reg = __m512;
   static constexpr int L = 16;
   static reg zero() { return _mm512_setzero_ps(); }
@@ -56,28 +56,45 @@ struct V {
   }
 };
 
+// 16 lanes: linear (6 rows x 64 columns tiles), exp, attention for groups > 8 heads.
+namespace w16 {
+using V = V512;
 constexpr int kMaxRows = 6;
 constexpr int kTileVecs = 4;  // 64 columns per tile
-
+constexpr int kHeadsPerPass = 8;
+constexpr int kValueVecs = 2;
 #include "kernels/cpu/simd_kernels.h"
+}  // namespace w16
+
+// 8 lanes with 32 registers: attention for GQA groups of <= 8 query heads (lanes run
+// over heads, so 16 lanes would idle half of each instruction).
+namespace w8 {
+#include "kernels/cpu/vec256.h"
+using V = V256;
+constexpr int kMaxRows = 6;
+constexpr int kTileVecs = 2;
+constexpr int kHeadsPerPass = 8;  // 8 heads x 2 vectors = 16 accumulators
+constexpr int kValueVecs = 2;
+#include "kernels/cpu/simd_kernels.h"
+}  // namespace w8
 
 // Attention lanes run over the query heads of a kv group; with at most 8 heads (GQA
-// models) the 8-lane AVX2 kernel does the same work in half-width instructions, which
-// are at least as fast (twice as fast on CPUs that split 512-bit ops). Same bits.
+// models) 8-lane instructions do the same work at half width, which is at least as fast
+// (twice as fast on CPUs that split 512-bit ops). Same bits either way.
 void attention_avx512(const float* q, std::int64_t group, std::int64_t num_keys,
                       std::int64_t kv_head, const PagedKvView& kv, const std::int64_t* token_offset,
                       float scale, float* out, float* scratch) {
   if (group <= 8) {
-    avx2_kernels().attention(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
+    w8::attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
   } else {
-    attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
+    w16::attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
   }
 }
 
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels k{linear_simd, attention_avx512, exp_vec};
+  static const IsaKernels k{w16::linear_simd, attention_avx512, w16::exp_vec};
   return k;
 }
 

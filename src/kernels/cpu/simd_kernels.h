@@ -11,13 +11,14 @@
 //     scale_pow2(y, kf) = (y * 2^(k>>1)) * 2^(k - (k>>1)) for integral kf = k,
 //     exp_special(y, x): y, except 0 where x < kExpLo, inf where x > kExpHi, x+x for NaN.
 //   };
-// and the tile shape: kMaxRows rows x kTileVecs vectors.
+// and the tile shapes: linear kMaxRows rows x kTileVecs vectors; attention values
+// kHeadsPerPass heads x kValueVecs vectors (HG*CB accumulators must fit the registers).
+// It has no include guard: a TU may include it several times in different namespaces,
+// each with its own V.
 //
 // Every output lane performs exactly the scalar reference's sequence of operations
 // (kernels/reference/reference.cpp); lanes only ever run over independent outputs
 // (columns of linear, heads or columns in attention), never over a reduction.
-#ifndef DETINFER_KERNELS_SIMD_KERNELS_BODY
-#define DETINFER_KERNELS_SIMD_KERNELS_BODY
 
 constexpr std::int64_t kChunk = ref::kChunk;
 
@@ -43,7 +44,7 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   return V::exp_special(y, x);
 }
 
-void exp_vec(const float* x, float* y, std::int64_t n) {
+[[maybe_unused]] void exp_vec(const float* x, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + V::L <= n; i += V::L) V::store(y + i, exp_lanes(V::load(x + i)));
   if (i < n) {
@@ -162,8 +163,9 @@ void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::in
   }
 }
 
-void linear_simd(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
-                 std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+[[maybe_unused]] void linear_simd(const PackedWeights& w, const float* x, std::int64_t ldx,
+                                  std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
+                                  std::int64_t p1) {
   switch (w.dtype) {
     case DType::kF32:
       linear_dt<DType::kF32>(w, x, ldx, m, y, ldy, p0, p1);
@@ -187,8 +189,8 @@ void linear_simd(const PackedWeights& w, const float* x, std::int64_t ldx, std::
 
 // K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
 // prefetcher sees many short streams; prefetch a few keys ahead explicitly.
-constexpr std::int64_t kPrefetchBlocks = 2;  // score blocks of 4 keys ahead
-constexpr std::int64_t kPrefetchKeys = 8;    // value rows ahead
+constexpr std::int64_t kPrefetchBlocks = 6;  // score blocks of 4 keys ahead
+constexpr std::int64_t kPrefetchKeys = 24;   // value rows ahead
 
 inline void prefetch_row(const float* row, std::int64_t d) {
   for (std::int64_t c = 0; c < d; c += 16)
@@ -218,47 +220,92 @@ void score_keys(const float* qT, std::int64_t d, const float* const* krow, float
   for (int b = 0; b < KB; ++b) V::store(S + b * V::L, V::mul(s[b], sc));
 }
 
-// Numerator for HG heads (lanes = `cols` columns of the value rows at vbase + off[j])
-// and the division by den.
-template <int HG>
+// n >= L: a full vector; else the first n lanes.
+inline typename V::reg load_cols(const float* p, int n) {
+  return n >= V::L ? V::load(p) : V::load_n(p, n);
+}
+inline void store_cols(float* p, typename V::reg a, int n) {
+  if (n >= V::L) {
+    V::store(p, a);
+  } else {
+    V::store_n(p, a, n);
+  }
+}
+
+// Numerator for HG heads over CB vectors of columns (CB*L columns starting at vbase's
+// column; when CB == 1, `cols` may be < L). The running sum s of each (head, column)
+// lives in `out` between chunks (s = +0 + p for the first chunk), then out = s / den.
+template <int HG, int CB>
 void attend_values(const float* E, std::int64_t num_keys, const float* vbase,
                    const std::int64_t* off, int cols, const float* den, float* out,
                    std::int64_t out_stride) {
-  typename V::reg s[HG], p[HG];
-#pragma GCC unroll 8
-  for (int g = 0; g < HG; ++g) s[g] = V::zero();
+  typename V::reg p[HG][CB];
   for (std::int64_t j0 = 0; j0 < num_keys; j0 += kChunk) {
     const std::int64_t j1 = j0 + kChunk < num_keys ? j0 + kChunk : num_keys;
 #pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g) p[g] = V::zero();
+    for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 4
+      for (int b = 0; b < CB; ++b) p[g][b] = V::zero();
     for (std::int64_t j = j0; j < j1; ++j) {
       const float* vr = vbase + off[j];
       if (j + kPrefetchKeys < num_keys)
         _mm_prefetch(reinterpret_cast<const char*>(vbase + off[j + kPrefetchKeys]), _MM_HINT_T0);
-      const typename V::reg vv = cols == V::L ? V::load(vr) : V::load_n(vr, cols);
+      typename V::reg vv[CB];
+#pragma GCC unroll 4
+      for (int b = 0; b < CB; ++b)
+        vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
 #pragma GCC unroll 8
-      for (int g = 0; g < HG; ++g) p[g] = V::fma(V::set1(E[j * V::L + g]), vv, p[g]);
+      for (int g = 0; g < HG; ++g) {
+        const typename V::reg e = V::set1(E[j * V::L + g]);
+#pragma GCC unroll 4
+        for (int b = 0; b < CB; ++b) p[g][b] = V::fma(e, vv[b], p[g][b]);
+      }
     }
 #pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g) s[g] = V::add(s[g], p[g]);
+    for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 4
+      for (int b = 0; b < CB; ++b) {
+        float* o = out + g * out_stride + b * V::L;
+        const typename V::reg s0 = j0 == 0 ? V::zero() : load_cols(o, cols - b * V::L);
+        store_cols(o, V::add(s0, p[g][b]), cols - b * V::L);
+      }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < HG; ++g) {
-    const typename V::reg o = V::div(s[g], V::set1(den[g]));
-    V::store_n(out + g * out_stride, o, cols);
-  }
+  for (int g = 0; g < HG; ++g)
+    for (int b = 0; b < CB; ++b) {
+      float* o = out + g * out_stride + b * V::L;
+      store_cols(o, V::div(load_cols(o, cols - b * V::L), V::set1(den[g])), cols - b * V::L);
+    }
 }
 
 using AttendFn = void (*)(const float*, std::int64_t, const float*, const std::int64_t*, int,
                           const float*, float*, std::int64_t);
 
-template <int... H>
+template <int CB, int... H>
 constexpr AttendFn attend_fn(int hg, std::integer_sequence<int, H...>) {
-  constexpr AttendFn fns[] = {&attend_values<H + 1>...};
+  constexpr AttendFn fns[] = {&attend_values<H + 1, CB>...};
   return fns[hg - 1];
 }
 
-constexpr int kHeadsPerPass = 8;  // heads sharing one pass over V (registers: 2 per head)
+// Numerator passes: heads in balanced passes of at most kHeadsPerPass, columns in
+// blocks of kValueVecs vectors (one 64-byte line of a value row for 8 lanes x 2), so
+// each pass reads every touched line of V once.
+void attend_all(const float* S, int G, std::int64_t num_keys, const float* vbase,
+                const std::int64_t* off, std::int64_t d, const float* dens, float* out) {
+  const int passes = (G + kHeadsPerPass - 1) / kHeadsPerPass;
+  const int per = (G + passes - 1) / passes;
+  const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
+  constexpr std::int64_t wide = kValueVecs * V::L;
+  for (std::int64_t c = 0; c < d;) {
+    const bool full = d - c >= wide;
+    const int cols = static_cast<int>(full ? wide : (d - c < V::L ? d - c : V::L));
+    for (int g0 = 0; g0 < G; g0 += per) {
+      const int hg = G - g0 < per ? G - g0 : per;
+      const AttendFn fn = full ? attend_fn<kValueVecs>(hg, heads) : attend_fn<1>(hg, heads);
+      fn(S + g0, num_keys, vbase + c, off, cols, dens + g0, out + g0 * d + c, d);
+    }
+    c += cols;
+  }
+}
 
 // Up to V::L heads of one kv head group, one query row.
 void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t kv_head,
@@ -301,20 +348,14 @@ void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t 
   }
   alignas(64) float dens[V::L];
   V::store(dens, den);
-  // Numerator: lanes over columns, heads in passes of kHeadsPerPass.
-  for (std::int64_t c = 0; c < d; c += V::L) {
-    const int cols = static_cast<int>(d - c < V::L ? d - c : V::L);
-    for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
-      const int hg = G - g0 < kHeadsPerPass ? G - g0 : kHeadsPerPass;
-      attend_fn(hg, std::make_integer_sequence<int, kHeadsPerPass>())(
-          S + g0, num_keys, vbase + c, off, cols, dens + g0, out + g0 * d + c, d);
-    }
-  }
+  // Numerator: lanes over columns.
+  attend_all(S, G, num_keys, vbase, off, d, dens, out);
 }
 
-void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys, std::int64_t kv_head,
-                    const PagedKvView& kv, const std::int64_t* off, float scale, float* out,
-                    float* scratch) {
+[[maybe_unused]] void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys,
+                                     std::int64_t kv_head, const PagedKvView& kv,
+                                     const std::int64_t* off, float scale, float* out,
+                                     float* scratch) {
   const std::int64_t d = kv.head_dim;
   if (num_keys <= 0) {
     for (std::int64_t i = 0; i < group * d; ++i) out[i] = 0.0f;
@@ -325,5 +366,3 @@ void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys, s
     attention_lanes(q + g0 * d, G, num_keys, kv_head, kv, off, scale, out + g0 * d, scratch);
   }
 }
-
-#endif  // DETINFER_KERNELS_SIMD_KERNELS_BODY
