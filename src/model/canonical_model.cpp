@@ -217,8 +217,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
 
 }  // namespace
 
-std::unique_ptr<Model> make_canonical_model(const ModelConfig& config, const TensorStore& store,
-                                            const ModelOptions& options) {
+std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
+                                                      const TensorStore& store,
+                                                      const ModelOptions& options) {
   return std::make_unique<CanonicalModel>(config, store, options);
 }
 

@@ -190,8 +190,9 @@ class FastModel final : public TransformerBase, private WeightSink {
 
 }  // namespace
 
-std::unique_ptr<Model> make_fast_model(const ModelConfig& config, const TensorStore& store,
-                                       const ModelOptions& options) {
+std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
+                                                 const TensorStore& store,
+                                                 const ModelOptions& options) {
   return std::make_unique<FastModel>(config, store, options);
 }
 

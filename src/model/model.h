@@ -79,6 +79,12 @@ struct SequenceStep {
   bool all_logits = false;
 };
 
+// Where Model::load spent its time (benchmarks, logs).
+struct ModelLoadStats {
+  double load_seconds = 0;         // the whole Model::load
+  double fingerprint_seconds = 0;  // of which hashing config and tensor bytes
+};
+
 class Model {
  public:
   // Loads a Hugging Face folder (config.json + model.safetensors or a sharded index).
@@ -94,6 +100,7 @@ class Model {
   // Bytes of weights as stored on disk, and bytes the model keeps in memory.
   virtual std::int64_t weight_bytes() const = 0;
   virtual std::int64_t resident_bytes() const = 0;
+  virtual ModelLoadStats load_stats() const { return {}; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure

@@ -4,14 +4,16 @@
 
 #include <memory>
 
-#include "model/model.h"
 #include "model/tensor_store.h"
+#include "model/transformer_base.h"
 
 namespace detinfer {
 
-std::unique_ptr<Model> make_canonical_model(const ModelConfig& config, const TensorStore& store,
-                                            const ModelOptions& options);
-std::unique_ptr<Model> make_fast_model(const ModelConfig& config, const TensorStore& store,
-                                       const ModelOptions& options);
+std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
+                                                      const TensorStore& store,
+                                                      const ModelOptions& options);
+std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
+                                                 const TensorStore& store,
+                                                 const ModelOptions& options);
 
 }  // namespace detinfer

@@ -1,14 +1,20 @@
-#include "core/check.h"
+#include <chrono>
+
 #include "model/model.h"
 #include "model/model_factories.h"
 
 namespace detinfer {
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
   const ModelConfig config = load_model_config(dir);
   const TensorStore store = TensorStore::open(dir);
-  if (options.mode == NumericsMode::kFast) return make_fast_model(config, store, options);
-  return make_canonical_model(config, store, options);
+  std::unique_ptr<TransformerBase> model = options.mode == NumericsMode::kFast
+                                               ? make_fast_model(config, store, options)
+                                               : make_canonical_model(config, store, options);
+  model->set_load_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return model;
 }
 
 }  // namespace detinfer

@@ -34,6 +34,7 @@ void TransformerBase::set_loaded(const LoadedWeights& w, std::int64_t resident_b
   fingerprint_ = w.fingerprint;
   weight_bytes_ = w.weight_bytes;
   resident_bytes_ = resident_bytes;
+  load_stats_.fingerprint_seconds = w.fingerprint_seconds;
   config_.weight_dtype = to_kernel_dtype(w.embed_dtype);
 }
 

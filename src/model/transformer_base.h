@@ -37,6 +37,8 @@ class TransformerBase : public Model {
   int threads() const override { return options_.threads; }
   std::int64_t weight_bytes() const override { return weight_bytes_; }
   std::int64_t resident_bytes() const override { return resident_bytes_; }
+  ModelLoadStats load_stats() const override { return load_stats_; }
+  void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
   void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
                std::vector<float>& logits) final;
@@ -58,6 +60,7 @@ class TransformerBase : public Model {
   Hash128 fingerprint_;
   std::int64_t weight_bytes_ = 0;
   std::int64_t resident_bytes_ = 0;
+  ModelLoadStats load_stats_;
 };
 
 kernels::DType to_kernel_dtype(TensorDType d);

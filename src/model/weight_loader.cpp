@@ -1,6 +1,7 @@
 #include "model/weight_loader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -92,21 +93,27 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
     const std::size_t bytes = static_cast<std::size_t>(info.size());
     t.file->advise_sequential(t.file_offset, bytes);
     const std::uint8_t* data = t.data();
+    // The file may place a tensor at any byte offset; kernels want element alignment.
+    const std::uint8_t* sink_data = data;
+    if (reinterpret_cast<std::uintptr_t>(data) % element_size(info.dtype) != 0) {
+      aligned.resize(bytes + 8);
+      std::uint8_t* p = aligned.data();
+      p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
+      std::memcpy(p, data, bytes);
+      sink_data = p;
+    }
+    sink.take(specs[i], info.dtype, sink_data);
+    // Hashed right after the sink read the bytes: the pages are resident and hot, so the
+    // fingerprint costs only the hashing itself, not a second read of the file.
+    const auto t0 = std::chrono::steady_clock::now();
     h.update_field(info.name);
     h.update_field(safetensors_name(info.dtype));
     h.update_u64(info.shape.size());
     for (const std::int64_t d : info.shape) h.update_i64(d);
     h.update_u64(bytes);
     h.update(data, bytes);
-    // The file may place a tensor at any byte offset; kernels want element alignment.
-    if (reinterpret_cast<std::uintptr_t>(data) % element_size(info.dtype) != 0) {
-      aligned.resize(bytes + 8);
-      std::uint8_t* p = aligned.data();
-      p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
-      std::memcpy(p, data, bytes);
-      data = p;
-    }
-    sink.take(specs[i], info.dtype, data);
+    out.fingerprint_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // The sink keeps its own copy: drop the mapped pages so they do not add to peak RSS.
     t.file->release(t.file_offset, bytes);
     out.weight_bytes += static_cast<std::int64_t>(bytes);

@@ -1,6 +1,6 @@
 // Streams the tensors a model needs out of a TensorStore, in sorted name order, into a
 // WeightSink, hashing each one into the model fingerprint as it goes (one pass over the
-// file bytes: the hash reads a tensor just before the sink copies it, while the pages
+// file bytes: the hash reads a tensor right after the sink copied it, while the pages
 // are hot). Everything is validated before the first byte of tensor data is touched.
 #pragma once
 
@@ -57,6 +57,7 @@ struct LoadedWeights {
   Hash128 fingerprint;
   std::int64_t weight_bytes = 0;  // bytes of the tensors read, as stored
   TensorDType embed_dtype = TensorDType::kF32;
+  double fingerprint_seconds = 0;  // time spent hashing (for the load benchmark)
 };
 
 // Checks presence, shapes of every required tensor (Error kNotFound / kCorrupt naming
