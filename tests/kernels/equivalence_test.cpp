@@ -13,6 +13,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "detinfer/error.h"
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
@@ -88,9 +89,9 @@ struct LinearShape {
 
 TEST(Linear, EqualsReferenceForEveryIsaThreadCountAndDtype) {
   IsaGuard guard;
-  const LinearShape shapes[] = {{1, 1, 1},     {1, 17, 63},   {2, 33, 64},   {5, 16, 65},
-                                {7, 100, 130}, {1, 48, 896},  {13, 31, 300}, {64, 70, 200},
-                                {97, 129, 77}, {3, 257, 1000}};
+  const LinearShape shapes[] = {{1, 1, 1},     {1, 17, 63},    {2, 33, 64},    {5, 16, 65},
+                                {7, 100, 130}, {1, 48, 896},   {13, 31, 300},  {64, 70, 200},
+                                {97, 129, 77}, {3, 257, 1000}, {33, 300, 1100}};
   std::uint64_t stream = 100;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (const LinearShape& s : shapes) {
@@ -178,9 +179,10 @@ struct AttnShape {
 
 TEST(Attention, EqualsReferenceForEveryIsaAndThreadCount) {
   IsaGuard guard;
-  const AttnShape shapes[] = {{1, 1, 1, 8, 16},     {5, 2, 1, 16, 4},    {70, 4, 2, 64, 16},
-                              {130, 14, 2, 64, 32}, {200, 3, 3, 24, 7},  {64, 8, 1, 128, 64},
-                              {33, 6, 2, 40, 1},    {300, 2, 2, 64, 128}};
+  const AttnShape shapes[] = {{1, 1, 1, 8, 16},     {5, 2, 1, 16, 4},     {70, 4, 2, 64, 16},
+                              {130, 14, 2, 64, 32}, {200, 3, 3, 24, 7},   {64, 8, 1, 128, 64},
+                              {33, 6, 2, 40, 1},    {300, 2, 2, 64, 128}, {90, 12, 1, 64, 16},
+                              {50, 20, 1, 32, 8}};
   std::uint64_t stream = 500;
   for (const AttnShape& s : shapes) {
     const std::int64_t kvw = s.kv_heads * s.d;
@@ -303,6 +305,24 @@ TEST(RowOps, VectorExpEqualsScalarOnDenseSample) {
     const std::int64_t i = first_diff(got.data(), want.data(), static_cast<std::int64_t>(x.size()));
     ASSERT_EQ(i, -1) << "isa=" << to_string(isa) << " x=" << (i >= 0 ? x[i] : 0.0f);
   }
+}
+
+TEST(Errors, BadArgumentsAreErrorsNotCrashes) {
+  const std::vector<float> w = random_floats(16, 1);
+  EXPECT_THROW(PackedLinear::pack(nullptr, DType::kF32, 4, 4), Error);
+  EXPECT_THROW(PackedLinear::pack(w.data(), DType::kF32, 0, 4), Error);
+  const PackedLinear packed = PackedLinear::pack(w.data(), DType::kF32, 4, 4);
+  float y[4];
+  EXPECT_THROW(packed.run(w.data(), 3, 1, y, 4, nullptr), Error);  // ldx < k
+  EXPECT_THROW(PackedLinear().run(w.data(), 4, 1, y, 4, nullptr), Error);
+  PagedCache cache(4, 4, 2, 8);
+  const std::int64_t too_many = 5, ok = 4;
+  std::vector<float> q(3 * 8), out(3 * 8);
+  // 3 query heads do not divide into 2 kv heads; 5 keys exceed the block table.
+  EXPECT_THROW(attention(q.data(), 24, 1, &ok, 3, cache.view(), 1.0f, out.data(), 24, nullptr),
+               Error);
+  EXPECT_THROW(
+      attention(q.data(), 16, 1, &too_many, 2, cache.view(), 1.0f, out.data(), 16, nullptr), Error);
 }
 
 }  // namespace
