@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -149,19 +150,57 @@ const IsaKernels& active_kernels() {
 
 float exp_f32(float x) { return ref::exp_f32(x); }
 float log_f32(float x) { return ref::log_f32(x); }
-float dot(const float* a, const float* b, std::int64_t k) { return ref::dot(a, b, k); }
-float sum(const float* x, std::int64_t n) { return ref::sum(x, n); }
+float dot(const float* a, const float* b, std::int64_t k) {
+  return cpu::active_kernels().dot(a, b, k);
+}
+
+// ref::sum with four chunks in flight (independent partials, folded in chunk order).
+float sum(const float* x, std::int64_t n) {
+  constexpr std::int64_t kC = ref::kChunk;
+  float s = 0.0f;
+  const std::int64_t full = n / kC;
+  std::int64_t c = 0;
+  for (; c + 4 <= full; c += 4) {
+    const float* x0 = x + c * kC;
+    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+    for (std::int64_t i = 0; i < kC; ++i) {
+      p0 = p0 + x0[i];
+      p1 = p1 + x0[kC + i];
+      p2 = p2 + x0[2 * kC + i];
+      p3 = p3 + x0[3 * kC + i];
+    }
+    s = s + p0;
+    s = s + p1;
+    s = s + p2;
+    s = s + p3;
+  }
+  for (std::int64_t c0 = c * kC; c0 < n; c0 += kC) {
+    const std::int64_t c1 = std::min(n, c0 + kC);
+    float p = 0.0f;
+    for (std::int64_t i = c0; i < c1; ++i) p = p + x[i];
+    s = s + p;
+  }
+  return s;
+}
 
 void exp_n(const float* x, float* y, std::int64_t n) { cpu::active_kernels().exp(x, y, n); }
 
 void mean_rows(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n, float* y) {
-  for (std::int64_t r = 0; r < rows; ++r) y[r] = ref::sum(x + r * ldx, n) / static_cast<float>(n);
+  for (std::int64_t r = 0; r < rows; ++r) y[r] = sum(x + r * ldx, n) / static_cast<float>(n);
 }
 
 void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
               std::int64_t ldy, std::int64_t rows, std::int64_t n, ThreadPool* pool) {
+  const cpu::DotFn dot_fn = cpu::active_kernels().dot;
   auto body = [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) ref::rms_norm(x + r * ldx, w, eps, y + r * ldy, n);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      // ref::rms_norm with the ISA's dot.
+      const float* xr = x + r * ldx;
+      float* yr = y + r * ldy;
+      const float ss = dot_fn(xr, xr, n);
+      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+      for (std::int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * inv) * w[i];
+    }
   };
   if (pool != nullptr && rows > 1) {
     pool->parallel_for(rows, 1, body);
@@ -187,7 +226,7 @@ void softmax(const float* x, float* y, std::int64_t n) {
   const float m = ref::max_value(x, n);
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
   exp_n(y, y, n);
-  const float s = ref::sum(y, n);
+  const float s = sum(y, n);
   for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] / s;
 }
 
@@ -196,7 +235,7 @@ void log_softmax(const float* x, float* y, std::int64_t n) {
   const float m = ref::max_value(x, n);
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
   exp_n(y, y, n);
-  const float ls = ref::log_f32(ref::sum(y, n));
+  const float ls = ref::log_f32(sum(y, n));
   for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
 }
 

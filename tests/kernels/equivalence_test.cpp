@@ -253,7 +253,7 @@ TEST(Attention, IndependentOfPrefillChunkingAndBlockSize) {
 
 TEST(RowOps, EqualReferenceForEveryIsa) {
   IsaGuard guard;
-  for (std::int64_t n : {1, 7, 64, 65, 896, 5000}) {
+  for (std::int64_t n : {1, 7, 64, 65, 200, 300, 896, 5000}) {
     const std::vector<float> x = random_floats(3 * n, 40 + n, 6.0f);
     const std::vector<float> u = random_floats(n, 41 + n);
     const std::vector<float> w = random_floats(n, 42 + n);
@@ -266,6 +266,12 @@ TEST(RowOps, EqualReferenceForEveryIsa) {
         rms_norm(x.data(), n, w.data(), 1e-6f, got.data(), n, 3, n, pool_for(t));
         ASSERT_TRUE(same_bits(got.data(), want.data(), 3 * n)) << "rms_norm n=" << n;
       }
+      ASSERT_EQ(dot(x.data(), u.data(), n), ref::dot(x.data(), u.data(), n)) << n;
+      ASSERT_EQ(sum(x.data(), n), ref::sum(x.data(), n)) << n;
+      float means[3];
+      mean_rows(x.data(), n, 3, n, means);
+      for (std::int64_t r = 0; r < 3; ++r)
+        ASSERT_EQ(means[r], ref::sum(&x[r * n], n) / static_cast<float>(n)) << n;
       ref::silu_mul(x.data(), u.data(), want.data(), n);
       silu_mul(x.data(), u.data(), got.data(), n);
       ASSERT_TRUE(same_bits(got.data(), want.data(), n)) << "silu_mul n=" << n;

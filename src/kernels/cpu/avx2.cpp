@@ -27,7 +27,7 @@ constexpr int kValueVecs = 2;
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{linear_simd, attention_simd, exp_vec};
+  static const IsaKernels k{linear_simd, attention_simd, exp_vec, dot_fma};
   return k;
 }
 

@@ -94,7 +94,7 @@ void attention_avx512(const float* q, std::int64_t group, std::int64_t num_keys,
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels k{w16::linear_simd, attention_avx512, w16::exp_vec};
+  static const IsaKernels k{w16::linear_simd, attention_avx512, w16::exp_vec, w16::dot_fma};
   return k;
 }
 

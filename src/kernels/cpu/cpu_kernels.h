@@ -43,10 +43,14 @@ using AttentionFn = void (*)(const float* q, std::int64_t group, std::int64_t nu
 // y[i] = exp_f32(x[i]) (x and y may alias).
 using ExpFn = void (*)(const float* x, float* y, std::int64_t n);
 
+// Chunked dot product (ref::dot), with hardware fma where the ISA has it.
+using DotFn = float (*)(const float* a, const float* b, std::int64_t k);
+
 struct IsaKernels {
   LinearFn linear;
   AttentionFn attention;
   ExpFn exp;
+  DotFn dot;
 };
 
 inline std::int64_t attention_scratch_floats(std::int64_t num_keys, std::int64_t head_dim,

@@ -62,7 +62,7 @@ void exp_scalar(const float* x, float* y, std::int64_t n) {
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static const IsaKernels k{linear_scalar, attention_scalar, exp_scalar};
+  static const IsaKernels k{linear_scalar, attention_scalar, exp_scalar, ref::dot};
   return k;
 }
 

@@ -53,6 +53,39 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   }
 }
 
+// --- dot ---------------------------------------------------------------------------
+
+// ref::dot with the fma instruction (__builtin_fmaf, not std::fma: an inline std
+// function compiled here could be merged with a baseline copy) and four chunks in
+// flight; the chunk partials are independent and folded in chunk order.
+[[maybe_unused]] float dot_fma(const float* a, const float* b, std::int64_t k) {
+  float s = 0.0f;
+  const std::int64_t full = k / kChunk;
+  std::int64_t c = 0;
+  for (; c + 4 <= full; c += 4) {
+    const float* a0 = a + c * kChunk;
+    const float* b0 = b + c * kChunk;
+    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+    for (std::int64_t i = 0; i < kChunk; ++i) {
+      p0 = __builtin_fmaf(a0[i], b0[i], p0);
+      p1 = __builtin_fmaf(a0[kChunk + i], b0[kChunk + i], p1);
+      p2 = __builtin_fmaf(a0[2 * kChunk + i], b0[2 * kChunk + i], p2);
+      p3 = __builtin_fmaf(a0[3 * kChunk + i], b0[3 * kChunk + i], p3);
+    }
+    s = s + p0;
+    s = s + p1;
+    s = s + p2;
+    s = s + p3;
+  }
+  for (std::int64_t c0 = c * kChunk; c0 < k; c0 += kChunk) {
+    const std::int64_t c1 = c0 + kChunk < k ? c0 + kChunk : k;
+    float p = 0.0f;
+    for (std::int64_t i = c0; i < c1; ++i) p = __builtin_fmaf(a[i], b[i], p);
+    s = s + p;
+  }
+  return s;
+}
+
 // --- linear ------------------------------------------------------------------------
 
 template <DType DT>
