@@ -89,21 +89,18 @@ void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* 
     fn(w, x, ldx, m, y, ldy, 0, w.panels);
     return;
   }
-  // Tasks = row blocks x panel groups, panel-major so a thread keeps its weights.
-  constexpr std::int64_t kRowBlock = 96;
-  const std::int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
-  const std::int64_t want_groups =
-      std::max<std::int64_t>(1, (4 * threads + row_blocks - 1) / row_blocks);
-  const std::int64_t group = std::max<std::int64_t>(1, w.panels / want_groups);
-  const std::int64_t groups = (w.panels + group - 1) / group;
-  pool->parallel_for(groups * row_blocks, 1, [&](std::int64_t t0, std::int64_t t1) {
+  // One task per thread when possible: G balanced panel ranges (a thread streams its
+  // own weights once, rows inside the kernel), times R row ranges when there are fewer
+  // panels than threads. Rows never split a reduction, so any split gives the same bits.
+  const std::int64_t groups = std::min<std::int64_t>(w.panels, threads);
+  const std::int64_t row_parts = std::min<std::int64_t>(m, (threads + groups - 1) / groups);
+  pool->parallel_for(groups * row_parts, 1, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t g = t / row_blocks;
-      const std::int64_t rb = t % row_blocks;
-      const std::int64_t r0 = rb * kRowBlock;
-      const std::int64_t rows = std::min(kRowBlock, m - r0);
-      fn(w, x + r0 * ldx, ldx, rows, y + r0 * ldy, ldy, g * group,
-         std::min(w.panels, (g + 1) * group));
+      const std::int64_t g = t / row_parts;
+      const std::int64_t r = t % row_parts;
+      const std::int64_t r0 = m * r / row_parts, r1 = m * (r + 1) / row_parts;
+      fn(w, x + r0 * ldx, ldx, r1 - r0, y + r0 * ldy, ldy, w.panels * g / groups,
+         w.panels * (g + 1) / groups);
     }
   });
 }
