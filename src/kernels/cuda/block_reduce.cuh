@@ -6,6 +6,14 @@
 
 #include "kernels/cuda/device_math.h"
 
+// Dynamically sized shared memory (the launch's third <<<>>> argument); the CPU
+// emulation test hands out a per-block buffer instead.
+#if defined(DETINFER_CUDA_EMULATION)
+#define DETINFER_DYNAMIC_SHARED(T, name) T* const name = ::emu::dynamic_shared<T>()
+#else
+#define DETINFER_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
+
 namespace detinfer::kernels::cuda {
 
 inline constexpr int kChunk = 64;  // numerics spec v1 reduction chunk (ref::kChunk)

@@ -11,18 +11,13 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/fast_kernels.cuh"
 
 namespace detinfer::kernels::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__global__ void f32_to_bf16_kernel(const float* x, std::uint16_t* y, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::int64_t{gridDim.x} * blockDim.x)
-    y[i] = dm::f32_to_bf16(x[i]);
-}
 
 // --- bf16 tensor-core GEMM -----------------------------------------------------------------
 // One tile shape for every M (kGemmTileM x kGemmTileN x kGemmTileK, 4 warps of 32x32),
@@ -100,28 +95,6 @@ __global__ void __launch_bounds__(kGemmThreads)
   }
 }
 
-// --- RMSNorm, one row per block ------------------------------------------------------------
-// Thread t accumulates x[t], x[t+256], ... with fma; a fixed shared-memory tree adds the
-// 256 partials. Nothing depends on the number of rows.
-__global__ void __launch_bounds__(kThreads)
-    rms_norm_fast_kernel(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
-                         std::int64_t ldy, std::int64_t n) {
-  __shared__ float part[kThreads];
-  const float* xr = x + blockIdx.x * ldx;
-  float* yr = y + blockIdx.x * ldy;
-  float acc = 0.0f;
-  for (std::int64_t i = threadIdx.x; i < n; i += kThreads) acc = dm::fma_rn(xr[i], xr[i], acc);
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s)
-      part[threadIdx.x] = part[threadIdx.x] + part[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float r = dm::div_rn(1.0f, dm::sqrt_rn(dm::div_rn(part[0], static_cast<float>(n)) + eps));
-  for (std::int64_t i = threadIdx.x; i < n; i += kThreads) yr[i] = (xr[i] * r) * w[i];
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
@@ -154,7 +127,8 @@ void rms_norm_fast(const float* x, std::int64_t ldx, const float* w, float eps, 
   const char* op = "rms_norm_fast";
   check_row_args(op, x, ldx, y, ldy, rows, n);
   require_ptr(w, op, "w");
-  rms_norm_fast_kernel<<<grid_x(rows, op), kThreads, 0, stream>>>(x, ldx, w, eps, y, ldy, n);
+  rms_norm_fast_kernel<<<grid_x(rows, op), kFastNormThreads, 0, stream>>>(x, ldx, w, eps, y, ldy,
+                                                                          n);
   DETINFER_CUDA_CHECK_LAUNCH("rms_norm_fast_kernel");
 }
 

@@ -1,0 +1,178 @@
+// Paged-KV attention kernels (canonical and split): see attention.cu.
+//
+// Device code only (no CUDA runtime calls), in an anonymous namespace: included by the
+// launcher .cu file and, compiled as plain C++ under DETINFER_CUDA_EMULATION, by the CPU
+// emulation test (tests/cuda/cuda_emulation_test.cpp), which runs these very kernels
+// thread by thread on the CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace detinfer::kernels::cuda {
+namespace {
+
+struct AttentionArgs {
+  const float* q;
+  std::int64_t ldq;
+  const std::int64_t* num_keys;
+  std::int64_t num_heads;
+  PagedKvView kv;
+  float scale;
+  float* out;
+  std::int64_t ldo;
+};
+
+// ref::kv_row.
+__device__ __forceinline__ const float* kv_row(const float* pool, const PagedKvView& kv,
+                                               std::int64_t t, std::int64_t h) {
+  const std::int64_t block = kv.block_table[t / kv.block_size];
+  const std::int64_t slot = t % kv.block_size;
+  return pool + (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+}
+
+// dot(q, k[t], d) * scale with the spec's chunked order (q staged in shared memory).
+__device__ __forceinline__ float score(const float* qs, const PagedKvView& kv, std::int64_t t,
+                                       std::int64_t h, float scale) {
+  const float* k = kv_row(kv.k_pool, kv, t, h);
+  const std::int64_t d = kv.head_dim;
+  float s = 0.0f;
+  for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
+    const std::int64_t c1 = dmin(d, c0 + kChunk);
+    float p = 0.0f;
+    for (std::int64_t i = c0; i < c1; ++i) p = dm::fma_rn(qs[i], k[i], p);
+    s = s + p;
+  }
+  return s * scale;
+}
+
+// Softmax-weighted sums over keys [a, b) (a a multiple of 64) given the max m: thread 0
+// returns the denominator in *den, thread c < d its numerator in *num.
+__device__ void attend_range(const float* qs, const PagedKvView& kv, std::int64_t h, float scale,
+                             std::int64_t a, std::int64_t b, float m, float* den, float* num) {
+  __shared__ float e[kChunk];
+  const std::int64_t d = kv.head_dim;
+  const int tid = static_cast<int>(threadIdx.x);
+  float dsum = 0.0f;
+  float nsum = 0.0f;
+  for (std::int64_t j0 = a; j0 < b; j0 += kChunk) {
+    const int len = static_cast<int>(dmin(kChunk, b - j0));
+    if (tid < len) e[tid] = dm::exp_f32(score(qs, kv, j0 + tid, h, scale) - m);
+    __syncthreads();
+    if (tid == 0) {
+      float p = 0.0f;
+      for (int j = 0; j < len; ++j) p = p + e[j];
+      dsum = dsum + p;
+    }
+    if (tid < d) {
+      float p = 0.0f;
+      for (int j = 0; j < len; ++j) p = dm::fma_rn(e[j], kv_row(kv.v_pool, kv, j0 + j, h)[tid], p);
+      nsum = nsum + p;
+    }
+    __syncthreads();
+  }
+  *den = dsum;
+  *num = nsum;
+}
+
+struct RowHead {
+  std::int64_t r;
+  std::int64_t h;     // query head
+  std::int64_t kvh;   // kv head
+  std::int64_t keys;  // num_keys[r]
+  bool valid;         // keys fit the block table
+};
+
+__device__ __forceinline__ RowHead row_head(const AttentionArgs& a, std::int64_t flat) {
+  RowHead rh;
+  rh.r = flat / a.num_heads;
+  rh.h = flat % a.num_heads;
+  rh.kvh = rh.h / (a.num_heads / a.kv.num_kv_heads);
+  rh.keys = a.num_keys[rh.r];
+  rh.valid = rh.keys <= a.kv.num_blocks * a.kv.block_size;
+  return rh;
+}
+
+__device__ __forceinline__ void load_q(const AttentionArgs& a, const RowHead& rh, float* qs) {
+  const float* q = a.q + rh.r * a.ldq + rh.h * a.kv.head_dim;
+  for (std::int64_t i = threadIdx.x; i < a.kv.head_dim; i += blockDim.x) qs[i] = q[i];
+  __syncthreads();
+}
+
+__global__ void attention_kernel(AttentionArgs a) {
+  __shared__ float qs[kMaxHeadDim];
+  __shared__ float s_den;
+  const RowHead rh = row_head(a, blockIdx.x);
+  const std::int64_t d = a.kv.head_dim;
+  float* out = a.out + rh.r * a.ldo + rh.h * d;
+  if (rh.keys <= 0 || !rh.valid) {  // the reference returns zeros for no keys
+    const float v = rh.keys <= 0 ? 0.0f : dm::quiet_nan();
+    for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) out[c] = v;
+    return;
+  }
+  load_q(a, rh, qs);
+  const float m =
+      block_max_of(rh.keys, [&](std::int64_t j) { return score(qs, a.kv, j, rh.kvh, a.scale); });
+  float den = 0.0f;
+  float num = 0.0f;
+  attend_range(qs, a.kv, rh.kvh, a.scale, 0, rh.keys, m, &den, &num);
+  if (threadIdx.x == 0) s_den = den;
+  __syncthreads();
+  if (threadIdx.x < d) out[threadIdx.x] = dm::div_rn(num, s_den);
+}
+
+// Split record: d numerators, then the split's max and denominator.
+__global__ void attention_split_kernel(AttentionArgs a, float* ws, std::int64_t splits) {
+  __shared__ float qs[kMaxHeadDim];
+  const RowHead rh = row_head(a, blockIdx.x);
+  const std::int64_t d = a.kv.head_dim;
+  const std::int64_t sp = blockIdx.y;
+  float* rec = ws + (static_cast<std::int64_t>(blockIdx.x) * splits + sp) * (d + 2);
+  const std::int64_t j0 = sp * kAttentionSplitKeys;
+  const std::int64_t j1 = dmin(rh.keys, j0 + kAttentionSplitKeys);
+  if (j0 >= j1 || !rh.valid) return;  // the combine kernel only reads splits with keys
+  load_q(a, rh, qs);
+  const float m = block_max_of(
+      j1 - j0, [&](std::int64_t i) { return score(qs, a.kv, j0 + i, rh.kvh, a.scale); });
+  float den = 0.0f;
+  float num = 0.0f;
+  attend_range(qs, a.kv, rh.kvh, a.scale, j0, j1, m, &den, &num);
+  if (threadIdx.x < d) rec[threadIdx.x] = num;
+  if (threadIdx.x == 0) {
+    rec[d] = m;
+    rec[d + 1] = den;
+  }
+}
+
+// Combines a row-head's splits in split order: out = sum_s num_s e_s / sum_s den_s e_s
+// with e_s = exp(m_s - max_s m_s).
+__global__ void attention_combine_kernel(AttentionArgs a, const float* ws, std::int64_t splits) {
+  const RowHead rh = row_head(a, blockIdx.x);
+  const std::int64_t d = a.kv.head_dim;
+  float* out = a.out + rh.r * a.ldo + rh.h * d;
+  const std::int64_t used = (rh.keys + kAttentionSplitKeys - 1) / kAttentionSplitKeys;
+  if (rh.keys <= 0 || !rh.valid || used > splits) {
+    const float v = rh.keys <= 0 ? 0.0f : dm::quiet_nan();
+    for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) out[c] = v;
+    return;
+  }
+  const float* recs = ws + static_cast<std::int64_t>(blockIdx.x) * splits * (d + 2);
+  float m = recs[d];
+  for (std::int64_t s = 1; s < used; ++s) m = fmaxf(m, recs[s * (d + 2) + d]);
+  for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) {
+    float den = 0.0f;
+    float num = 0.0f;
+    for (std::int64_t s = 0; s < used; ++s) {
+      const float* rec = recs + s * (d + 2);
+      const float f = dm::exp_f32(rec[d] - m);
+      den = dm::fma_rn(rec[d + 1], f, den);
+      num = dm::fma_rn(rec[c], f, num);
+    }
+    out[c] = dm::div_rn(num, den);
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::kernels::cuda
