@@ -1,0 +1,76 @@
+// Test helper: the tiny default model (make_tiny_model) written once per test program.
+#pragma once
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "detinfer/model_tools.h"
+#include "detinfer/philox.h"
+#include "detinfer/session.h"
+
+namespace detinfer::testing {
+
+inline std::string tiny_model_dir() {
+  static std::once_flag once;
+  static std::string dir;
+  std::call_once(once, [] {
+    const char* tmp = std::getenv("DETINFER_TEST_TMP");
+    dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/session-tiny-model";
+    TinyModelOptions o;
+    o.out_dir = dir;
+    o.seed = 6;
+    make_tiny_model(o);
+  });
+  return dir;
+}
+
+inline SessionOptions tiny_options(std::int32_t threads = 1) {
+  SessionOptions o;
+  o.threads = threads;
+  o.max_batch = 16;
+  o.prefill_chunk_tokens = 32;
+  o.kv_budget_bytes = 16 << 20;
+  return o;
+}
+
+// Deterministic test randomness: Philox keyed by (seed, stream, i).
+struct TestRng {
+  std::uint64_t seed;
+  std::uint64_t stream;
+  std::uint64_t i = 0;
+  std::uint32_t next(std::uint32_t n) { return philox_bits(seed, stream, i++, 0) % n; }
+};
+
+inline std::vector<std::int32_t> random_ids(TestRng& rng, std::uint32_t max_len,
+                                            std::int32_t vocab) {
+  std::vector<std::int32_t> p(1 + rng.next(max_len));
+  for (auto& t : p) t = static_cast<std::int32_t>(rng.next(static_cast<std::uint32_t>(vocab)));
+  return p;
+}
+
+inline GenerationConfig random_config(TestRng& rng) {
+  GenerationConfig c;
+  c.max_new_tokens = 1 + static_cast<std::int32_t>(rng.next(12));
+  switch (rng.next(4)) {
+    case 0:
+      break;
+    case 1:
+      c.temperature = 0.8f;
+      c.top_k = 40;
+      c.seed = rng.next(1000);
+      break;
+    case 2:
+      c.temperature = 1.1f;
+      c.top_p = 0.9f;
+      c.num_return_sequences = 2;
+      c.seed = rng.next(1000);
+      break;
+    default:
+      c.num_beams = 2;
+      break;
+  }
+  return c;
+}
+
+}  // namespace detinfer::testing
