@@ -154,6 +154,17 @@ DETINFER_API void set_host_groups(RunFingerprint& fp, const EnvironmentInfo& env
 // The same from collect_environment() and relevant_env_vars() of this process.
 DETINFER_API void set_host_groups(RunFingerprint& fp);
 
+// A request's fingerprint: `base` (library, numerics, device, environment, model and
+// tokenizer groups, filled once per session) plus the request and output of `result`.
+// `config` is the normalized config the session ran; its seed is ignored (result.seed
+// is recorded). Sequences take tokens, finish reason, step digests and chain digest
+// (Sequence::digest); logits rows are left for the caller (RecordLevel::kLogits). The
+// level is kSteps; FingerprintRecorder::record trims it to the recorder's level.
+DETINFER_API RunFingerprint fingerprint_of(const RunFingerprint& base,
+                                           const GenerationConfig& config,
+                                           const GenerationResult& result,
+                                           bool store_prompt_tokens = true);
+
 // Whether two runs produced the same output: same sequences with the same tokens,
 // finish reasons and chain digests, and equal step digests where both recorded them.
 DETINFER_API bool same_output(const RunFingerprint& a, const RunFingerprint& b);

@@ -144,6 +144,11 @@ struct DETINFER_API SessionMetrics {
   // The requests_* counter of a finish reason.
   const Counter& requests(FinishReason reason) const;
 
+  // Per-request updates from a finished result: requests_total{finish_reason of sequence
+  // 0}, prompt_tokens, generated_tokens (all sequences), prefix_cached_tokens,
+  // time_to_first_token and inter_token_latency (timings.token_ms[1..]), in seconds.
+  void on_finished(const GenerationResult& result) const;
+
   // Bucket bounds used for the histograms above.
   static std::vector<double> latency_buckets_seconds();
   static std::vector<double> batch_size_buckets();

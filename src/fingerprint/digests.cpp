@@ -80,4 +80,25 @@ void RunFingerprint::set_prompt(const std::vector<std::int32_t>& ids, bool store
   }
 }
 
+RunFingerprint fingerprint_of(const RunFingerprint& base, const GenerationConfig& config,
+                              const GenerationResult& result, bool store_prompt_tokens) {
+  RunFingerprint fp = base;
+  fp.set_prompt(result.prompt_tokens, store_prompt_tokens);
+  fp.request.config = config;
+  fp.request.config.seed.reset();
+  fp.request.seed = result.seed;
+  fp.level = DigestLevel::kSteps;
+  fp.sequences.clear();
+  for (const Sequence& s : result.sequences) {
+    FingerprintSequence fs;
+    fs.tokens = s.tokens;
+    fs.finish_reason = s.finish_reason;
+    fs.step_digests = s.step_digests;
+    fs.chain_digest = s.digest;
+    fp.sequences.push_back(std::move(fs));
+  }
+  fp.cache = result.cache;
+  return fp;
+}
+
 }  // namespace detinfer

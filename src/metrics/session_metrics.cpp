@@ -74,4 +74,21 @@ const Counter& SessionMetrics::requests(FinishReason reason) const {
   return requests_length;
 }
 
+void SessionMetrics::on_finished(const GenerationResult& result) const {
+  requests(result.sequences.empty() ? FinishReason::kLength
+                                    : result.sequences.front().finish_reason)
+      .inc();
+  prompt_tokens.inc(result.prompt_tokens.size());
+  std::uint64_t generated = 0;
+  for (const auto& s : result.sequences) generated += s.tokens.size();
+  generated_tokens.inc(generated);
+  if (result.cache.prefix_cached_tokens > 0) {
+    prefix_cached_tokens.inc(static_cast<std::uint64_t>(result.cache.prefix_cached_tokens));
+  }
+  const Timings& t = result.timings;
+  if (!t.token_ms.empty()) time_to_first_token.observe(t.time_to_first_token_ms / 1000.0);
+  for (std::size_t i = 1; i < t.token_ms.size(); ++i)
+    inter_token_latency.observe(t.token_ms[i] / 1000.0);
+}
+
 }  // namespace detinfer

@@ -98,3 +98,38 @@ TEST(FingerprintRecorder, UnwritablePathIsAnError) {
 
 }  // namespace
 }  // namespace detinfer
+
+namespace detinfer {
+namespace {
+
+TEST(FingerprintOf, TakesRequestAndOutputFromAResult) {
+  const RunFingerprint base = testing::make_fingerprint(4);
+  GenerationConfig config;
+  config.temperature = 0.5f;
+  config.seed = 99;  // ignored: result.seed is what ran
+  GenerationResult res;
+  res.prompt_tokens = {3, 1, 4, 1, 5};
+  res.seed = 1234;
+  res.sequences.resize(1);
+  res.sequences[0].tokens = {9, 2, 6};
+  res.sequences[0].finish_reason = FinishReason::kStop;
+  res.sequences[0].step_digests = {11, 22, 33};
+  res.sequences[0].digest = chain_digest(res.sequences[0].step_digests);
+  res.cache.result_cache_hit = true;
+  const RunFingerprint fp = fingerprint_of(base, config, res, /*store_prompt_tokens=*/false);
+  EXPECT_EQ(fp.model.fingerprint, base.model.fingerprint);
+  EXPECT_EQ(fp.environment.hash(), base.environment.hash());
+  EXPECT_FALSE(fp.request.prompt_tokens.has_value());
+  EXPECT_EQ(fp.request.prompt_hash, prompt_hash(res.prompt_tokens));
+  EXPECT_EQ(fp.request.seed, 1234u);
+  EXPECT_FALSE(fp.request.config.seed.has_value());
+  EXPECT_EQ(fp.request.config.temperature, 0.5f);
+  ASSERT_EQ(fp.sequences.size(), 1u);
+  EXPECT_EQ(fp.sequences[0].step_digests, res.sequences[0].step_digests);
+  EXPECT_TRUE(fp.cache.result_cache_hit);
+  // Valid as written: from_json re-checks the chain against the step digests.
+  EXPECT_EQ(RunFingerprint::from_json(fp.to_json()).to_json(), fp.to_json());
+}
+
+}  // namespace
+}  // namespace detinfer

@@ -132,3 +132,32 @@ TEST(SessionMetrics, RequestsByFinishReason) {
 
 }  // namespace
 }  // namespace detinfer
+
+namespace detinfer {
+namespace {
+
+TEST(SessionMetrics, OnFinishedUpdatesPerRequestFamilies) {
+  MetricsRegistry r;
+  SessionMetrics m(r);
+  GenerationResult res;
+  res.prompt_tokens = {1, 2, 3, 4};
+  res.sequences.resize(2);
+  res.sequences[0].tokens = {5, 6, 7};
+  res.sequences[0].finish_reason = FinishReason::kStop;
+  res.sequences[1].tokens = {8};
+  res.cache.prefix_cached_tokens = 16;
+  res.timings.time_to_first_token_ms = 30;
+  res.timings.token_ms = {30, 4, 6};
+  m.on_finished(res);
+  EXPECT_EQ(m.requests_stop.value(), 1u);
+  EXPECT_EQ(m.prompt_tokens.value(), 4u);
+  EXPECT_EQ(m.generated_tokens.value(), 4u);
+  EXPECT_EQ(m.prefix_cached_tokens.value(), 16u);
+  EXPECT_EQ(m.time_to_first_token.count(), 1u);
+  EXPECT_DOUBLE_EQ(m.time_to_first_token.sum(), 0.03);
+  EXPECT_EQ(m.inter_token_latency.count(), 2u);
+  EXPECT_DOUBLE_EQ(m.inter_token_latency.sum(), 0.01);
+}
+
+}  // namespace
+}  // namespace detinfer
