@@ -365,6 +365,42 @@ TEST(CudaEmulation, SampleDrawEqualsCpuDraw) {
   }
 }
 
+// The GEMM's tiles, bounds, B transposition, bias and stores, with the WMMA model of
+// cuda_emulator.h: accurate against double, and row m's bits do not depend on M or on
+// where the row sits in its tile.
+TEST(CudaEmulation, TensorCoreLinearTilingIsRightAndRowInvariant) {
+  const std::int64_t n = 80, k = 48, ldx = 56, m_max = 70;  // partial N, K and M tiles
+  const std::vector<std::uint16_t> x = to_bf16(random_floats(m_max * ldx, 110));
+  const std::vector<std::uint16_t> w = to_bf16(random_floats(n * k, 111));
+  const std::vector<float> bias = random_floats(n, 112);
+  const auto run = [&](const std::uint16_t* xs, std::int64_t m) {
+    std::vector<float> y(m * n, -9.0f);
+    const dim3 grid(static_cast<unsigned>((n + kGemmTileN - 1) / kGemmTileN),
+                    static_cast<unsigned>((m + kGemmTileM - 1) / kGemmTileM));
+    emu::launch(grid, dim3(kGemmThreads), 0, gemm_bf16_kernel, xs, ldx, m, w.data(), n, k,
+                bias.data(), y.data(), n);
+    return y;
+  };
+  const std::vector<float> full = run(x.data(), m_max);
+  for (std::int64_t r = 0; r < m_max; ++r) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = bias[j], mag = std::fabs(bias[j]);
+      for (std::int64_t i = 0; i < k; ++i) {
+        const double p = double(bf16_to_f32(x[r * ldx + i])) * bf16_to_f32(w[j * k + i]);
+        s += p;
+        mag += std::fabs(p);
+      }
+      ASSERT_NEAR(full[r * n + j], s, 1e-5 * mag) << "r=" << r << " j=" << j;
+    }
+  }
+  for (const std::int64_t m : {1, 3, 64, 65}) {
+    const std::vector<float> part = run(x.data(), m);
+    ASSERT_EQ(std::memcmp(part.data(), full.data(), part.size() * sizeof(float)), 0) << "M=" << m;
+  }
+  const std::vector<float> shifted = run(x.data() + 5 * ldx, m_max - 5);
+  EXPECT_EQ(std::memcmp(shifted.data(), full.data() + 5 * n, shifted.size() * sizeof(float)), 0);
+}
+
 TEST(CudaEmulation, FastRmsNormIsRowInvariantAndAccurate) {
   const std::int64_t n = 1000, rows = 5;
   const std::vector<float> x = random_floats(rows * n, 100, -3.0f, 3.0f);

@@ -7,11 +7,14 @@
 // __syncthreads/__syncwarp are barriers and warp shuffles go through a per-block buffer.
 // Device math falls back to the host paths of device_math.h (std::fma etc., the same
 // IEEE operations). What this cannot show: hardware behaviour (the GPU's memory model,
-// instruction selection by ptxas, the WMMA GEMM) — that needs the GPU tests.
+// instruction selection by ptxas, the tensor cores' internal summation order: the WMMA
+// model below checks the GEMM's tiling, indexing and bounds, not its bits) — that needs the
+// GPU tests.
 //
 // Include this first, before any kernels/cuda/*_kernels.cuh header.
 #pragma once
 
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +30,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 #define threadIdx (::emu::t_thread)
 #define blockIdx (::emu::t_block)
 #define blockDim (::emu::g_block_dim)
@@ -40,6 +44,14 @@ struct dim3 {
 
 struct uint4 {
   std::uint32_t x, y, z, w;
+};
+
+inline uint4 make_uint4(std::uint32_t x, std::uint32_t y, std::uint32_t z, std::uint32_t w) {
+  return uint4{x, y, z, w};
+}
+
+struct __nv_bfloat16 {
+  std::uint16_t bits;
 };
 
 namespace emu {
@@ -173,3 +185,71 @@ T __shfl_down_sync(unsigned, T v, unsigned delta) {
 }
 
 inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+
+// A model of nvcuda::wmma for 16x16x16 bf16 -> f32: every lane holds the whole tile
+// (element (r, c) at x[r * 16 + c]; A is (m, k), B is (k, n)), mma_sync sums over k in
+// order with fma, and lane 0 stores. Enough to check which elements the GEMM kernel
+// loads, multiplies and stores; the real tensor cores sum in their own order.
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  static_assert(M == 16 && N == 16 && K == 16, "only the 16x16x16 shape is modelled");
+  float x[256];
+};
+
+inline float widen(__nv_bfloat16 v) {
+  const std::uint32_t u = static_cast<std::uint32_t>(v.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+template <typename F>
+void fill_fragment(F& f, float v) {
+  for (float& e : f.x) e = v;
+}
+
+inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, __nv_bfloat16, row_major>& f,
+                             const __nv_bfloat16* p, unsigned ldm) {
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k) f.x[r * 16 + k] = widen(p[r * ldm + k]);
+}
+
+inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major>& f,
+                             const __nv_bfloat16* p, unsigned ldm) {
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 16; ++n) f.x[k * 16 + n] = widen(p[n * ldm + k]);
+}
+
+inline void mma_sync(fragment<accumulator, 16, 16, 16, float>& d,
+                     const fragment<matrix_a, 16, 16, 16, __nv_bfloat16, row_major>& a,
+                     const fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major>& b,
+                     const fragment<accumulator, 16, 16, 16, float>& c) {
+  float out[256];
+  for (int r = 0; r < 16; ++r) {
+    for (int n = 0; n < 16; ++n) {
+      float s = c.x[r * 16 + n];
+      for (int k = 0; k < 16; ++k) s = std::fma(a.x[r * 16 + k], b.x[k * 16 + n], s);
+      out[r * 16 + n] = s;
+    }
+  }
+  std::memcpy(d.x, out, sizeof out);
+}
+
+inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f,
+                              unsigned ldm, layout_t layout) {
+  if (emu::t_thread.x % 32 == 0) {
+    for (int r = 0; r < 16; ++r)
+      for (int c = 0; c < 16; ++c)
+        p[layout == mem_row_major ? r * ldm + c : c * ldm + r] = f.x[r * 16 + c];
+  }
+  __syncwarp();
+}
+}  // namespace nvcuda::wmma
