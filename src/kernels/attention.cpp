@@ -40,17 +40,25 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
            "] = ", block);
     offsets[static_cast<std::size_t>(t)] = (block * kv.block_size + t % kv.block_size) * kv_stride;
   }
+  // Tasks: (row, kv head, part of the kv head's query heads). Splitting a group's heads
+  // re-reads its K/V but lets decode (one row) use more threads than kv heads.
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  const std::int64_t pairs = rows * kv.num_kv_heads;
+  const std::int64_t splits = std::max<std::int64_t>(1, std::min(group, threads / pairs));
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     std::vector<float> scratch(
         static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group)));
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t r = t / kv.num_kv_heads;
-      const std::int64_t h = t % kv.num_kv_heads;
-      fn(q + r * ldq + h * group * d, group, num_keys[r], h, kv, offsets.data(), scale,
-         out + r * ldo + h * group * d, scratch.data());
+      const std::int64_t pair = t / splits, part = t % splits;
+      const std::int64_t r = pair / kv.num_kv_heads;
+      const std::int64_t h = pair % kv.num_kv_heads;
+      const std::int64_t g0 = group * part / splits, g1 = group * (part + 1) / splits;
+      const std::int64_t head = h * group + g0;
+      fn(q + r * ldq + head * d, g1 - g0, num_keys[r], h, kv, offsets.data(), scale,
+         out + r * ldo + head * d, scratch.data());
     }
   };
-  const std::int64_t tasks = rows * kv.num_kv_heads;
+  const std::int64_t tasks = pairs * splits;
   if (pool != nullptr && tasks > 1) {
     pool->parallel_for(tasks, 1, body);
   } else {

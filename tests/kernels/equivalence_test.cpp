@@ -208,6 +208,14 @@ TEST(Attention, EqualsReferenceForEveryIsaAndThreadCount) {
         ASSERT_EQ(first_diff(got.data(), want.data(), rows * ldq), -1)
             << "tokens=" << s.tokens << " heads=" << s.heads << "/" << s.kv_heads << " d=" << s.d
             << " isa=" << to_string(isa) << " threads=" << t;
+        // Decode: the last row alone (threads may then split a kv head's query heads).
+        const std::int64_t last = rows - 1;
+        std::vector<float> one(ldq, -3.0f);
+        attention(&q[last * ldq], ldq, 1, &nk[last], s.heads, cache.view(), scale, one.data(), ldq,
+                  pool_for(t));
+        ASSERT_EQ(first_diff(one.data(), &want[last * ldq], ldq), -1)
+            << "decode tokens=" << s.tokens << " heads=" << s.heads << "/" << s.kv_heads
+            << " isa=" << to_string(isa) << " threads=" << t;
       }
     }
   }

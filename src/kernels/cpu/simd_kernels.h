@@ -222,8 +222,8 @@ void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::in
 
 // K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
 // prefetcher sees many short streams; prefetch a few keys ahead explicitly.
-constexpr std::int64_t kPrefetchBlocks = 6;  // score blocks of 4 keys ahead
-constexpr std::int64_t kPrefetchKeys = 24;   // value rows ahead
+constexpr int kKeysPerBlock = 8;
+constexpr std::int64_t kPrefetchBlocks = 3;  // score blocks ahead
 
 inline void prefetch_row(const float* row, std::int64_t d) {
   for (std::int64_t c = 0; c < d; c += 16)
@@ -265,78 +265,80 @@ inline void store_cols(float* p, typename V::reg a, int n) {
   }
 }
 
-// Numerator for HG heads over CB vectors of columns (CB*L columns starting at vbase's
-// column; when CB == 1, `cols` may be < L). The running sum s of each (head, column)
-// lives in `out` between chunks (s = +0 + p for the first chunk), then out = s / den.
+// One chunk [j0, j1) of the numerator for HG heads over CB vectors of columns (CB*L
+// columns from vbase's column; when CB == 1, `cols` may be < L): p = fma chain over the
+// chunk's keys, then s = s + p, with s kept in `out` (s = +0 + p for the first chunk).
 template <int HG, int CB>
-void attend_values(const float* E, std::int64_t num_keys, const float* vbase,
-                   const std::int64_t* off, int cols, const float* den, float* out,
-                   std::int64_t out_stride) {
+void attend_chunk(const float* E, std::int64_t j0, std::int64_t j1, const float* vbase,
+                  const std::int64_t* off, int cols, float* out, std::int64_t out_stride) {
   typename V::reg p[HG][CB];
-  for (std::int64_t j0 = 0; j0 < num_keys; j0 += kChunk) {
-    const std::int64_t j1 = j0 + kChunk < num_keys ? j0 + kChunk : num_keys;
 #pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g)
-#pragma GCC unroll 4
-      for (int b = 0; b < CB; ++b) p[g][b] = V::zero();
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const float* vr = vbase + off[j];
-      if (j + kPrefetchKeys < num_keys)
-        _mm_prefetch(reinterpret_cast<const char*>(vbase + off[j + kPrefetchKeys]), _MM_HINT_T0);
-      typename V::reg vv[CB];
-#pragma GCC unroll 4
-      for (int b = 0; b < CB; ++b)
-        vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
-#pragma GCC unroll 8
-      for (int g = 0; g < HG; ++g) {
-        const typename V::reg e = V::set1(E[j * V::L + g]);
-#pragma GCC unroll 4
-        for (int b = 0; b < CB; ++b) p[g][b] = V::fma(e, vv[b], p[g][b]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g)
-#pragma GCC unroll 4
-      for (int b = 0; b < CB; ++b) {
-        float* o = out + g * out_stride + b * V::L;
-        const typename V::reg s0 = j0 == 0 ? V::zero() : load_cols(o, cols - b * V::L);
-        store_cols(o, V::add(s0, p[g][b]), cols - b * V::L);
-      }
-  }
   for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 4
+    for (int b = 0; b < CB; ++b) p[g][b] = V::zero();
+  for (std::int64_t j = j0; j < j1; ++j) {
+    const float* vr = vbase + off[j];
+    typename V::reg vv[CB];
+#pragma GCC unroll 4
+    for (int b = 0; b < CB; ++b)
+      vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) {
+      const typename V::reg e = V::set1(E[j * V::L + g]);
+#pragma GCC unroll 4
+      for (int b = 0; b < CB; ++b) p[g][b] = V::fma(e, vv[b], p[g][b]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 4
     for (int b = 0; b < CB; ++b) {
       float* o = out + g * out_stride + b * V::L;
-      store_cols(o, V::div(load_cols(o, cols - b * V::L), V::set1(den[g])), cols - b * V::L);
+      const typename V::reg s0 = j0 == 0 ? V::zero() : load_cols(o, cols - b * V::L);
+      store_cols(o, V::add(s0, p[g][b]), cols - b * V::L);
     }
 }
 
-using AttendFn = void (*)(const float*, std::int64_t, const float*, const std::int64_t*, int,
-                          const float*, float*, std::int64_t);
+using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, const float*,
+                         const std::int64_t*, int, float*, std::int64_t);
 
 template <int CB, int... H>
-constexpr AttendFn attend_fn(int hg, std::integer_sequence<int, H...>) {
-  constexpr AttendFn fns[] = {&attend_values<H + 1, CB>...};
+constexpr ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
+  constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB>...};
   return fns[hg - 1];
 }
 
-// Numerator passes: heads in balanced passes of at most kHeadsPerPass, columns in
-// blocks of kValueVecs vectors (one 64-byte line of a value row for 8 lanes x 2), so
-// each pass reads every touched line of V once.
+// Numerator, chunk by chunk of 64 keys (the spec's chunks): within a chunk, columns in
+// blocks of kValueVecs vectors and heads in balanced passes of at most kHeadsPerPass.
+// A chunk's value rows (64 x head_dim floats) stay in L1 across the passes, and the
+// next chunk's rows are prefetched meanwhile. Then out = s / den.
 void attend_all(const float* S, int G, std::int64_t num_keys, const float* vbase,
                 const std::int64_t* off, std::int64_t d, const float* dens, float* out) {
   const int passes = (G + kHeadsPerPass - 1) / kHeadsPerPass;
   const int per = (G + passes - 1) / passes;
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   constexpr std::int64_t wide = kValueVecs * V::L;
-  for (std::int64_t c = 0; c < d;) {
-    const bool full = d - c >= wide;
-    const int cols = static_cast<int>(full ? wide : (d - c < V::L ? d - c : V::L));
-    for (int g0 = 0; g0 < G; g0 += per) {
-      const int hg = G - g0 < per ? G - g0 : per;
-      const AttendFn fn = full ? attend_fn<kValueVecs>(hg, heads) : attend_fn<1>(hg, heads);
-      fn(S + g0, num_keys, vbase + c, off, cols, dens + g0, out + g0 * d + c, d);
+  for (std::int64_t j0 = 0; j0 < num_keys; j0 += kChunk) {
+    const std::int64_t j1 = j0 + kChunk < num_keys ? j0 + kChunk : num_keys;
+    for (std::int64_t j = j1; j < j1 + kChunk && j < num_keys; ++j) prefetch_row(vbase + off[j], d);
+    for (std::int64_t c = 0; c < d;) {
+      const bool full = d - c >= wide;
+      const int cols = static_cast<int>(full ? wide : (d - c < V::L ? d - c : V::L));
+      for (int g0 = 0; g0 < G; g0 += per) {
+        const int hg = G - g0 < per ? G - g0 : per;
+        const ChunkFn fn = full ? chunk_fn<kValueVecs>(hg, heads) : chunk_fn<1>(hg, heads);
+        fn(S + g0, j0, j1, vbase + c, off, cols, out + g0 * d + c, d);
+      }
+      c += cols;
     }
-    c += cols;
+  }
+  for (int g = 0; g < G; ++g) {
+    const typename V::reg den = V::set1(dens[g]);
+    for (std::int64_t c = 0; c < d; c += V::L) {
+      const int n = static_cast<int>(d - c < V::L ? d - c : V::L);
+      float* o = out + g * d + c;
+      store_cols(o, V::div(load_cols(o, n), den), n);
+    }
   }
 }
 
@@ -351,15 +353,17 @@ void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t 
   float* S = scratch + d * V::L;  // num_keys * L (scores, then exp)
   for (std::int64_t c = 0; c < d; ++c)
     for (int g = 0; g < V::L; ++g) qT[c * V::L + g] = g < G ? q[g * d + c] : 0.0f;
-  // Scores, 4 keys at a time for independent fma chains.
+  // Scores, kKeysPerBlock keys at a time: that many independent fma chains keep the
+  // fma units busy despite their latency.
   std::int64_t j = 0;
-  const float* krow[4];
-  for (; j + 4 <= num_keys; j += 4) {
-    for (int b = 0; b < 4; ++b) krow[b] = kbase + off[j + b];
-    if (j + 4 * kPrefetchBlocks + 4 <= num_keys) {
-      for (int b = 0; b < 4; ++b) prefetch_row(kbase + off[j + 4 * kPrefetchBlocks + b], d);
+  const float* krow[kKeysPerBlock];
+  constexpr std::int64_t ahead = kKeysPerBlock * kPrefetchBlocks;
+  for (; j + kKeysPerBlock <= num_keys; j += kKeysPerBlock) {
+    for (int b = 0; b < kKeysPerBlock; ++b) krow[b] = kbase + off[j + b];
+    if (j + ahead + kKeysPerBlock <= num_keys) {
+      for (int b = 0; b < kKeysPerBlock; ++b) prefetch_row(kbase + off[j + ahead + b], d);
     }
-    score_keys<4>(qT, d, krow, scale, S + j * V::L);
+    score_keys<kKeysPerBlock>(qT, d, krow, scale, S + j * V::L);
   }
   for (; j < num_keys; ++j) {
     krow[0] = kbase + off[j];
