@@ -72,8 +72,9 @@ void rope(float* x, std::int64_t heads, std::int64_t ldx, std::int64_t d, const 
 
 // --- linear ------------------------------------------------------------------------
 // Weights [N][K] row-major (PyTorch's nn.Linear layout) in f32, bf16 or f16, packed
-// once at load time into the layout the active ISA wants. Widening is exact, so the
-// result equals the reference linear over the f32-widened weights.
+// once at load time into panels of 64 output columns (k-major inside a panel, source
+// dtype kept, one layout for every ISA, so set_isa() may change at any time). Widening
+// is exact, so the result equals the reference linear over the f32-widened weights.
 class PackedLinear {
  public:
   PackedLinear();
@@ -120,7 +121,9 @@ struct PagedKvView {
 // Causal GQA attention for `rows` query rows of one sequence. Row r sees keys
 // [0, num_keys[r]) and has q at q + r*ldq (num_heads * head_dim floats), output at
 // out + r*ldo. Query head h reads kv head h / (num_heads / num_kv_heads).
-// The result of a row depends only on its q and keys [0, num_keys[r]) (spec v1).
+// The result of a row depends only on its q and keys [0, num_keys[r]) (spec v1); a row
+// with num_keys 0 gets zeros. Errors (kInvalidArgument): num_heads not a multiple of
+// num_kv_heads, num_keys beyond the block table, a negative block id.
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, ThreadPool* pool);
