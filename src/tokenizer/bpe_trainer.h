@@ -35,4 +35,14 @@ struct TrainedBpe {
 TrainedBpe train_byte_level_bpe(const std::vector<std::string_view>& texts,
                                 const BpeTrainerOptions& options);
 
+// A Hugging Face tokenizer.json for a trained byte-level BPE: Split(split_pattern) +
+// ByteLevel pre-tokenizer, ByteLevel decoder, string-form merges; special_tokens become
+// special added tokens after the merges, then <|reserved_N|> up to vocab_size ids.
+struct ByteLevelJsonOptions {
+  std::vector<std::string> special_tokens;
+  std::int64_t vocab_size = 0;  // pad to this many ids (no padding when smaller)
+  std::string split_pattern = kLlama3SplitPattern;
+};
+std::string byte_level_tokenizer_json(const TrainedBpe& bpe, const ByteLevelJsonOptions& opts);
+
 }  // namespace detinfer::tokenizer
