@@ -1,8 +1,10 @@
 // A program outside the detinfer tree that uses only the installed public headers. Built
 // four times by run_consumers.sh (find_package(detinfer) shared and static, pkg-config
 // shared and static). Usage: consumer <scratch dir>. It writes the tiny model there, runs
-// it and prints one "result:" line that must be identical for every build.
+// a prefill and a seeded generation, and prints one "result:" line that must be
+// identical for every build.
 // Exits 0 only when every check passes.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -11,6 +13,7 @@
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/model_tools.h"
+#include "detinfer/session.h"
 #include "detinfer/version.h"
 
 int main(int argc, char** argv) {
@@ -39,7 +42,8 @@ int main(int argc, char** argv) {
     } catch (const detinfer::Error& e) {
       if (e.code() != detinfer::ErrorCode::kInvalidArgument) return 1;
     }
-    // The tiny model (deterministic random weights) and one prefill over a fixed prompt.
+    // The tiny model (deterministic random weights): one prefill, then a seeded sampled
+    // generation through a DeterministicSession.
     detinfer::TinyModelOptions tiny;
     tiny.out_dir = std::string(argv[1]) + "/tiny-model";
     detinfer::make_tiny_model(tiny);
@@ -49,10 +53,27 @@ int main(int argc, char** argv) {
     const detinfer::LogitsResult logits = detinfer::compute_logits(request);
     const std::string logits_hash =
         detinfer::xxh3_128(logits.logits.data(), logits.logits.size() * sizeof(float)).hex();
+
+    detinfer::SessionOptions options;
+    options.threads = 2;
+    auto session = detinfer::DeterministicSession::open(tiny.out_dir, options);
+    detinfer::GenerationConfig config;
+    config.max_new_tokens = 12;
+    config.temperature = 0.8f;
+    config.seed = 1234;
+    config.ignore_eos = true;
+    const detinfer::GenerationResult result = session.generate("Hello, world", config);
+    const detinfer::Sequence& seq = result.sequences.at(0);
+    if (seq.tokens.size() != 12) {
+      std::fprintf(stderr, "generated %zu tokens, expected 12\n", seq.tokens.size());
+      return 1;
+    }
+    std::string tokens;
+    for (std::int32_t t : seq.tokens) tokens += std::to_string(t) + " ";
     std::printf("consumer ok: detinfer %s, numerics spec v%d\n", env.library_version.c_str(),
                 env.numerics_spec_version);
-    std::printf("result: model %s logits %s\n", logits.model_fingerprint.c_str(),
-                logits_hash.c_str());
+    std::printf("result: model %s logits %s tokens %sdigest %s\n", logits.model_fingerprint.c_str(),
+                logits_hash.c_str(), tokens.c_str(), detinfer::hex64(seq.digest).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "consumer failed: %s\n", e.what());
