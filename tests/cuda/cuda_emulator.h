@@ -17,6 +17,8 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -211,6 +213,17 @@ inline float widen(__nv_bfloat16 v) {
   return f;
 }
 
+// What the CUDA programming guide requires of WMMA pointers and strides: 256-bit aligned
+// pointers, ldm a multiple of 16 bytes.
+template <typename T>
+void check_wmma_pointer(const T* p, unsigned ldm) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 32 != 0 || (ldm * sizeof(T)) % 16 != 0) {
+    std::fprintf(stderr, "emulated wmma: misaligned pointer %p or ldm %u\n",
+                 static_cast<const void*>(p), ldm);
+    std::abort();  // test-only: a kernel bug the GPU would turn into garbage or a fault
+  }
+}
+
 template <typename F>
 void fill_fragment(F& f, float v) {
   for (float& e : f.x) e = v;
@@ -218,12 +231,14 @@ void fill_fragment(F& f, float v) {
 
 inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, __nv_bfloat16, row_major>& f,
                              const __nv_bfloat16* p, unsigned ldm) {
+  check_wmma_pointer(p, ldm);
   for (int r = 0; r < 16; ++r)
     for (int k = 0; k < 16; ++k) f.x[r * 16 + k] = widen(p[r * ldm + k]);
 }
 
 inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, __nv_bfloat16, col_major>& f,
                              const __nv_bfloat16* p, unsigned ldm) {
+  check_wmma_pointer(p, ldm);
   for (int k = 0; k < 16; ++k)
     for (int n = 0; n < 16; ++n) f.x[k * 16 + n] = widen(p[n * ldm + k]);
 }
@@ -245,6 +260,7 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float>& d,
 
 inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f,
                               unsigned ldm, layout_t layout) {
+  check_wmma_pointer(p, ldm);
   if (emu::t_thread.x % 32 == 0) {
     for (int r = 0; r < 16; ++r)
       for (int c = 0; c < 16; ++c)
