@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "detinfer/tokenizer.h"
+#include "tokenizer/fixture_files.h"
 #include "tokenizer/tiny_tokenizer.h"
 
 namespace detinfer {
@@ -15,13 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-json fixture(const std::string& name) {
-  std::ifstream in(std::string(DETINFER_SOURCE_DIR) + "/tests/tokenizer/fixtures/" + name,
-                   std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+json fixture(const std::string& name) { return json::parse(testing::read_fixture(name)); }
 
 // Expects from_json(j) to throw `code` with `needle` in the message.
 void expect_error(const json& j, ErrorCode code, const std::string& needle) {

@@ -4,27 +4,18 @@
 // them out by hand from the merge ranks.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "detinfer/error.h"
 #include "detinfer/tokenizer.h"
+#include "tokenizer/fixture_files.h"
 #include "tokenizer/nfc.h"
 
 namespace detinfer {
 namespace {
 
-std::string fixture_path(const std::string& name) {
-  return std::string(DETINFER_SOURCE_DIR) + "/tests/tokenizer/fixtures/" + name;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::fixture_path;
+using testing::read_fixture;
 
 using Ids = std::vector<std::int32_t>;
 
@@ -33,7 +24,7 @@ class FixtureCases : public ::testing::TestWithParam<const char*> {};
 TEST_P(FixtureCases, MatchesHuggingFace) {
   const std::string name = GetParam();
   const Tokenizer tok = Tokenizer::load(fixture_path(name + ".json"));
-  const auto cases = nlohmann::json::parse(slurp(fixture_path(name + ".cases.json")));
+  const auto cases = nlohmann::json::parse(read_fixture(name + ".cases.json"));
   ASSERT_GT(cases.size(), 10u);
   for (const auto& c : cases) {
     const std::string text = c["text"];
@@ -140,7 +131,7 @@ TEST_F(SentencePieceFixture, ByteFallbackForUnknownCharacters) {
 TEST_F(SentencePieceFixture, SpecialTokensAndConfig) {
   EXPECT_EQ(tok.encode("<s>Hello</s>", false), (Ids{1, 301, 2}));
   const Tokenizer with_cfg =
-      Tokenizer::from_json(slurp(fixture_path("sentencepiece.json")),
+      Tokenizer::from_json(read_fixture("sentencepiece.json"),
                            R"({"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<s>",
           "eos_token": {"content": "</s>", "lstrip": false}, "add_eos_token": true})");
   EXPECT_EQ(with_cfg.bos_token_id(), 1);
@@ -159,7 +150,7 @@ TEST(NfcFixture, CombiningCharactersAreComposedFirst) {
 }
 
 TEST(Nfc, MatchesPythonUnicodedataOnGeneratedCases) {
-  const auto j = nlohmann::json::parse(slurp(fixture_path("nfc_cases.json")));
+  const auto j = nlohmann::json::parse(read_fixture("nfc_cases.json"));
   ASSERT_EQ(j["unicode"].get<std::string>(), tokenizer::nfc_unicode_version());
   for (const auto& c : j["cases"]) {
     EXPECT_EQ(tokenizer::nfc(c[0].get<std::string>()), c[1].get<std::string>())

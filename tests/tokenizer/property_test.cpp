@@ -1,11 +1,9 @@
 // Round trip and streaming properties on many random inputs.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "detinfer/philox.h"
 #include "detinfer/tokenizer.h"
+#include "tokenizer/fixture_files.h"
 #include "tokenizer/random_text.h"
 #include "tokenizer/tiny_tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -13,13 +11,8 @@
 namespace detinfer {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(DETINFER_SOURCE_DIR) + "/tests/tokenizer/fixtures/" + name,
-                   std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::read_fixture;
+std::string fixture(const std::string& name) { return read_fixture(name); }
 
 TEST(RoundTrip, ByteLevelDecodeOfEncodeIsIdentityOn10000RandomStrings) {
   const Tokenizer tiny = Tokenizer::from_json(make_tiny_tokenizer_json(512));

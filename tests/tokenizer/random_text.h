@@ -5,26 +5,9 @@
 #include <string>
 
 #include "detinfer/philox.h"
+#include "tokenizer/utf8.h"
 
 namespace detinfer::testing {
-
-inline void append_code_point(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // String number `index` of a reproducible family: 0..max_chars code points mixing ASCII,
 // whitespace, Latin-1, combining marks, Cyrillic, CJK, emoji and any other scalar value.
@@ -62,7 +45,7 @@ inline std::string random_utf8(std::uint64_t seed, std::uint64_t index, int max_
         if (cp >= 0xD800) cp += 0x800;
         break;
     }
-    append_code_point(s, cp);
+    tokenizer::append_utf8(s, static_cast<char32_t>(cp));
   }
   return s;
 }
