@@ -3,9 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "detinfer/tokenizer.h"
 #include "tokenizer/fixture_files.h"
