@@ -1,6 +1,8 @@
 #include "fingerprint/json_reader.h"
 
 #include <cmath>
+#include <set>
+#include <vector>
 
 #include "core/check.h"
 
@@ -30,8 +32,21 @@ json parse_json(std::string_view text, std::string_view what, int max_depth) {
       --depth;
     }
   }
+  // Duplicate keys would otherwise be resolved silently (the last one wins): reject them.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      fail(ErrorCode::kCorrupt, what, ": duplicate key \"", parsed.get<std::string>(), "\"");
+    }
+    return true;
+  };
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), on_event);
   } catch (const json::exception& e) {
     fail(ErrorCode::kCorrupt, what, ": malformed JSON: ", e.what());
   }

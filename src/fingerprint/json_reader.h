@@ -16,7 +16,8 @@ namespace detinfer::fingerprint_detail {
 using nlohmann::json;
 
 // Parses `text` into a json value; rejects nesting deeper than `max_depth` before
-// parsing (the parser recurses) and reports syntax errors with their byte offset.
+// parsing (the parser recurses) and duplicate keys, and reports syntax errors with their
+// byte offset.
 json parse_json(std::string_view text, std::string_view what, int max_depth = 32);
 
 // A JSON object being read. Call done() after reading every field.
@@ -26,7 +27,7 @@ class ObjectReader {
 
   bool has(const char* key) const;
   const json& required(const char* key);
-  // nullptr when absent (null counts as absent only where allow_null).
+  // nullptr when absent.
   const json* optional(const char* key);
 
   std::string string(const char* key);

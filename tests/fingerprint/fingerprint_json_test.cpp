@@ -193,6 +193,10 @@ TEST(FingerprintJson, MalformedInputIsAnErrorNeverACrash) {
   expect_rejected("{\"schema\": \"detinfer.fingerprint/1\"} trailing", ErrorCode::kCorrupt,
                   "malformed");
   expect_rejected(std::string(100000, '['), ErrorCode::kCorrupt, "nested deeper");
+  // A duplicated key is an error, not "last one wins".
+  std::string dup = text;
+  dup.insert(1, "\"schema\":\"detinfer.fingerprint/1\",");
+  expect_rejected(dup, ErrorCode::kCorrupt, "duplicate key \"schema\"");
   expect_rejected("\"\xff\xfe\"", ErrorCode::kCorrupt, "malformed");
 }
 
