@@ -13,46 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache_prefix_provider.h"
 #include "cache/cache_test_util.h"
 #include "cache/prefix_cache.h"
-#include "cache/prefix_pool.h"
 #include "detinfer/model_tools.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
 namespace detinfer {
 namespace {
-
-class Provider final : public PrefixProvider {
- public:
-  Provider(std::shared_ptr<PrefixCache> cache, const Model& model)
-      : cache_(std::move(cache)), model_(model) {}
-  std::int64_t restore(const EngineRequest& r, KvCachePool& pool,
-                       std::vector<std::int32_t>& table) override {
-    open_once(pool);
-    return restore_prefix_blocks(*cache_, r.prompt, {}, pool, table);
-  }
-  void publish(const EngineRequest& r, const KvCachePool& pool,
-               const std::vector<std::int32_t>& table) override {
-    open_once(pool);
-    publish_prefix_blocks(*cache_, r.prompt, {}, pool, table);
-  }
-
- private:
-  void open_once(const KvCachePool& pool) {
-    std::call_once(opened_, [&] {
-      PrefixNamespace ns;
-      ns.model_fingerprint = model_.fingerprint();
-      ns.mode = model_.mode();
-      ns.block_size = pool.block_size();
-      ns.block_bytes = pool.block_bytes();
-      cache_->open(ns);
-    });
-  }
-  std::shared_ptr<PrefixCache> cache_;
-  const Model& model_;
-  std::once_flag opened_;
-};
 
 struct Fixture {
   testing::TempDir dir;
@@ -127,7 +96,7 @@ void BM_Ttft2048(benchmark::State& state) {
   std::shared_ptr<PrefixCache> cache;
   if (tier >= 0) {
     cache = std::make_shared<PrefixCache>(o, ro);
-    engine.set_prefix_provider(std::make_shared<Provider>(cache, *f.model));
+    engine.set_prefix_provider(std::make_shared<testing::CachePrefixProvider>(cache, *f.model));
     // Warm: the 1920-token prefix (+1 token so that all 120 blocks are published).
     std::vector<std::int32_t> warm(f.prompt.begin(), f.prompt.begin() + 1921);
     engine.submit(request(warm)).get();

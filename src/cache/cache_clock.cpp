@@ -51,24 +51,17 @@ bool RateLimitedLog::admit(std::int64_t* suppressed) {
   return true;
 }
 
-void RateLimitedLog::warn(const std::string& what) {
+void RateLimitedLog::emit(spdlog::level::level_enum level, const std::string& what) {
   std::int64_t suppressed = 0;
   if (!admit(&suppressed)) return;
   if (suppressed > 0) {
-    logger().warn("{} ({} similar messages suppressed)", what, suppressed);
+    logger().log(level, "{} ({} similar messages suppressed)", what, suppressed);
   } else {
-    logger().warn("{}", what);
+    logger().log(level, "{}", what);
   }
 }
 
-void RateLimitedLog::error(const std::string& what) {
-  std::int64_t suppressed = 0;
-  if (!admit(&suppressed)) return;
-  if (suppressed > 0) {
-    logger().error("{} ({} similar messages suppressed)", what, suppressed);
-  } else {
-    logger().error("{}", what);
-  }
-}
+void RateLimitedLog::warn(const std::string& what) { emit(spdlog::level::warn, what); }
+void RateLimitedLog::error(const std::string& what) { emit(spdlog::level::err, what); }
 
 }  // namespace detinfer

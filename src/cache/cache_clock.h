@@ -2,6 +2,8 @@
 // tests can move time without sleeping.
 #pragma once
 
+#include <spdlog/common.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,6 +36,7 @@ class RateLimitedLog {
 
  private:
   bool admit(std::int64_t* suppressed);
+  void emit(spdlog::level::level_enum level, const std::string& what);
 
   std::shared_ptr<CacheClock> clock_;
   std::int64_t interval_ms_;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
-#include "cache/prefix_pool.h"
 #include "cache/result_codec.h"
+#include "cache_prefix_provider.h"
 #include "cache_test_util.h"
 #include "detinfer/model_tools.h"
 #include "engine/engine.h"
@@ -22,40 +22,6 @@
 
 namespace detinfer {
 namespace {
-
-// The reference wiring of the cache into the engine (what the session does).
-class CachePrefixProvider final : public PrefixProvider {
- public:
-  CachePrefixProvider(std::shared_ptr<PrefixCache> cache, const Model& model)
-      : cache_(std::move(cache)), model_(model) {}
-
-  std::int64_t restore(const EngineRequest& r, KvCachePool& pool,
-                       std::vector<std::int32_t>& table) override {
-    open_once(pool);
-    return restore_prefix_blocks(*cache_, r.prompt, {}, pool, table);
-  }
-  void publish(const EngineRequest& r, const KvCachePool& pool,
-               const std::vector<std::int32_t>& table) override {
-    open_once(pool);
-    publish_prefix_blocks(*cache_, r.prompt, {}, pool, table);
-  }
-
- private:
-  void open_once(const KvCachePool& pool) {
-    std::call_once(opened_, [&] {
-      PrefixNamespace ns;
-      ns.model_fingerprint = model_.fingerprint();
-      ns.mode = model_.mode();
-      ns.block_size = pool.block_size();
-      ns.block_bytes = pool.block_bytes();
-      cache_->open(ns);
-    });
-  }
-
-  std::shared_ptr<PrefixCache> cache_;
-  const Model& model_;
-  std::once_flag opened_;
-};
 
 struct Workload {
   std::vector<EngineRequest> requests;
@@ -119,7 +85,8 @@ class CacheEngine : public ::testing::Test {
     eo.kv_block_size = 16;
     eo.prefill_chunk_tokens = 48;
     Engine engine(*model_, nullptr, eo);
-    if (cache) engine.set_prefix_provider(std::make_shared<CachePrefixProvider>(cache, *model_));
+    if (cache)
+      engine.set_prefix_provider(std::make_shared<testing::CachePrefixProvider>(cache, *model_));
     std::vector<GenerationResult> out;
     for (std::size_t i = 0; i < workload_.requests.size(); ++i) {
       if (before) before(i);
