@@ -98,12 +98,35 @@ double timed_read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
   return seconds(t0, Clock::now());
 }
 
-void report_vs_read(benchmark::State& state, double bytes, double kernel_s, double read_s) {
-  const double n = static_cast<double>(state.iterations());
-  state.counters["GBps"] = bytes * n / kernel_s / 1e9;
-  state.counters["read_GBps"] = bytes * n / read_s / 1e9;
-  state.counters["ratio"] = read_s / kernel_s;
-}
+// Interleaved kernel and read timings of one benchmark: wall time (what the ratio
+// uses) and, with one thread, the thread's CPU time, which excludes time spent
+// preempted on a shared machine ("cpu_ratio").
+struct VsRead {
+  double kernel_s = 0, read_s = 0, kernel_cpu_s = 0, read_cpu_s = 0;
+
+  template <typename F>
+  void kernel(benchmark::State& state, F&& f) {
+    const double c0 = thread_cpu_s();
+    const auto t0 = Clock::now();
+    f();
+    const double s = seconds(t0, Clock::now());
+    kernel_cpu_s += thread_cpu_s() - c0;
+    kernel_s += s;
+    state.SetIterationTime(s);
+  }
+  void read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
+    const double c0 = thread_cpu_s();
+    read_s += timed_read(p, n, pool);
+    read_cpu_s += thread_cpu_s() - c0;
+  }
+  void report(benchmark::State& state, double bytes, int threads) const {
+    const double n = static_cast<double>(state.iterations());
+    state.counters["GBps"] = bytes * n / kernel_s / 1e9;
+    state.counters["read_GBps"] = bytes * n / read_s / 1e9;
+    state.counters["ratio"] = read_s / kernel_s;
+    if (threads == 1) state.counters["cpu_ratio"] = read_cpu_s / kernel_cpu_s;
+  }
+};
 
 // --- decode linear ----------------------------------------------------------------
 
@@ -140,22 +163,15 @@ void BM_DecodeLinearBf16(benchmark::State& state) {
   ThreadPool* pool = pool_for(threads);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(k), 1);
   std::vector<float> y(static_cast<std::size_t>(n));
-  double kernel_s = 0, read_s = 0, cpu_s = 0;
+  VsRead t;
   std::size_t it = 0;
   for (auto _ : state) {
     const std::size_t c = it++ % set.copies.size();
-    const double c0 = thread_cpu_s();
-    const auto t0 = Clock::now();
-    set.copies[c].run(x.data(), k, 1, y.data(), n, pool);
-    const double s = seconds(t0, Clock::now());
-    cpu_s += thread_cpu_s() - c0;
-    state.SetIterationTime(s);
-    kernel_s += s;
-    read_s += timed_read(set.read_buf.data() + c * set.bytes, set.bytes, pool);
+    t.kernel(state, [&] { set.copies[c].run(x.data(), k, 1, y.data(), n, pool); });
+    t.read(set.read_buf.data() + c * set.bytes, set.bytes, pool);
     benchmark::DoNotOptimize(y.data());
   }
-  report_vs_read(state, static_cast<double>(set.bytes), kernel_s, read_s);
-  state.counters["main_thread_cpu_us"] = cpu_s / static_cast<double>(state.iterations()) * 1e6;
+  t.report(state, static_cast<double>(set.bytes), threads);
 }
 
 // --- prefill linear vs torch::mm -----------------------------------------------------
@@ -170,18 +186,23 @@ void BM_PrefillLinearF32VsTorch(benchmark::State& state) {
   TorchLinear torch_mm(x.data(), w.data(), m, n, k);
   torch_mm.set_threads(threads);
   std::vector<float> y(static_cast<std::size_t>(m * n));
-  double ours_s = 0, torch_s = 0;
+  double ours_s = 0, torch_s = 0, ours_cpu = 0, torch_cpu = 0;
   for (auto _ : state) {
+    const double c0 = thread_cpu_s();
     const auto t0 = Clock::now();
     packed.run(x.data(), k, m, y.data(), n, pool);
     const auto t1 = Clock::now();
+    const double c1 = thread_cpu_s();
     torch_mm.run();
     const auto t2 = Clock::now();
+    torch_cpu += thread_cpu_s() - c1;
+    ours_cpu += c1 - c0;
     state.SetIterationTime(seconds(t0, t1));
     ours_s += seconds(t0, t1);
     torch_s += seconds(t1, t2);
     benchmark::DoNotOptimize(y.data());
   }
+  if (threads == 1) state.counters["cpu_ratio"] = torch_cpu / ours_cpu;
   const double flops =
       2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations());
   state.counters["GFLOPS"] = flops / ours_s / 1e9;
@@ -231,26 +252,21 @@ void BM_DecodeAttention(benchmark::State& state) {
   const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
   std::vector<float> out(q.size());
   const std::int64_t num_keys = s.tokens;
-  double kernel_s = 0, read_s = 0, cpu_s = 0;
+  VsRead t;
   std::size_t it = 0;
   for (auto _ : state) {
     const std::size_t c = it++ % s.k.size();
     const kernels::PagedKvView kv{
         s.k[c].data(), s.v[c].data(), s.table.data(), static_cast<std::int64_t>(s.table.size()),
         s.block,       s.kv_heads,    s.head_dim};
-    const double c0 = thread_cpu_s();
-    const auto t0 = Clock::now();
-    kernels::attention(q.data(), heads * s.head_dim, 1, &num_keys, heads, kv, 0.125f, out.data(),
-                       heads * s.head_dim, pool);
-    const double sec = seconds(t0, Clock::now());
-    cpu_s += thread_cpu_s() - c0;
-    state.SetIterationTime(sec);
-    kernel_s += sec;
-    read_s += timed_read(s.read_buf.data() + c * s.bytes, s.bytes, pool);
+    t.kernel(state, [&] {
+      kernels::attention(q.data(), heads * s.head_dim, 1, &num_keys, heads, kv, 0.125f, out.data(),
+                         heads * s.head_dim, pool);
+    });
+    t.read(s.read_buf.data() + c * s.bytes, s.bytes, pool);
     benchmark::DoNotOptimize(out.data());
   }
-  report_vs_read(state, static_cast<double>(s.bytes), kernel_s, read_s);
-  state.counters["main_thread_cpu_us"] = cpu_s / static_cast<double>(state.iterations()) * 1e6;
+  t.report(state, static_cast<double>(s.bytes), threads);
 }
 
 // args: K, N, threads, cold
