@@ -1,0 +1,51 @@
+// Runs the real `detinfer generate`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.h"
+#include "session/tiny_session.h"
+
+namespace detinfer {
+namespace {
+
+using testing::cli_path;
+using testing::run_shell;
+
+TEST(GenerateCli, JsonIsReproducibleAndHasTheFields) {
+  const std::string cmd = cli_path() + " generate --model " + testing::tiny_model_dir() +
+                          " --prompt 'Hello, detinfer' --max-new-tokens 12 --ignore-eos --json";
+  const auto a = run_shell(cmd + " --threads 1");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto j = nlohmann::json::parse(a.out);
+  for (const char* f : {"tokens", "text", "seed", "finish_reason", "digest"}) {
+    EXPECT_TRUE(j.contains(f)) << f << " missing in " << a.out;
+  }
+  EXPECT_EQ(j["tokens"].size(), 12u);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["digest"].get<std::string>().size(), 16u);
+  const auto b = run_shell(cmd + " --threads 2");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto k = nlohmann::json::parse(b.out);
+  EXPECT_EQ(j["tokens"], k["tokens"]);
+  EXPECT_EQ(j["digest"], k["digest"]);
+
+  const auto s = run_shell(cmd + " --temperature 0.9 --seed 7 --n 2");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto sj = nlohmann::json::parse(s.out);
+  EXPECT_EQ(sj["seed"], 7);
+  EXPECT_EQ(sj["sequences"].size(), 2u);
+}
+
+TEST(GenerateCli, BadArgumentsFailWithAMessage) {
+  const auto r = run_shell(cli_path() + " generate --model " + testing::tiny_model_dir() +
+                           " --prompt hi --top-p 1.5 --temperature 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+  const auto m = run_shell(cli_path() + " generate --model /nonexistent --prompt hi");
+  EXPECT_NE(m.exit_code, 0);
+  EXPECT_FALSE(m.err.empty());
+}
+
+}  // namespace
+}  // namespace detinfer
