@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,52 @@ TEST(CacheThreads, SharedPrefixBlocksUnderConcurrency) {
   EXPECT_LE(s.memory.bytes, o.memory.budget_bytes);
   EXPECT_LE(s.disk.bytes, o.disk.budget_bytes);
   EXPECT_EQ(s.lookups, 600);
+}
+
+// Memory (tiny, so most hits come from Redis) over a real Redis shared by all threads;
+// the server is killed half-way: requests keep succeeding and never see wrong bytes.
+TEST(CacheThreads, SharedRedisTierUnderConcurrency) {
+  const std::string bin = testing::find_redis_server();
+  if (bin.empty()) GTEST_SKIP() << "redis-server not installed: Redis concurrency not tested";
+  testing::RedisServer server(bin);
+  ASSERT_TRUE(server.start());
+  RedisOptions ro;
+  ro.host = "127.0.0.1";
+  ro.port = server.port();
+  ro.command_timeout_ms = 2000;  // sanitizer builds are slow
+  PrefixCacheOptions o;
+  o.memory.budget_bytes = 4 * kBytes;
+  o.redis.enabled = true;
+  PrefixCache cache(o, ro);
+  PrefixNamespace ns;
+  ns.block_size = kBlock;
+  ns.block_bytes = kBytes;
+  cache.open(ns);
+  std::atomic<int> wrong{0};
+  std::atomic<int> done{0};
+  auto worker = [&] {
+    for (int it = 0; it < 60; ++it) {
+      std::vector<std::int32_t> tokens(static_cast<std::size_t>(3 * kBlock + 1));
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = static_cast<std::int32_t>((it % 5) * 100 + static_cast<int>(i));
+      }
+      PrefixMatch m = cache.lookup(tokens);
+      for (std::size_t i = 0; i < m.blocks.size(); ++i) {
+        if (*m.blocks[i] != *block_for(m.keys[i])) ++wrong;
+      }
+      for (std::size_t i = m.blocks.size(); i < m.keys.size(); ++i) {
+        cache.insert(m.keys[i], block_for(m.keys[i]));
+      }
+      if (++done == 120) server.kill();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const PrefixCacheStats s = cache.stats();
+  EXPECT_GT(s.redis.hits, 0);
+  EXPECT_GT(s.redis.backend_errors, 0);
 }
 
 TEST(CacheThreads, ResultCacheUnderConcurrency) {
