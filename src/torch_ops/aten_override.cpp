@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "torch_ops/cuda_ops.h"
 #include "torch_ops/ops.h"
 #include "torch_ops/torch_glue.h"
 
 #ifdef DETINFER_TORCH_CUDA
 #include <ATen/CUDAFunctions.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #endif
 
 namespace detinfer::torch_ops {
@@ -68,37 +68,52 @@ at::Tensor aten_mean(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keep
 }
 
 #ifdef DETINFER_TORCH_CUDA
-// The same routing for CUDA tensors (unverified: needs a CUDA-enabled libtorch).
+// The same routing for CUDA tensors, to the detinfer operators' CUDA kernels through the
+// dispatcher (cuda_ops.cpp). Unverified: needs a CUDA-enabled libtorch.
 bool cuda_routable(const at::Tensor& t) {
   return t.defined() && t.layout() == at::kStrided && t.is_cuda() &&
          is_kernel_dtype(t.scalar_type());
 }
 
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> detinfer_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
 at::Tensor aten_mm_cuda(const at::Tensor& a, const at::Tensor& b) {
-  if (cuda_routable(a) && cuda_routable(b) && a.scalar_type() == b.scalar_type()) {
-    return cuda_impl::mm(a, b);
+  if (!cuda_routable(a) || !cuda_routable(b) || a.scalar_type() != b.scalar_type()) {
+    return at::cuda::mm(a, b);
   }
-  return at::cuda::mm(a, b);
+  static const auto op =
+      detinfer_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("detinfer::mm");
+  return op.call(a, b);
 }
 
 at::Tensor aten_addmm_cuda(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
                            const at::Scalar& beta, const at::Scalar& alpha) {
-  if (cuda_routable(self) && cuda_routable(a) && cuda_routable(b) &&
-      a.scalar_type() == b.scalar_type()) {
-    return cuda_impl::addmm(self, a, b, beta, alpha);
+  if (!cuda_routable(self) || !cuda_routable(a) || !cuda_routable(b) ||
+      a.scalar_type() != b.scalar_type()) {
+    return at::cuda::addmm(self, a, b, beta, alpha);
   }
-  return at::cuda::addmm(self, a, b, beta, alpha);
+  static const auto op =
+      detinfer_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                             const at::Scalar&, const at::Scalar&)>("detinfer::addmm");
+  return op.call(self, a, b, beta, alpha);
 }
+
+using RowSignature = at::Tensor(const at::Tensor&, std::int64_t, c10::optional<at::ScalarType>);
 
 at::Tensor aten_softmax_cuda(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
   if (!cuda_routable(x)) return at::cuda::_softmax(x, dim, half_to_float);
-  const at::Tensor y = cuda_impl::softmax(x, dim, c10::nullopt);
+  static const auto op = detinfer_op<RowSignature>("detinfer::softmax");
+  const at::Tensor y = op.call(x, dim, c10::nullopt);
   return half_to_float ? y.to(at::kFloat) : y;
 }
 
 at::Tensor aten_log_softmax_cuda(const at::Tensor& x, std::int64_t dim, bool half_to_float) {
   if (!cuda_routable(x)) return at::cuda::_log_softmax(x, dim, half_to_float);
-  const at::Tensor y = cuda_impl::log_softmax(x, dim, c10::nullopt);
+  static const auto op = detinfer_op<RowSignature>("detinfer::log_softmax");
+  const at::Tensor y = op.call(x, dim, c10::nullopt);
   return half_to_float ? y.to(at::kFloat) : y;
 }
 
@@ -107,7 +122,9 @@ at::Tensor aten_mean_cuda(const at::Tensor& x, at::OptionalIntArrayRef dim, bool
   if (!cuda_routable(x) || (dtype.has_value() && !is_kernel_dtype(*dtype))) {
     return at::cuda::mean(x, dim, keepdim, dtype);
   }
-  return cuda_impl::mean(x, dim, keepdim, dtype);
+  static const auto op = detinfer_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                                c10::optional<at::ScalarType>)>("detinfer::mean");
+  return op.call(x, dim, keepdim, dtype);
 }
 #endif
 

@@ -5,8 +5,6 @@
 // on the CPU: the kernels trust their inputs.
 #ifdef DETINFER_TORCH_CUDA
 
-#include "torch_ops/cuda_ops.h"
-
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -19,7 +17,6 @@
 
 namespace detinfer::torch_ops::cuda_impl {
 namespace kc = detinfer::kernels::cuda;
-
 namespace {
 
 kc::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
@@ -56,8 +53,6 @@ at::Tensor linear_2d(const at::Tensor& x, const at::Tensor& w_nk, const at::Tens
   });
   return y;
 }
-
-}  // namespace
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
   check_cuda_float(a, "mm", "self");
@@ -96,8 +91,6 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight,
   return y.view(shape).to(x.scalar_type());
 }
 
-namespace {
-
 using RowKernel = void (*)(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
                            std::int64_t, kc::Stream);
 
@@ -122,8 +115,6 @@ at::Tensor rows_op(const at::Tensor& x, std::int64_t dim, c10::optional<at::Scal
   const at::Tensor out = in.dim() == 0 ? dst.reshape({}) : dst.movedim(-1, dim).contiguous();
   return out.to(in.scalar_type());
 }
-
-}  // namespace
 
 at::Tensor softmax(const at::Tensor& x, std::int64_t dim, c10::optional<at::ScalarType> dtype) {
   return rows_op(x, dim, dtype, &kc::softmax, "softmax");
@@ -196,8 +187,6 @@ at::Tensor mean(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keepdim,
   return out.view(keepdim ? keep_shape : out_shape).to(dtype.value_or(x.scalar_type()));
 }
 
-namespace {
-
 struct Cache {
   std::int64_t blocks, block_size, kv_heads, head_dim;
 };
@@ -266,8 +255,6 @@ std::vector<std::int64_t> host_ints(const at::Tensor& t) {
   return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
 }
 
-}  // namespace
-
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                      const at::Tensor& block_table, const at::Tensor& num_keys, double scale) {
   const Cache c = check_cache(k_cache, v_cache, "attention");
@@ -328,6 +315,7 @@ at::Tensor attention_prefill(const at::Tensor& q, const at::Tensor& k, const at:
   return out.to(q.scalar_type());
 }
 
+}  // namespace
 }  // namespace detinfer::torch_ops::cuda_impl
 
 TORCH_LIBRARY_IMPL(detinfer, CUDA, m) {
