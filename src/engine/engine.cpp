@@ -10,9 +10,9 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "decode/beam_search.h"
-#include "decode/digest.h"
 #include "decode/sampler.h"
 #include "decode/stop_matcher.h"
+#include "detinfer/fingerprint.h"
 #include "engine/block_table.h"
 #include "model/model.h"
 
@@ -436,7 +436,7 @@ void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
   lp.top = c.top;
   s.out.score += static_cast<double>(c.logprob);
   append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
-               decode::step_digest(row, vocab), row);
+               logits_digest(row, static_cast<std::size_t>(vocab)), row);
 }
 
 void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
@@ -455,7 +455,7 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   s.generated.push_back(token);
   s.out.tokens.push_back(token);
   s.out.step_digests.push_back(digest);
-  s.out.digest = decode::chain_link(s.out.digest, digest);
+  s.out.digest = chain_digest(s.out.digest, digest);
   if (lp != nullptr) s.out.logprobs.push_back(*lp);
   s.last_token = now;
 
@@ -499,7 +499,7 @@ void Engine::Impl::emit(Group& g, const TokenEvent& ev) {
 void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
                              const std::vector<const float*>& rows) {
   std::vector<std::uint64_t> digests;
-  for (const float* r : rows) digests.push_back(decode::step_digest(r, vocab));
+  for (const float* r : rows) digests.push_back(logits_digest(r, static_cast<std::size_t>(vocab)));
   // The engine batches beams in seqs order; the search indexes live beams in order.
   DETINFER_INTERNAL_CHECK(seqs.size() == g.beam->beams().size());
   if (!observers.empty()) {
@@ -539,7 +539,7 @@ void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
     out.tokens = h.beam.tokens;
     out.score = static_cast<double>(h.score);
     out.step_digests = h.beam.step_digests;
-    out.digest = decode::chain_of(out.step_digests);
+    out.digest = chain_digest(out.step_digests);
     if (g.req.config.logprobs > 0) out.logprobs = h.beam.logprobs;
     out.finish_reason = h.eos ? FinishReason::kStop : FinishReason::kLength;
     std::vector<std::int32_t> text_ids = out.tokens;
@@ -590,7 +590,7 @@ void Engine::Impl::cancel_group(Group& g) {
     if (g.beam && !g.beam->beams().empty()) {
       s.tokens = g.beam->beams()[0].tokens;
       s.step_digests = g.beam->beams()[0].step_digests;
-      s.digest = decode::chain_of(s.step_digests);
+      s.digest = chain_digest(s.step_digests);
     }
     g.beam_results = {s};
     g.beam.reset();

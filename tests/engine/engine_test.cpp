@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "decode/beam_search.h"
-#include "decode/digest.h"
 #include "detinfer/error.h"
+#include "detinfer/fingerprint.h"
 #include "detinfer/philox.h"
 #include "engine/fake_model.h"
 
@@ -110,9 +110,9 @@ TEST(Engine, GreedyMatchesDirectComputationAndDigests) {
     const std::vector<float> row = fake_logits(seq);
     const auto best = std::max_element(row.begin(), row.end()) - row.begin();
     EXPECT_EQ(s.tokens[i], best) << "step " << i;
-    const std::uint64_t d = decode::step_digest(row.data(), kFakeVocab);
+    const std::uint64_t d = logits_digest(row.data(), kFakeVocab);
     EXPECT_EQ(s.step_digests[i], d);
-    chain = decode::chain_link(chain, d);
+    chain = chain_digest(chain, d);
     seq.push_back(s.tokens[i]);
   }
   EXPECT_EQ(s.digest, chain);
@@ -226,7 +226,7 @@ TEST(Engine, BeamSearchEqualsSearchOverDirectLogits) {
         std::vector<std::int32_t> seq = prompt;
         seq.insert(seq.end(), b.tokens.begin(), b.tokens.end());
         rows.push_back(fake_logits(seq));
-        digests.push_back(decode::step_digest(rows.back().data(), kFakeVocab));
+        digests.push_back(logits_digest(rows.back().data(), kFakeVocab));
       }
       for (const auto& row : rows) ptrs.push_back(row.data());
       bs.step(ptrs, digests, prompt);

@@ -1,0 +1,132 @@
+// Decode throughput of the engine through the public session API (see engine.cmake).
+//   bench_engine [DIR] [--threads N] [--tokens N] [--fast-tokens N] [--batch N]
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "detinfer/model_tools.h"
+#include "detinfer/session.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Qwen2.5-0.5B: hidden 896, intermediate 4864, 24 layers, 14 heads, 2 KV heads, vocab
+// 151936, tied embeddings, bf16 (the same model bench_model generates).
+void ensure_model(const std::string& dir) {
+  struct stat st {};
+  if (::stat((dir + "/model.safetensors").c_str(), &st) == 0 && st.st_size > 900000000) return;
+  detinfer::TinyModelOptions o;
+  o.arch = detinfer::TinyArch::kQwen2;
+  o.dtype = detinfer::WeightDType::kBF16;
+  o.hidden = 896;
+  o.intermediate = 4864;
+  o.layers = 24;
+  o.heads = 14;
+  o.kv_heads = 2;
+  o.vocab = 151936;
+  o.max_positions = 32768;
+  o.rope_theta = 1000000.0;
+  o.tie_word_embeddings = true;
+  o.seed = 1;
+  o.out_dir = dir;
+  detinfer::make_tiny_model(o);
+}
+
+std::vector<std::int32_t> prompt_ids(int i) {
+  std::vector<std::int32_t> p;
+  for (int t = 0; t < 16; ++t) p.push_back(1000 + 37 * i + 11 * t);
+  return p;
+}
+
+// Decode tokens/s over the window where all `batch` sequences are past their first
+// token: tokens streamed after the last first-token time / window length.
+double decode_tps(detinfer::DeterministicSession& s, int batch, int tokens) {
+  detinfer::GenerationConfig c;
+  c.max_new_tokens = tokens;
+  c.ignore_eos = true;
+  std::mutex mu;
+  std::vector<Clock::time_point> first(batch), stamps;
+  std::vector<bool> seen(batch, false);
+  std::vector<detinfer::RequestHandle> hs;
+  for (int i = 0; i < batch; ++i) {
+    hs.push_back(s.submit(prompt_ids(i), c, [&, i](const detinfer::TokenEvent&) {
+      std::lock_guard<std::mutex> lk(mu);
+      const auto now = Clock::now();
+      if (!seen[i]) {
+        seen[i] = true;
+        first[i] = now;
+      } else {
+        stamps.push_back(now);
+      }
+      return true;
+    }));
+  }
+  for (auto& h : hs) h.get();
+  Clock::time_point start = first[0];
+  for (const auto& f : first) start = std::max(start, f);
+  Clock::time_point end = start;
+  std::int64_t n = 0;
+  for (const auto& t : stamps) {
+    if (t > start) {
+      ++n;
+      end = std::max(end, t);
+    }
+  }
+  return n / seconds(start, end);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "/tmp/detinfer-bench-qwen05b";
+  int threads = 0, tokens = 32, fast_tokens = 8, batch = 16;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (a == "--threads") {
+      threads = next();
+    } else if (a == "--tokens") {
+      tokens = next();
+    } else if (a == "--fast-tokens") {
+      fast_tokens = next();
+    } else if (a == "--batch") {
+      batch = next();
+    } else {
+      dir = a;
+    }
+  }
+  ensure_model(dir);
+  detinfer::SessionOptions o;
+  o.threads = threads;
+  o.max_batch = batch;
+  double b1 = 0, bn = 0, fast1 = 0;
+  {
+    auto s = detinfer::DeterministicSession::open(dir, o);
+    decode_tps(s, 1, 4);  // warm-up
+    b1 = decode_tps(s, 1, tokens);
+    bn = decode_tps(s, batch, tokens);
+    std::printf("canonical, %d threads: batch-1 decode %.2f tok/s; %d concurrent: %.2f tok/s "
+                "aggregate (%.2fx batch-1)\n",
+                s.threads(), b1, batch, bn, bn / b1);
+  }
+  {
+    o.mode = detinfer::NumericsMode::kFast;
+    auto s = detinfer::DeterministicSession::open(dir, o);
+    decode_tps(s, 1, 2);  // warm-up
+    fast1 = decode_tps(s, 1, fast_tokens);
+    std::printf("fast, %d threads: batch-1 decode %.2f tok/s (canonical / fast = %.2f)\n",
+                s.threads(), fast1, b1 / fast1);
+  }
+  return 0;
+}
