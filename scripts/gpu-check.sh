@@ -140,7 +140,7 @@ if [[ -x "$GPU_TESTS" ]]; then
   fi
   grep -h '\[ DEVICE' "$LOGS"/*.log 2>/dev/null | head -n 1 | tee -a "$LOGS/summary.log"
   if grep -q 'skipped: no CUDA device' "$LOGS"/*.log 2>/dev/null; then
-    say "GPU tests FAILED to find a device: $(grep -ho 'skipped: no CUDA device[^"]*' "$LOGS"/*.log | head -n 1)"
+    say "GPU tests FAILED to find a device: $(grep -hom1 'skipped: no CUDA device (.*)' "$LOGS"/*.log | head -n 1)"
     STATUS=1
   fi
   SANITIZER="$(command -v compute-sanitizer || true)"
