@@ -11,6 +11,9 @@ namespace detinfer::tokenizer {
 
 namespace {
 constexpr std::int32_t kNoRank = 0x7fffffff;
+// Words up to this many symbols use the quadratic scan (no allocation); longer ones the
+// heap. CJK runs of 20-40 characters (60-120 byte symbols) stay on the scan.
+constexpr std::size_t kSmallWord = 128;
 
 std::pair<std::string, std::string> parse_merge(const Json& m, std::size_t i,
                                                 const std::string& where) {
@@ -143,8 +146,8 @@ void BpeModel::initial_symbols(std::string_view text, std::vector<std::int32_t>&
   if (pending_unk >= 0) syms.push_back(pending_unk);
 }
 
-void BpeModel::encode_word(std::string_view word, bool byte_level,
-                           std::vector<std::int32_t>& out) const {
+void BpeModel::encode_word(std::string_view word, bool byte_level, std::vector<std::int32_t>& out,
+                           std::vector<std::int32_t>& syms) const {
   if (word.empty()) return;
   std::string mapped;
   const bool need_text = ignore_merges_ || (byte_level && !all_bytes_present_);
@@ -157,15 +160,14 @@ void BpeModel::encode_word(std::string_view word, bool byte_level,
       return;
     }
   }
-  std::vector<std::int32_t> syms;
-  syms.reserve(word.size());
+  syms.clear();
   if (byte_level && all_bytes_present_) {
     for (const char c : word) syms.push_back(byte_level_ids_[static_cast<std::uint8_t>(c)]);
   } else {
     initial_symbols(text, syms);
   }
   if (syms.size() > 1) {
-    if (syms.size() <= 48) {
+    if (syms.size() <= kSmallWord) {
       merge_small(syms);
     } else {
       merge_large(syms);
@@ -177,8 +179,8 @@ void BpeModel::encode_word(std::string_view word, bool byte_level,
 // Quadratic but cache-friendly: repeatedly merge the lowest-ranked adjacent pair (the
 // leftmost on a tie). Pair ranks are recomputed only next to a merge.
 void BpeModel::merge_small(std::vector<std::int32_t>& syms) const {
-  std::int32_t ranks[48];
-  std::int32_t merged[48];
+  std::int32_t ranks[kSmallWord];
+  std::int32_t merged[kSmallWord];
   std::size_t n = syms.size();
   for (std::size_t i = 0; i + 1 < n; ++i) {
     const MergeValue* m = merges_.find(syms[i], syms[i + 1]);

@@ -24,7 +24,9 @@ class BpeModel {
 
   // Appends the ids of one word. If `byte_level`, `word` holds raw bytes and the model's
   // input is their GPT-2 byte-level mapping (the ByteLevel pre-tokenizer, applied lazily).
-  void encode_word(std::string_view word, bool byte_level, std::vector<std::int32_t>& out) const;
+  // `scratch` is working memory reused across calls.
+  void encode_word(std::string_view word, bool byte_level, std::vector<std::int32_t>& out,
+                   std::vector<std::int32_t>& scratch) const;
 
   // 1 + the largest id of the vocabulary (0 when empty).
   std::int64_t id_bound() const { return static_cast<std::int64_t>(texts_.size()); }

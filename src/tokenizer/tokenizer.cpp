@@ -107,7 +107,8 @@ void Tokenizer::Impl::encode_text(std::string_view text, bool at_start,
   p.buf.assign(text);
   p.spans.push_back({0, static_cast<std::uint32_t>(text.size()), at_start});
   if (pre_tokenizer) pre_tokenizer->apply(p);
-  for (const auto& s : p.spans) model->encode_word(p.text(s), p.byte_level_pending, ids);
+  std::vector<std::int32_t> scratch;
+  for (const auto& s : p.spans) model->encode_word(p.text(s), p.byte_level_pending, ids, scratch);
 }
 
 std::vector<std::int32_t> Tokenizer::Impl::encode(std::string_view text,
