@@ -69,15 +69,23 @@ std::vector<float> candidate_probs(const Candidates& c) {
   return p;
 }
 
-std::vector<std::size_t> stable_desc_order(const std::vector<float>& values,
-                                           const std::vector<std::int32_t>& ids) {
-  std::vector<std::size_t> order(values.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (values[a] != values[b]) return values[a] > values[b];
-    return ids[a] < ids[b];
-  });
-  return order;
+DescendingWalk::DescendingWalk(const std::vector<float>& values,
+                               const std::vector<std::int32_t>& ids)
+    : values_(values), ids_(ids), heap_(values.size()), size_(values.size()) {
+  std::iota(heap_.begin(), heap_.end(), std::size_t{0});
+  std::make_heap(heap_.begin(), heap_.end(),
+                 [this](std::size_t a, std::size_t b) { return before(a, b); });
+}
+
+bool DescendingWalk::before(std::size_t a, std::size_t b) const {
+  if (values_[a] != values_[b]) return values_[a] < values_[b];
+  return ids_[a] > ids_[b];
+}
+
+std::size_t DescendingWalk::next() {
+  std::pop_heap(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(size_),
+                [this](std::size_t a, std::size_t b) { return before(a, b); });
+  return heap_[--size_];
 }
 
 Candidates apply_warpers(const GenerationConfig& config, const float* row, std::int64_t vocab) {
@@ -103,10 +111,10 @@ Candidates apply_warpers(const GenerationConfig& config, const float* row, std::
   // cumulative probability reaches top_p.
   if (config.top_p < 1.0f && c.size() > 1) {
     const std::vector<float> p = candidate_probs(c);
-    const std::vector<std::size_t> order = stable_desc_order(p, c.ids);
     std::vector<char> keep(c.size(), 0);
     float cum = 0.0f;
-    for (const std::size_t i : order) {
+    for (DescendingWalk walk(p, c.ids); !walk.done();) {
+      const std::size_t i = walk.next();
       keep[i] = 1;
       cum = cum + p[i];
       if (cum >= config.top_p) break;

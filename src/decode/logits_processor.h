@@ -32,9 +32,21 @@ Candidates apply_warpers(const GenerationConfig& config, const float* row, std::
 // Canonical-softmax probabilities of the candidates (in their id order).
 std::vector<float> candidate_probs(const Candidates& c);
 
-// Positions of `values` sorted by value descending, then token id ascending: the stable
-// order used by top_p and by the draw.
-std::vector<std::size_t> stable_desc_order(const std::vector<float>& values,
-                                           const std::vector<std::int32_t>& ids);
+// Walks positions of `values` in the stable order used by top_p and by the draw: value
+// descending, then token id ascending. Lazy (a binary heap): taking the first k of n
+// costs O(n + k log n), so peaked distributions never sort the whole vocabulary.
+class DescendingWalk {
+ public:
+  DescendingWalk(const std::vector<float>& values, const std::vector<std::int32_t>& ids);
+  bool done() const { return size_ == 0; }
+  std::size_t next();  // requires !done()
+
+ private:
+  bool before(std::size_t a, std::size_t b) const;  // heap order: a comes after b
+  const std::vector<float>& values_;
+  const std::vector<std::int32_t>& ids_;
+  std::vector<std::size_t> heap_;
+  std::size_t size_;
+};
 
 }  // namespace detinfer::decode

@@ -13,16 +13,15 @@ std::size_t draw_index(const Candidates& c, std::uint64_t seed, std::uint64_t st
                        std::uint64_t step) {
   DETINFER_INTERNAL_CHECK(c.size() > 0);
   const std::vector<float> p = candidate_probs(c);
-  const std::vector<std::size_t> order = stable_desc_order(p, c.ids);
-  float total = 0.0f;
-  for (const std::size_t i : order) total = total + p[i];
-  const float target = philox_uniform(seed, stream, step, 0) * total;
+  const float u = philox_uniform(seed, stream, step, 0);
   float cum = 0.0f;
-  for (const std::size_t i : order) {
-    cum = cum + p[i];
-    if (cum > target) return i;
+  std::size_t last = 0;
+  for (DescendingWalk walk(p, c.ids); !walk.done();) {
+    last = walk.next();
+    cum = cum + p[last];
+    if (cum > u) return last;
   }
-  return order.back();
+  return last;  // the probabilities summed to <= u by rounding: the least likely token
 }
 
 std::vector<TokenLogprob> top_logprobs(const std::vector<float>& logprobs,

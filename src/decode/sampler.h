@@ -11,11 +11,11 @@ namespace detinfer::decode {
 
 // The inverse-CDF draw over a processed candidate list: a pure function of
 // (candidates, seed, stream, step). Returns an index into `c`.
-//   p      = softmax(c.logits) (canonical kernel, candidates in id order)
-//   order  = positions sorted by p descending, then token id ascending
-//   total  = p[order[0]] + p[order[1]] + ...   (sequential fp32 adds)
-//   target = philox_uniform(seed, stream, step, lane 0) * total
-//   pick the first order[j] whose running sum (same adds) is > target; else the last.
+//   p     = softmax(c.logits) (canonical kernel, candidates in id order)
+//   order = positions by p descending, then token id ascending
+//   u     = philox_uniform(seed, stream, step, lane 0)
+//   pick the first order[j] whose running fp32 sum p[order[0]] + ... + p[order[j]]
+//   is > u; when none is (the sum rounded below u), the last of order.
 std::size_t draw_index(const Candidates& c, std::uint64_t seed, std::uint64_t stream,
                        std::uint64_t step);
 

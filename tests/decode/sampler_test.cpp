@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <vector>
+
+#include "detinfer/philox.h"
 
 namespace detinfer::decode {
 namespace {
@@ -47,6 +50,36 @@ TEST(Sampler, DrawIsAPureFunctionOfSeedStreamStep) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, other_stream);
   EXPECT_NE(a, other_seed);
+}
+
+// docs/sampling.md section 4 written out with a full sort.
+std::size_t reference_draw(const Candidates& c, std::uint64_t seed, std::uint64_t stream,
+                           std::uint64_t step) {
+  const std::vector<float> p = candidate_probs(c);
+  std::vector<std::size_t> order(p.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return p[a] != p[b] ? p[a] > p[b] : c.ids[a] < c.ids[b];
+  });
+  const float u = philox_uniform(seed, stream, step, 0);
+  float cum = 0.0f;
+  for (const std::size_t i : order) {
+    cum = cum + p[i];
+    if (cum > u) return i;
+  }
+  return order.back();
+}
+
+TEST(Sampler, DrawEqualsTheDocumentedDefinition) {
+  Candidates c;
+  for (int i = 0; i < 300; ++i) {
+    c.ids.push_back(i);
+    // Coarse values: many ties in probability, broken by id.
+    c.logits.push_back(static_cast<float>((i * 7919) % 13) * 0.5f);
+  }
+  for (std::uint64_t seed = 0; seed < 500; ++seed) {
+    EXPECT_EQ(draw_index(c, seed, seed % 3, seed / 3), reference_draw(c, seed, seed % 3, seed / 3));
+  }
 }
 
 TEST(Sampler, EmpiricalFrequenciesMatchProcessedDistribution) {
