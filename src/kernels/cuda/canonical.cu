@@ -50,40 +50,38 @@ std::size_t chunk_partial_bytes(std::int64_t n, const char* op) {
   return static_cast<std::size_t>((n + kChunk - 1) / kChunk) * sizeof(float);
 }
 
+// Checks the pointers (none may be null; argument 0 is the first) and launches an elementwise
+// grid-stride kernel kernel(ptrs..., n); n <= 0 is a no-op.
+template <typename Kernel, typename... Ptrs>
+void launch_elementwise(const char* op, Kernel kernel, std::int64_t n, Stream stream,
+                        Ptrs... ptrs) {
+  if (n <= 0) return;
+  int i = 0;
+  for (const void* p : {static_cast<const void*>(ptrs)...}) {
+    if (p == nullptr)
+      fail(ErrorCode::kInvalidArgument, "cuda::", op, ": pointer argument ", i, " is null");
+    ++i;
+  }
+  kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(ptrs..., n);
+  DETINFER_CUDA_CHECK_LAUNCH(op);
+}
+
 }  // namespace
 
 void exp_f32(const float* x, float* y, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  require_ptr(x, "exp_f32", "x");
-  require_ptr(y, "exp_f32", "y");
-  exp_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, y, n);
-  DETINFER_CUDA_CHECK_LAUNCH("exp_kernel");
+  launch_elementwise("exp_f32", exp_kernel, n, stream, x, y);
 }
 
 void log_f32(const float* x, float* y, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  require_ptr(x, "log_f32", "x");
-  require_ptr(y, "log_f32", "y");
-  log_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, y, n);
-  DETINFER_CUDA_CHECK_LAUNCH("log_kernel");
+  launch_elementwise("log_f32", log_kernel, n, stream, x, y);
 }
 
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  require_ptr(g, "silu_mul", "g");
-  require_ptr(u, "silu_mul", "u");
-  require_ptr(out, "silu_mul", "out");
-  silu_mul_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(g, u, out, n);
-  DETINFER_CUDA_CHECK_LAUNCH("silu_mul_kernel");
+  launch_elementwise("silu_mul", silu_mul_kernel, n, stream, g, u, out);
 }
 
 void add(const float* a, const float* b, float* out, std::int64_t n, Stream stream) {
-  if (n <= 0) return;
-  require_ptr(a, "add", "a");
-  require_ptr(b, "add", "b");
-  require_ptr(out, "add", "out");
-  add_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(a, b, out, n);
-  DETINFER_CUDA_CHECK_LAUNCH("add_kernel");
+  launch_elementwise("add", add_kernel, n, stream, a, b, out);
 }
 
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
