@@ -16,6 +16,17 @@ namespace {
 struct AlignedFree {
   void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
+// dst[(p*k + i) * kPanel + l] = W[p*kPanel + l][i]: the bits are copied unchanged
+// (widening happens in the kernels).
+template <typename T>
+void pack_panels(const T* src, T* dst, std::int64_t n, std::int64_t k) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    T* out = dst + (j / cpu::kPanel) * k * cpu::kPanel + j % cpu::kPanel;
+    const T* row = src + j * k;
+    for (std::int64_t i = 0; i < k; ++i) out[i * cpu::kPanel] = row[i];
+  }
+}
+
 }  // namespace
 
 struct PackedLinear::Impl {
@@ -46,17 +57,11 @@ PackedLinear PackedLinear::pack(const void* weights, DType dtype, std::int64_t n
   im.data_bytes = static_cast<std::size_t>(panels * cpu::kPanel * k) * esize;
   im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
   std::memset(im.data.get(), 0, im.data_bytes);
-  const auto* src = static_cast<const std::uint8_t*>(weights);
-  std::uint8_t* dst = im.data.get();
-  // dst[((p*k + i) * kPanel + l)] = W[p*kPanel + l][i]
-  for (std::int64_t j = 0; j < n; ++j) {
-    const std::int64_t p = j / cpu::kPanel;
-    const std::int64_t l = j % cpu::kPanel;
-    const std::uint8_t* row = src + static_cast<std::size_t>(j * k) * esize;
-    for (std::int64_t i = 0; i < k; ++i) {
-      std::memcpy(dst + static_cast<std::size_t>((p * k + i) * cpu::kPanel + l) * esize,
-                  row + static_cast<std::size_t>(i) * esize, esize);
-    }
+  if (dtype == DType::kF32) {
+    pack_panels(static_cast<const float*>(weights), reinterpret_cast<float*>(im.data.get()), n, k);
+  } else {
+    pack_panels(static_cast<const std::uint16_t*>(weights),
+                reinterpret_cast<std::uint16_t*>(im.data.get()), n, k);
   }
   if (bias != nullptr) im.bias.assign(bias, bias + n);
   im.view.data = im.data.get();
