@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda/cuda_emulator.h"  // first: defines the CUDA keywords for the kernels
+#include "cuda/cuda_test_util.h"
 #include "decode/logits_processor.h"
 #include "decode/sampler.h"
 #include "detinfer/philox.h"
@@ -25,21 +26,10 @@
 namespace detinfer::kernels::cuda {
 namespace {
 
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.0f,
-                                 float hi = 1.0f) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const float x =
-        lo + (hi - lo) * philox_uniform(seed, 0, i / 4, static_cast<std::uint32_t>(i % 4));
-    v[i] = x == 0.0f ? 0.5f * hi : x;
-  }
-  return v;
-}
-
-std::int64_t random_index(std::uint64_t seed, std::uint64_t i, std::int64_t n) {
-  return static_cast<std::int64_t>(::detinfer::philox_bits(seed, 1, i, 0) %
-                                   static_cast<std::uint64_t>(n));
-}
+using test::random_f16;
+using test::random_floats;
+using test::random_index;
+using test::to_bf16;
 
 template <typename T>
 ::testing::AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want) {
@@ -49,22 +39,6 @@ template <typename T>
       return ::testing::AssertionFailure()
              << "first difference at " << i << ": " << got[i] << " vs " << want[i];
   return ::testing::AssertionSuccess();
-}
-
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<std::uint16_t> v(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) v[i] = dm::f32_to_bf16(x[i]);
-  return v;
-}
-
-std::vector<std::uint16_t> random_f16(std::size_t n, std::uint64_t seed) {
-  std::vector<std::uint16_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = ::detinfer::philox_bits(seed, 2, i, 0);
-    v[i] =
-        static_cast<std::uint16_t>(((b >> 31) << 15) | ((10 + (b >> 16) % 8) << 10) | (b & 0x3ffu));
-  }
-  return v;
 }
 
 std::size_t chunk_bytes(std::int64_t n) { return static_cast<std::size_t>((n + 63) / 64) * 4; }

@@ -21,8 +21,10 @@ namespace detinfer::kernels::cuda {
 namespace {
 
 using test::first_bit_difference;
+using test::random_f16;
 using test::random_floats;
 using test::random_index;
+using test::to_bf16;
 using test::to_device;
 using test::to_host;
 
@@ -30,23 +32,6 @@ class CudaGpu : public ::testing::Test {
  protected:
   void SetUp() override { DETINFER_REQUIRE_CUDA_DEVICE(); }
 };
-
-// Random f16 bit patterns of moderate magnitude (2^-5 .. 2^3), both signs.
-std::vector<std::uint16_t> random_f16(std::size_t n, std::uint64_t seed) {
-  std::vector<std::uint16_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = ::detinfer::philox_bits(seed, 2, i, 0);
-    const std::uint32_t exp = 10 + (b >> 16) % 8;
-    v[i] = static_cast<std::uint16_t>(((b >> 31) << 15) | (exp << 10) | (b & 0x3ffu));
-  }
-  return v;
-}
-
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<std::uint16_t> v(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) v[i] = dm::f32_to_bf16(x[i]);
-  return v;
-}
 
 // Names the device in the log (docs/gpu-results.md records it).
 TEST_F(CudaGpu, ReportsDevice) {

@@ -10,6 +10,7 @@
 
 #include "detinfer/philox.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_math.h"
 
 namespace detinfer::kernels::cuda::test {
 
@@ -38,6 +39,24 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float
 inline std::int64_t random_index(std::uint64_t seed, std::uint64_t i, std::int64_t n) {
   return static_cast<std::int64_t>(::detinfer::philox_bits(seed, 1, i, 0) %
                                    static_cast<std::uint64_t>(n));
+}
+
+// bf16 bits of each value (round to nearest even).
+inline std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<std::uint16_t> v(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) v[i] = dm::f32_to_bf16(x[i]);
+  return v;
+}
+
+// Random f16 bit patterns of moderate magnitude (2^-5 .. 2^3), both signs.
+inline std::vector<std::uint16_t> random_f16(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint16_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t b = philox_bits(seed, 2, i, 0);
+    const std::uint32_t exp = 10 + (b >> 16) % 8;
+    v[i] = static_cast<std::uint16_t>(((b >> 31) << 15) | (exp << 10) | (b & 0x3ffu));
+  }
+  return v;
 }
 
 template <typename T>
