@@ -48,7 +48,9 @@ TEST(Isa, EveryIsaThisCpuRunsIsTested) {
   std::string names;
   for (Isa isa : available_isas()) names += std::string(" ") + to_string(isa);
   std::printf("ISAs under test:%s (default %s)\n", names.c_str(), to_string(active_isa()));
-  EXPECT_EQ(isa_supported(Isa::kAvx512), cpu_features().avx512f && cpu_features().f16c);
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(isa_supported(Isa::kAvx512), f.avx512f && f.avx512vl && f.avx2 && f.fma && f.f16c);
+  EXPECT_EQ(isa_supported(Isa::kAvx2), f.avx2 && f.fma && f.f16c);
   EXPECT_TRUE(isa_supported(Isa::kScalar));
 }
 
