@@ -539,7 +539,9 @@ TEST_F(CudaGpu, TensorCoreLinearIsBatchInvariantForM1To256) {
         s += p;
         mag += std::fabs(p);
       }
-      ASSERT_NEAR(full[r * n + j], s + bias[j], 1e-5 * mag + 1e-6) << "r=" << r << " j=" << j;
+      // Loose enough for tensor-core accumulation (not IEEE round-to-nearest on every
+      // GPU); an indexing error shows up as an O(1) difference.
+      ASSERT_NEAR(full[r * n + j], s + bias[j], 1e-4 * mag + 1e-6) << "r=" << r << " j=" << j;
     }
   }
   for (std::int64_t m = 1; m <= m_max; ++m) {

@@ -37,6 +37,9 @@ std::string version_text(int v) { return str_cat(v / 1000, ".", (v % 1000) / 10)
 
 void check_cuda(cudaError_t err, const char* what, const char* file, int line) {
   if (err == cudaSuccess) return;
+  // A failed call also sets the runtime's last error; clear it so the next launch check
+  // does not report this failure again (sticky errors stay regardless).
+  (void)cudaGetLastError();
   fail(code_for(err), "CUDA error in ", what, " (", file, ":", line, "): ", cudaGetErrorName(err),
        ": ", cudaGetErrorString(err));
 }
