@@ -1,0 +1,164 @@
+/* detinfer's C ABI (C11 and C++): a DeterministicSession behind opaque handles, for other
+ * languages (FFI) and engines written in C. docs/embedding.md, route 2.
+ *
+ * Rules:
+ *  - Every function that can fail returns a dti_status; DTI_OK is 0. Nothing throws or
+ *    aborts across this boundary. On failure, dti_last_error() returns a message naming
+ *    the argument, field, file or value at fault; it is per thread and stays valid until
+ *    the next failing call on that thread.
+ *  - Option structs are initialized with their *_default() function, then edited. Their
+ *    first field, struct_size, lets later versions add fields at the end.
+ *  - Objects returned through an out-pointer belong to the caller and are released with
+ *    the matching free function (dti_session_close, dti_result_free, dti_string_free).
+ *    Pointers into a dti_result stay valid until it is freed.
+ *  - A dti_session may be used from any number of threads at once; requests are batched
+ *    together without changing a bit of any of them (canonical mode).
+ */
+#ifndef DETINFER_C_API_H_
+#define DETINFER_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "detinfer/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes: the numbers of detinfer::ErrorCode, plus DTI_OK. */
+typedef enum dti_status {
+  DTI_OK = 0,
+  DTI_INVALID_ARGUMENT = 1,   /* a caller-supplied value is out of range or malformed */
+  DTI_NOT_FOUND = 2,          /* a file, tensor or token does not exist */
+  DTI_CORRUPT = 3,            /* stored data fails validation */
+  DTI_UNSUPPORTED = 4,        /* valid but unsupported architecture, dtype, component */
+  DTI_RESOURCE_EXHAUSTED = 5, /* queue, budget or memory limit */
+  DTI_UNAVAILABLE = 6,        /* the session is closed */
+  DTI_INTERNAL = 7            /* a bug in detinfer */
+} dti_status;
+
+/* Stable lowercase name of a status ("ok", "invalid_argument", ...). */
+DETINFER_API const char* dti_status_name(dti_status status);
+/* The message of the last failed call on this thread ("" if none). */
+DETINFER_API const char* dti_last_error(void);
+/* "0.1.0" */
+DETINFER_API const char* dti_version(void);
+
+typedef struct dti_session dti_session;
+typedef struct dti_result dti_result;
+
+typedef enum dti_numerics_mode {
+  DTI_MODE_CANONICAL = 0, /* numerics spec v1: bitwise reproducible (default) */
+  DTI_MODE_FAST = 1       /* libtorch kernels, no reproducibility guarantee */
+} dti_numerics_mode;
+
+typedef struct dti_session_options {
+  uint32_t struct_size;         /* sizeof(dti_session_options), set by _default() */
+  int32_t mode;                 /* dti_numerics_mode; DTI_MODE_CANONICAL */
+  int32_t threads;              /* kernel threads 1..1024; 0 = all cores */
+  int64_t kv_budget_bytes;      /* KV pool bytes; 0 = auto */
+  int32_t kv_block_size;        /* tokens per KV block 1..1024; 16 */
+  int32_t max_batch;            /* sequences per decode step 1..4096; 32 */
+  int32_t prefill_chunk_tokens; /* prompt tokens per step; 256 */
+  int32_t max_queue;            /* waiting requests; 256 */
+  int32_t log_level;            /* -1 = keep; 0 trace .. 5 critical, 6 off */
+  int32_t fingerprint_level;    /* run fingerprint JSON in every result: 0 off (default),
+                                   1 final (tokens + chain digests), 2 steps (+ per-step
+                                   digests); docs/fingerprint.md */
+} dti_session_options;
+
+DETINFER_API dti_session_options dti_session_options_default(void);
+
+/* Loads config.json + safetensors (+ tokenizer.json) from model_dir. options may be NULL
+ * (defaults). On success *out is a new session; on failure *out is NULL. */
+DETINFER_API dti_status dti_session_open(const char* model_dir, const dti_session_options* options,
+                                         dti_session** out);
+/* Stops the session (running requests fail with DTI_UNAVAILABLE) and frees it. NULL is
+ * a no-op. No other call may use the session concurrently with or after this one. */
+DETINFER_API void dti_session_close(dti_session* session);
+
+/* Model facts. The string outputs are NUL-terminated copies for dti_string_free. */
+DETINFER_API dti_status dti_session_model_fingerprint(const dti_session* session, char** out);
+DETINFER_API dti_status dti_session_vocab_size(const dti_session* session, int64_t* out);
+/* Prometheus text exposition (format 0.0.4) of the session's metrics (detinfer_*
+ * families, docs/metrics.md): requests, tokens, latencies, batch sizes, queue, KV. */
+DETINFER_API dti_status dti_session_metrics_text(const dti_session* session, char** out);
+DETINFER_API void dti_string_free(char* s);
+
+typedef struct dti_generation_config {
+  uint32_t struct_size;         /* sizeof(dti_generation_config), set by _default() */
+  int32_t max_new_tokens;       /* 64 */
+  float temperature;            /* 0 = greedy */
+  int32_t top_k;                /* 0 = off */
+  float top_p;                  /* 1 = off */
+  float min_p;                  /* 0 = off */
+  float repetition_penalty;     /* 1 = off */
+  float presence_penalty;       /* 0 */
+  float frequency_penalty;      /* 0 */
+  int32_t has_seed;             /* 0: the session draws a seed and reports it */
+  uint64_t seed;                /* used when has_seed != 0 */
+  int32_t num_return_sequences; /* 1 */
+  uint32_t first_sample_index;  /* 0 */
+  int32_t num_beams;            /* 1 = no beam search */
+  float length_penalty;         /* 1 */
+  int32_t early_stopping;       /* 0 */
+  /* Stop tokens: when stop_token_ids is NULL the model's eos ids are used; otherwise
+   * exactly these num_stop_token_ids ids (0 = none). */
+  const int32_t* stop_token_ids;
+  size_t num_stop_token_ids;
+  const char* const* stop_strings; /* num_stop_strings NUL-terminated strings */
+  size_t num_stop_strings;
+  int32_t logprobs;   /* top-N logprobs per step 0..20 */
+  int32_t ignore_eos; /* 0 */
+} dti_generation_config;
+
+DETINFER_API dti_generation_config dti_generation_config_default(void);
+
+/* Streaming: called on the session's engine thread for every generated token, with the
+ * text that became final with it (text_len bytes, NUL-terminated, possibly empty). Return
+ * nonzero to continue, 0 to cancel the request (it finishes with DTI_FINISH_CANCELLED). */
+typedef int (*dti_token_callback)(void* user_data, int32_t token, const char* text,
+                                  size_t text_len, int32_t sample_index, int32_t step);
+
+/* Blocking generation from a text prompt (encoded with the model's tokenizer) or from
+ * token ids. config may be NULL (defaults); on_token may be NULL. On success *out is a
+ * new result; on failure *out is NULL. */
+DETINFER_API dti_status dti_generate_text(dti_session* session, const char* prompt,
+                                          const dti_generation_config* config,
+                                          dti_token_callback on_token, void* user_data,
+                                          dti_result** out);
+DETINFER_API dti_status dti_generate_tokens(dti_session* session, const int32_t* prompt_tokens,
+                                            size_t num_prompt_tokens,
+                                            const dti_generation_config* config,
+                                            dti_token_callback on_token, void* user_data,
+                                            dti_result** out);
+
+typedef enum dti_finish_reason {
+  DTI_FINISH_LENGTH = 0,
+  DTI_FINISH_STOP = 1,
+  DTI_FINISH_CANCELLED = 2
+} dti_finish_reason;
+
+/* Result accessors. An index out of range gives NULL / 0 / -1 as stated. */
+DETINFER_API size_t dti_result_num_sequences(const dti_result* result);
+/* NUL-terminated text of sequence i; *len (optional) gets its length. NULL if out of range. */
+DETINFER_API const char* dti_result_text(const dti_result* result, size_t i, size_t* len);
+/* Generated token ids of sequence i; *count gets their number. NULL if out of range. */
+DETINFER_API const int32_t* dti_result_tokens(const dti_result* result, size_t i, size_t* count);
+/* dti_finish_reason of sequence i, or -1 if out of range. */
+DETINFER_API int32_t dti_result_finish_reason(const dti_result* result, size_t i);
+/* Chain digest over the per-step logits digests of sequence i (0 if out of range). */
+DETINFER_API uint64_t dti_result_digest(const dti_result* result, size_t i);
+DETINFER_API const int32_t* dti_result_prompt_tokens(const dti_result* result, size_t* count);
+/* The seed actually used. */
+DETINFER_API uint64_t dti_result_seed(const dti_result* result);
+/* The run fingerprint as one JSON line, "" when the session's fingerprint_level is 0. */
+DETINFER_API const char* dti_result_fingerprint_json(const dti_result* result);
+DETINFER_API void dti_result_free(dti_result* result);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DETINFER_C_API_H_ */
