@@ -34,6 +34,8 @@ struct GenerateOptions {
   std::int32_t threads = 0;
   bool json = false;
   bool stream = false;
+  std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
+  std::string fingerprint_level = "steps";
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& s) {
@@ -76,6 +78,9 @@ int run_generate(const GenerateOptions& o) {
   detinfer::SessionOptions so;
   so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
   so.threads = o.threads;
+  so.recorder.level = o.fingerprint.empty() ? detinfer::RecordLevel::kOff
+                                            : detinfer::parse_record_level(o.fingerprint_level);
+  so.recorder.path = o.fingerprint;
   detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
   detinfer::GenerationConfig c;
   c.max_new_tokens = o.max_new_tokens;
@@ -169,6 +174,11 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str();
       sub.add_flag("--json", o->json, "Print one JSON object");
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
+      sub.add_option("--fingerprint", o->fingerprint,
+                     "Append the run fingerprint (one JSON line) to this file");
+      sub.add_option("--fingerprint-level", o->fingerprint_level, "final | steps | logits")
+          ->check(CLI::IsMember({"final", "steps", "logits"}))
+          ->capture_default_str();
       sub.callback([o, &exit_code] {
         if (o->prompt.empty() && o->prompt_ids.empty()) {
           throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,

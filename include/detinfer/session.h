@@ -13,13 +13,26 @@
 #include <string>
 #include <vector>
 
+#include "detinfer/cache_options.h"
+#include "detinfer/consistency_monitor.h"
 #include "detinfer/export.h"
+#include "detinfer/fingerprint_recorder.h"
 #include "detinfer/generation.h"
 #include "detinfer/logging.h"
+#include "detinfer/metrics.h"
 #include "detinfer/numerics.h"
+#include "detinfer/replay_report.h"
 #include "detinfer/tokenizer.h"
 
 namespace detinfer {
+
+// The live consistency monitor (docs/fingerprint.md, "Consistency monitor"): shadow
+// replays of a deterministic sample of finished requests on this session.
+struct ConsistencyOptions {
+  bool enabled = false;               // off by default: each replay costs a whole request
+  ConsistencyMonitorOptions monitor;  // sample_rate 0.01, threshold 0.999, queue 64, ...
+  ConsistencyAlarm alarm;             // optional; called on the monitor's thread
+};
 
 struct SessionOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kFast: libtorch kernels, no guarantee
@@ -31,6 +44,20 @@ struct SessionOptions {
   std::int32_t prefill_chunk_tokens = 256;       // prompt tokens per step: 1..1048576
   std::int32_t max_queue = 256;                  // waiting requests: 1..1048576
   std::optional<LogLevel> log_level;             // unset: keep the current level
+
+  // Caches (docs/cache.md). Defaults: the KV-prefix cache ON with only its memory tier
+  // (budget 20% of physical memory, filled only as prompts are cached; TTL 3600 s) —
+  // a hit gives the same bits as a miss, so it is safe in canonical mode; disk and Redis
+  // tiers off. The result cache OFF; when enabled it serves and stores only canonical-mode
+  // requests (fast-mode outputs are not reproducible, so never cached).
+  CacheOptions cache;
+  std::string cache_salt;  // mixed into every prefix-cache key: different salts never share
+
+  // Fingerprints (docs/fingerprint.md). Default: level "steps" in memory, no file and no
+  // callback, so every GenerationResult carries fingerprint_json (one JSON serialization
+  // per request: ~40 us for 64 tokens; "off" saves it).
+  RecorderOptions recorder{RecordLevel::kSteps, {}, {}, true};
+  ConsistencyOptions consistency;  // off by default
 };
 
 // A prompt as text (encoded with the model's tokenizer) or as token ids.
@@ -119,6 +146,26 @@ class DETINFER_API DeterministicSession {
   std::string architecture() const;       // Hugging Face class name, e.g. "Qwen2ForCausalLM"
   const SessionOptions& options() const;  // with 0 (auto) fields resolved
   SessionStats stats() const;
+
+  // Metrics (docs/metrics.md): the session's registry and its Prometheus text (format
+  // 0.0.4; cache statistics are brought up to date first). Thread-safe.
+  MetricsRegistry& metrics();
+  std::string metrics_text() const;
+  // Statistics of the prefix and result caches (zero for caches that are off).
+  CacheStats cache_stats() const;
+  // Drops every entry of the memory and disk tiers of both caches (Redis entries expire
+  // by TTL). Requests running meanwhile are unaffected.
+  void invalidate_caches();
+  ConsistencyStats consistency_stats() const;  // zero when the monitor is off
+
+  // Re-runs the request a fingerprint records (prompt ids, normalized config, seed) on
+  // this session, bypassing both caches, and compares tokens, finish reasons and every
+  // recorded digest. Refuses (without running) when the model or tokenizer differ, the
+  // prompt ids were not recorded, or the request is invalid here. Runs alongside other
+  // requests (batched with them, which in canonical mode changes no bit). The string
+  // overload parses one fingerprint (RunFingerprint::from_json errors propagate).
+  ReplayReport replay(const RunFingerprint& fingerprint);
+  ReplayReport replay(const std::string& fingerprint_json);
 
   // For the modules the session composes (caches, metrics, fingerprint recorder):
   // src/session/session_impl.h.

@@ -11,6 +11,7 @@
 #include "detinfer/philox.h"
 #include "model/model_config.h"
 #include "session/session_impl.h"
+#include "session/session_services.h"
 
 namespace detinfer {
 
@@ -92,6 +93,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
     fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (",
          impl->options.kv_budget_bytes, ") is smaller than one KV block");
   }
+  impl->services = SessionServices::attach(*impl);
   logger().info("session opened: {} ({}), mode {}, {} threads, {} KV blocks", model_dir,
                 to_string(mc.architecture),
                 impl->options.mode == NumericsMode::kCanonical ? "canonical" : "fast",
@@ -174,6 +176,7 @@ GenerationResult DeterministicSession::generate(const Prompt& prompt,
 void DeterministicSession::close() {
   impl_->closed.store(true);
   impl_->engine->shutdown();
+  impl_->services->stop_monitor();  // its replays failed with the engine; join the worker
 }
 
 bool DeterministicSession::closed() const { return impl_->closed.load(); }

@@ -13,6 +13,8 @@
 
 namespace detinfer {
 
+class SessionServices;
+
 // Consulted by submit() after validation, before a request is queued: a hit is returned
 // to the caller without running the model (e.g. the result cache). Must be thread-safe.
 class ResultShortcut {
@@ -33,6 +35,8 @@ struct DeterministicSession::Impl {
   std::uint64_t seed_key = 0;
   std::atomic<std::uint64_t> seed_counter{0};
   std::shared_ptr<ResultShortcut> result_shortcut;  // set before the first request
+  // Caches, metrics, recorder, monitor and replay (session_services.h); set at open.
+  std::shared_ptr<SessionServices> services;
 
   // Validates and normalizes a request (stop ids resolved, seed chosen).
   EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,

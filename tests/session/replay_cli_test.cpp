@@ -1,0 +1,88 @@
+// `detinfer generate --fingerprint` in one process, `detinfer replay` in others: with a
+// different thread count, while another process generates concurrently, and against a
+// model with one weight byte flipped.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "common/subprocess.h"
+#include "session/tiny_session.h"
+
+namespace detinfer {
+namespace {
+
+using testing::cli_path;
+using testing::run_shell;
+
+std::string tmp_path(const std::string& name) {
+  const char* t = std::getenv("DETINFER_TEST_TMP");
+  return std::string(t != nullptr ? t : "/tmp") + "/replay-cli-" + name;
+}
+
+TEST(ReplayCli, FingerprintFromOneProcessReplaysInAnother) {
+  const std::string fp = tmp_path("fp.jsonl");
+  std::remove(fp.c_str());
+  const std::string model = testing::tiny_model_dir();
+  const auto g = run_shell(cli_path() + " generate --model " + model +
+                           " --prompt 'Replay me, please' --max-new-tokens 10 --ignore-eos"
+                           " --temperature 0.8 --seed 99 --threads 1 --fingerprint " +
+                           fp);
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  ASSERT_TRUE(std::filesystem::exists(fp));
+
+  // Another process generates at the same time (concurrent load on the machine).
+  auto load = std::async(std::launch::async, [&] {
+    return run_shell(cli_path() + " generate --model " + model +
+                     " --prompt 'background load' --max-new-tokens 40 --ignore-eos --threads 2");
+  });
+  const auto r = run_shell(cli_path() + " replay " + fp + " --model " + model + " --threads 2");
+  EXPECT_EQ(load.get().exit_code, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("replay: reproduced"), std::string::npos) << r.out;
+
+  const auto j = run_shell(cli_path() + " replay " + fp + " --model " + model + " --json");
+  EXPECT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"verdict\": \"reproduced\""), std::string::npos) << j.out;
+
+  // Fast mode: runs, but is never "reproduced".
+  const auto f = run_shell(cli_path() + " replay " + fp + " --model " + model + " --mode fast");
+  EXPECT_EQ(f.exit_code, 1) << f.out << f.err;
+  EXPECT_NE(f.out.find("numerics"), std::string::npos) << f.out;
+}
+
+TEST(ReplayCli, RefusesAFlippedWeightByteAndBadFiles) {
+  const std::string fp = tmp_path("fp2.jsonl");
+  std::remove(fp.c_str());
+  const std::string model = testing::tiny_model_dir();
+  const auto g = run_shell(cli_path() + " generate --model " + model +
+                           " --prompt-ids 5,6,7,8 --max-new-tokens 4 --fingerprint " + fp +
+                           " --fingerprint-level final");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+
+  const std::string dir = tmp_path("flipped");
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(model, dir, std::filesystem::copy_options::recursive);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-3, std::ios::end);
+    char b = 0;
+    f.read(&b, 1);
+    b = static_cast<char>(b ^ 0x10);
+    f.seekp(-3, std::ios::end);
+    f.write(&b, 1);
+  }
+  const auto r = run_shell(cli_path() + " replay " + fp + " --model " + dir);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("model differs"), std::string::npos) << r.out;
+
+  const auto missing = run_shell(cli_path() + " replay /nonexistent.json --model " + model);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_FALSE(missing.err.empty());
+}
+
+}  // namespace
+}  // namespace detinfer
