@@ -1,0 +1,328 @@
+#include "openai_protocol.h"
+
+#include <cmath>
+#include <limits>
+
+#include "detinfer/error.h"
+#include "detinfer/hash.h"
+#include "detinfer/version.h"
+
+namespace detinfer_cli {
+
+using nlohmann::json;
+
+json error_body(const ApiError& e) {
+  json err = {{"message", e.message}, {"type", e.type}};
+  err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
+  err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+  return json{{"error", err}};
+}
+
+namespace {
+
+struct Reject {
+  ApiError error;
+};
+
+[[noreturn]] void reject(const std::string& param, const std::string& message, int status = 400) {
+  ApiError e;
+  e.status = status;
+  e.param = param;
+  e.message = message;
+  throw Reject{e};
+}
+
+double get_number(const json& body, const char* key, double lo, double hi, double def) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  const json& v = body[key];
+  if (!v.is_number()) reject(key, std::string("'") + key + "' must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    reject(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + v.dump());
+  }
+  return d;
+}
+
+std::int64_t get_int(const json& body, const char* key, std::int64_t lo, std::int64_t hi,
+                     std::int64_t def) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  const json& v = body[key];
+  if (!v.is_number_integer() && !v.is_number_unsigned()) {
+    reject(key, std::string("'") + key + "' must be an integer");
+  }
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
+    reject(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + v.dump());
+  }
+  const std::int64_t i = v.get<std::int64_t>();
+  if (i < lo || i > hi) {
+    reject(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + v.dump());
+  }
+  return i;
+}
+
+bool get_bool(const json& body, const char* key, bool def) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  if (!body[key].is_boolean()) reject(key, std::string("'") + key + "' must be a boolean");
+  return body[key].get<bool>();
+}
+
+const char* kKnownFields[] = {"model",
+                              "prompt",
+                              "max_tokens",
+                              "temperature",
+                              "top_p",
+                              "n",
+                              "stop",
+                              "seed",
+                              "logprobs",
+                              "echo",
+                              "stream",
+                              "top_k",
+                              "min_p",
+                              "repetition_penalty",
+                              "num_beams",
+                              "presence_penalty",
+                              "frequency_penalty",
+                              "user",
+                              "length_penalty",
+                              "early_stopping",
+                              "ignore_eos",
+                              "best_of",
+                              "suffix",
+                              "logit_bias",
+                              "stream_options"};
+
+}  // namespace
+
+ParseOutcome parse_completion_request(const std::string& body_text, const std::string& served_model,
+                                      const detinfer::DeterministicSession& session) {
+  ParseOutcome out;
+  try {
+    json body;
+    try {
+      body = json::parse(body_text);
+    } catch (const json::parse_error& e) {
+      reject("", std::string("request body is not valid JSON: ") + e.what());
+    }
+    if (!body.is_object()) reject("", "request body must be a JSON object");
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      bool known = false;
+      for (const char* k : kKnownFields) known = known || it.key() == k;
+      if (!known) reject(it.key(), "unknown parameter '" + it.key() + "'");
+    }
+    if (body.contains("model") && !body["model"].is_null()) {
+      if (!body["model"].is_string()) reject("model", "'model' must be a string");
+      const std::string m = body["model"].get<std::string>();
+      if (m != served_model) {
+        ApiError e;
+        e.status = 404;
+        e.param = "model";
+        e.code = "model_not_found";
+        e.message =
+            "the model '" + m + "' does not exist; this server serves '" + served_model + "'";
+        throw Reject{e};
+      }
+    }
+    for (const char* unsupported : {"suffix", "logit_bias"}) {
+      if (body.contains(unsupported) && !body[unsupported].is_null()) {
+        reject(unsupported, std::string("'") + unsupported + "' is not supported");
+      }
+    }
+    if (body.contains("best_of") && !body["best_of"].is_null()) {
+      const std::int64_t best_of = get_int(body, "best_of", 1, 1, 1);
+      (void)best_of;
+    }
+
+    CompletionRequest req;
+    if (!body.contains("prompt") || body["prompt"].is_null())
+      reject("prompt", "'prompt' is required");
+    const json& p = body["prompt"];
+    if (p.is_string()) {
+      req.prompt_text = p.get<std::string>();
+      req.prompt = detinfer::Prompt(req.prompt_text);
+    } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+      req.prompt_text = p[0].get<std::string>();
+      req.prompt = detinfer::Prompt(req.prompt_text);
+    } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+      std::vector<std::int32_t> ids;
+      for (const json& t : p) {
+        if (!t.is_number_integer() && !t.is_number_unsigned()) {
+          reject("prompt", "'prompt' token arrays must hold integers");
+        }
+        const std::int64_t v = t.get<std::int64_t>();
+        if (v < 0 || v >= session.vocab_size()) {
+          reject("prompt", "token id " + std::to_string(v) + " is out of range [0, " +
+                               std::to_string(session.vocab_size()) + ")");
+        }
+        ids.push_back(static_cast<std::int32_t>(v));
+      }
+      req.prompt_is_text = false;
+      req.prompt = detinfer::Prompt(ids);
+      if (session.tokenizer() != nullptr) req.prompt_text = session.tokenizer()->decode(ids);
+    } else if (p.is_array() && p.size() > 1) {
+      reject("prompt", "only one prompt per request is supported");
+    } else {
+      reject("prompt", "'prompt' must be a string or an array of token ids");
+    }
+    if (req.prompt_is_text && req.prompt_text.empty()) reject("prompt", "'prompt' is empty");
+    if (req.prompt_is_text && session.tokenizer() == nullptr) {
+      reject("prompt", "this model has no tokenizer: send the prompt as token ids");
+    }
+
+    detinfer::GenerationConfig& c = req.config;
+    c.max_new_tokens =
+        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, session.context_length(), 16));
+    c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
+    c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
+    if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
+    c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
+    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, session.vocab_size(), 0));
+    c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
+    c.repetition_penalty =
+        static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));
+    c.presence_penalty = static_cast<float>(get_number(body, "presence_penalty", -2.0, 2.0, 0.0));
+    c.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty", -2.0, 2.0, 0.0));
+    c.num_beams = static_cast<std::int32_t>(get_int(body, "num_beams", 1, 64, 1));
+    c.length_penalty = static_cast<float>(get_number(body, "length_penalty", -10.0, 10.0, 1.0));
+    c.early_stopping = get_bool(body, "early_stopping", false);
+    c.ignore_eos = get_bool(body, "ignore_eos", false);
+    if (body.contains("seed") && !body["seed"].is_null()) {
+      const json& s = body["seed"];
+      if (s.is_number_unsigned()) {
+        c.seed = s.get<std::uint64_t>();
+      } else if (s.is_number_integer()) {
+        // OpenAI clients send signed 64-bit seeds; the bits are kept.
+        c.seed = static_cast<std::uint64_t>(s.get<std::int64_t>());
+      } else {
+        reject("seed", "'seed' must be an integer");
+      }
+    }
+    if (body.contains("stop") && !body["stop"].is_null()) {
+      const json& s = body["stop"];
+      if (s.is_string()) {
+        c.stop_strings.push_back(s.get<std::string>());
+      } else if (s.is_array()) {
+        if (s.size() > 4) reject("stop", "'stop' takes at most 4 sequences");
+        for (const json& x : s) {
+          if (!x.is_string()) reject("stop", "'stop' must be a string or an array of strings");
+          c.stop_strings.push_back(x.get<std::string>());
+        }
+      } else {
+        reject("stop", "'stop' must be a string or an array of strings");
+      }
+      for (const auto& x : c.stop_strings) {
+        if (x.empty()) reject("stop", "'stop' sequences must not be empty");
+      }
+    }
+    if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+      req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
+      req.logprobs_requested = true;
+      c.logprobs = req.logprobs;
+    }
+    req.echo = get_bool(body, "echo", false);
+    req.stream = get_bool(body, "stream", false);
+    if (req.stream && c.num_beams > 1)
+      reject("stream", "'stream' cannot be used with num_beams > 1");
+    out.request = std::move(req);
+  } catch (const Reject& r) {
+    out.error = r.error;
+  }
+  return out;
+}
+
+std::string system_fingerprint(const detinfer::DeterministicSession& session) {
+  detinfer::Hasher h;
+  h.update_field(session.model_fingerprint());
+  h.update_field(session.mode() == detinfer::NumericsMode::kCanonical ? "canonical" : "fast");
+  h.update_u32(static_cast<std::uint32_t>(detinfer::kNumericsSpecVersion));
+  h.update_field(DETINFER_VERSION_STRING);
+  return "fp_" + detinfer::hex64(h.digest64());
+}
+
+namespace {
+json logprobs_json(const detinfer::Sequence& s, const detinfer::DeterministicSession& session,
+                   std::size_t text_offset_base) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  const detinfer::Tokenizer* tok = session.tokenizer();
+  auto piece = [&](std::int32_t id) {
+    return tok != nullptr ? tok->decode({id}) : std::to_string(id);
+  };
+  std::size_t offset = text_offset_base;
+  for (const auto& st : s.logprobs) {
+    const std::string p = piece(st.token);
+    tokens.push_back(p);
+    token_logprobs.push_back(st.logprob);
+    json t = json::object();
+    for (const auto& alt : st.top) t[piece(alt.token)] = alt.logprob;
+    top.push_back(t);
+    offsets.push_back(offset);
+    offset += p.size();
+  }
+  return json{{"tokens", tokens},
+              {"token_logprobs", token_logprobs},
+              {"top_logprobs", top},
+              {"text_offset", offsets}};
+}
+}  // namespace
+
+json completion_response(const ResponseContext& ctx, const CompletionRequest& req,
+                         const detinfer::GenerationResult& result,
+                         const detinfer::DeterministicSession& session, bool full_fingerprint) {
+  json choices = json::array();
+  std::int64_t completion_tokens = 0;
+  json digests = json::array();
+  for (std::size_t i = 0; i < result.sequences.size(); ++i) {
+    const detinfer::Sequence& s = result.sequences[i];
+    completion_tokens += static_cast<std::int64_t>(s.tokens.size());
+    const std::string prefix = req.echo ? req.prompt_text : std::string();
+    json choice = {{"text", prefix + s.text},
+                   {"index", i},
+                   {"finish_reason", detinfer::to_string(s.finish_reason)}};
+    choice["logprobs"] =
+        req.logprobs_requested ? logprobs_json(s, session, prefix.size()) : json(nullptr);
+    choices.push_back(choice);
+    digests.push_back(detinfer::hex64(s.digest));
+  }
+  const std::int64_t prompt_tokens = static_cast<std::int64_t>(result.prompt_tokens.size());
+  json r = {{"id", ctx.id},
+            {"object", "text_completion"},
+            {"created", ctx.created},
+            {"model", ctx.model},
+            {"system_fingerprint", ctx.system_fingerprint},
+            {"choices", choices},
+            {"usage",
+             {{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens}}}};
+  json ext = {
+      {"seed", result.seed},
+      {"digest", digests.empty() ? json(nullptr) : digests[0]},
+      {"digests", digests},
+      {"model_fingerprint", session.model_fingerprint()},
+      {"numerics", session.mode() == detinfer::NumericsMode::kCanonical ? "canonical" : "fast"},
+      {"prefix_cached_tokens", result.cache.prefix_cached_tokens},
+      {"result_cache_hit", result.cache.result_cache_hit}};
+  if (full_fingerprint && !result.fingerprint_json.empty()) {
+    ext["fingerprint"] = json::parse(result.fingerprint_json, nullptr, false);
+  }
+  r["detinfer"] = ext;
+  return r;
+}
+
+json stream_chunk(const ResponseContext& ctx, std::int32_t index, const std::string& text,
+                  const char* finish_reason) {
+  json choice = {{"text", text}, {"index", index}, {"logprobs", nullptr}};
+  choice["finish_reason"] = finish_reason != nullptr ? json(finish_reason) : json(nullptr);
+  return json{{"id", ctx.id},
+              {"object", "text_completion"},
+              {"created", ctx.created},
+              {"model", ctx.model},
+              {"system_fingerprint", ctx.system_fingerprint},
+              {"choices", json::array({choice})}};
+}
+
+}  // namespace detinfer_cli
