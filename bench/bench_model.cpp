@@ -1,4 +1,4 @@
-// bench_model [DIR] [--reps N]: see bench/model.cmake. Prints one line per figure.
+// bench_model [DIR] [--reps N] [--skip-load]: see bench/model.cmake. Prints one line per figure.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -168,8 +169,11 @@ SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int thread
 int main(int argc, char** argv) {
   std::string dir = "/tmp/detinfer-bench-qwen05b";
   int reps = 3;
+  bool skip_load = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--skip-load") == 0) {
+      skip_load = true;
+    } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
       dir = argv[i];
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
   }
   ensure_model(dir);
   for (NumericsMode mode : {NumericsMode::kCanonical, NumericsMode::kFast}) {
+    if (skip_load) break;
     std::vector<double> load, fp;
     LoadFigures f;
     for (int rep = 0; rep < reps; ++rep) {
@@ -200,7 +205,9 @@ int main(int argc, char** argv) {
   double bw[3] = {0, read_bandwidth(buf, 1), read_bandwidth(buf, 2)};
   buf = {};
   std::printf("read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (2 threads)\n", bw[1], bw[2]);
+  const char* only = std::getenv("DETINFER_BENCH_MODE");  // "canonical" or "fast": one mode
   for (NumericsMode mode : {NumericsMode::kCanonical, NumericsMode::kFast}) {
+    if (only != nullptr && std::strcmp(only, mode_name(mode)) != 0) continue;
     for (int threads : {1, 2}) {
       const SpeedFigures s = measure_speed(dir, mode, threads, reps);
       const double limit = bw[threads] * 1e9 / static_cast<double>(s.decode_bytes);

@@ -11,6 +11,10 @@
 #include "model/model_factories.h"
 #include "model/transformer_base.h"
 
+// OpenBLAS (libtorch's BLAS on Debian) runs its own thread pool, sized to the machine and
+// independent of at::set_num_threads; weak so that a libtorch on another BLAS still links.
+extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
+
 namespace detinfer {
 namespace {
 
@@ -24,8 +28,15 @@ class FastModel final : public TransformerBase, private WeightSink {
  public:
   FastModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options)
       : TransformerBase(config, options), layers_(static_cast<std::size_t>(config.num_layers)) {
-    // libtorch's intra-op pool is process-wide: the last fast model loaded sets it.
-    at::set_num_threads(options.threads);
+    // The matmuls (OpenBLAS) get the threads; libtorch's own OpenMP pool stays at one
+    // thread, since two spinning pools on the same cores slow each other down several-fold
+    // (docs/performance.md). Both settings are process-wide: the last fast model loaded wins.
+    if (openblas_set_num_threads != nullptr) {
+      openblas_set_num_threads(options.threads);
+      at::set_num_threads(1);
+    } else {
+      at::set_num_threads(options.threads);
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     if (config_.tie_word_embeddings) lm_head_ = embed_;
     set_loaded(w, resident_);
@@ -95,6 +106,16 @@ class FastModel final : public TransformerBase, private WeightSink {
     }
   }
 
+  // y = x W^T (+ b). One row goes through at::mv (BLAS gemv: reads W once); addmm with
+  // M = 1 makes OpenBLAS pack the whole of W first, which doubles decode's memory traffic.
+  static at::Tensor linear(const at::Tensor& x, const at::Tensor& w,
+                           const at::Tensor& b = at::Tensor()) {
+    if (x.size(0) != 1) return at::linear(x, w, b);
+    at::Tensor y = at::mv(w, x[0]);
+    if (b.defined()) y = y + b;
+    return y.unsqueeze(0);
+  }
+
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w) const {
     return x * at::rsqrt(x.pow(2).mean(-1, true) + config_.rms_norm_eps) * w;
   }
@@ -128,9 +149,9 @@ class FastModel final : public TransformerBase, private WeightSink {
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       const Layer& l = layers_[static_cast<std::size_t>(li)];
       const at::Tensor hn = rms_norm(x, l.input_norm);
-      at::Tensor q = at::linear(hn, l.q, l.q_bias).view({m, nh, hd});
-      at::Tensor k = at::linear(hn, l.k, l.k_bias).view({m, nkv, hd});
-      const at::Tensor v = at::linear(hn, l.v, l.v_bias).contiguous();
+      at::Tensor q = linear(hn, l.q, l.q_bias).view({m, nh, hd});
+      at::Tensor k = linear(hn, l.k, l.k_bias).view({m, nkv, hd});
+      const at::Tensor v = linear(hn, l.v, l.v_bias).contiguous();
       if (c.qk_norm) {
         q = rms_norm(q, l.q_norm);
         k = rms_norm(k, l.k_norm);
@@ -169,14 +190,14 @@ class FastModel final : public TransformerBase, private WeightSink {
         outs.push_back(at::matmul(p, vs).transpose(0, 1).reshape({s.rows, nh * hd}));
       }
       const at::Tensor attn = at::cat(outs, 0);
-      x = x + at::linear(attn, l.o);
+      x = x + linear(attn, l.o);
       const at::Tensor h2 = rms_norm(x, l.post_norm);
-      x = x + at::linear(at::silu(at::linear(h2, l.gate)) * at::linear(h2, l.up), l.down);
+      x = x + linear(at::silu(linear(h2, l.gate)) * linear(h2, l.up), l.down);
     }
     at::Tensor rows = at::empty({static_cast<std::int64_t>(plan.logit_rows.size())}, at::kLong);
     std::memcpy(rows.data_ptr<std::int64_t>(), plan.logit_rows.data(), plan.logit_rows.size() * 8);
     const at::Tensor out =
-        at::linear(rms_norm(x.index_select(0, rows), final_norm_), lm_head_).contiguous();
+        linear(rms_norm(x.index_select(0, rows), final_norm_), lm_head_).contiguous();
     const std::size_t base = logits.size();
     logits.resize(base + static_cast<std::size_t>(out.numel()));
     std::memcpy(logits.data() + base, out.data_ptr<float>(),

@@ -116,6 +116,12 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
     const auto got = runner.run_chunked(tokens, tokens.size());
     if (mode == NumericsMode::kCanonical) canonical = got;
     if (mode == NumericsMode::kFast) {
+      // Token-by-token decode takes libtorch's one-row paths (gemv).
+      const auto decoded = runner.run_chunked(tokens, 1);
+      for (std::size_t t = 0; t < tokens.size(); ++t) {
+        EXPECT_LE(rel_l2(decoded.data() + t * ref.vocab(), expected[t]), 1e-4)
+            << "fast decode, " << t;
+      }
       for (std::size_t t = 0; t < tokens.size(); ++t) {
         const std::vector<double> c(canonical.begin() + t * ref.vocab(),
                                     canonical.begin() + (t + 1) * ref.vocab());
