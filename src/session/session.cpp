@@ -163,7 +163,12 @@ RequestHandle DeterministicSession::submit(const Prompt& prompt, const Generatio
       return h;
     }
   }
-  h.future_ = impl_->engine->submit(std::move(r));
+  try {
+    h.future_ = impl_->engine->submit(std::move(r));
+  } catch (const Error&) {
+    impl_->services->forget(h.id_);  // e.g. queue full: drop a pending result-cache audit
+    throw;
+  }
   return h;
 }
 

@@ -141,6 +141,11 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
 
 void SessionServices::stop_monitor() { monitor_.reset(); }
 
+void SessionServices::forget(std::uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  audits_.erase(id);
+}
+
 bool SessionServices::silent(std::uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   return silent_ids_.count(id) != 0;

@@ -57,6 +57,9 @@ class SessionServices final : public EngineObserver,
   RunFingerprint run_silent(const std::vector<std::int32_t>& prompt, GenerationConfig config);
   ReplayReport replay(const RunFingerprint& original);
 
+  // Drops what lookup() kept for a request the engine then refused.
+  void forget(std::uint64_t id);
+
   // Stops the monitor (before the engine goes away).
   void stop_monitor();
 
