@@ -181,6 +181,32 @@ TEST_F(SessionCache, RedisTierWarmThroughAnotherConnection) {
   expect_same(*reference_, run_all(other), "redis down");
 }
 
+TEST_F(SessionCache, ResultCacheSharedThroughRedis) {
+  const std::string bin = testing::find_redis_server();
+  if (bin.empty()) GTEST_SKIP() << "redis-server not installed: Redis result tier not tested";
+  testing::RedisServer server(bin);
+  ASSERT_TRUE(server.start());
+  SessionOptions o = no_cache();
+  o.cache.result.enabled = true;
+  o.cache.result.use_redis = true;
+  o.cache.redis.host = "127.0.0.1";
+  o.cache.redis.port = server.port();
+  o.cache.redis.command_timeout_ms = 2000;
+  o.cache.redis.connect_timeout_ms = 2000;
+  const Request r = requests()[3];
+  GenerationResult first;
+  {
+    auto a = DeterministicSession::open(tiny_model_dir(), o);
+    first = a.generate(r.prompt, r.config);
+    EXPECT_FALSE(first.cache.result_cache_hit);
+  }
+  auto b = DeterministicSession::open(tiny_model_dir(), o);  // empty memory tier
+  const GenerationResult hit = b.generate(r.prompt, r.config);
+  EXPECT_TRUE(hit.cache.result_cache_hit);
+  expect_same({first}, {hit}, "result from Redis");
+  EXPECT_EQ(b.cache_stats().result.redis.hits, 1);
+}
+
 TEST_F(SessionCache, KeysNeverHitAcrossModelModeBlockSizeOrSalt) {
   const std::string dir = fresh_dir("keys");
   std::vector<std::int32_t> prompt(70);
