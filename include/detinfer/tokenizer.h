@@ -27,10 +27,14 @@ class DETINFER_API Tokenizer {
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
 
+  // `text` must be UTF-8: anything else throws Error(kInvalidArgument) naming the byte
+  // offset. add_special_tokens applies the post-processor (BOS/EOS template).
   std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
-  // Throws Error(kInvalidArgument) for an id outside [0, vocab_size()).
+  // Throws Error(kInvalidArgument) for an id outside [0, vocab_size()); an id inside the
+  // range that names no token is skipped (as Hugging Face does). See docs/tokenizer.md.
   std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens = false) const;
 
+  // 1 + the largest id of the vocabulary and the added tokens.
   std::int64_t vocab_size() const;
   std::optional<std::int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(std::int32_t id) const;
@@ -43,7 +47,8 @@ class DETINFER_API Tokenizer {
 
   // Streaming decode: feed ids one at a time; each call returns the text that became
   // complete (never a partial UTF-8 sequence). The concatenation of all pieces plus
-  // flush() equals decode(all ids).
+  // flush() equals decode(all ids); after flush() the decoder starts a new stream.
+  // push() throws Error(kInvalidArgument) for an out-of-range id.
   class DETINFER_API StreamDecoder {
    public:
     ~StreamDecoder();
