@@ -58,10 +58,12 @@ ldd "$WORK/cmake-build/consumer_shared" | grep -q "$PREFIX" || fail "shared cons
 # 4. pkg-config consumer (shared + static).
 mkdir -p "$WORK/pc-build"
 PKG_CONFIG_PATH="$LIBDIR/pkgconfig" make -s -C "$HERE/pkgconfig_project" OUT="$WORK/pc-build" \
-  CXXFLAGS="-O2 $FLAGS" \
+  CXXFLAGS="-O2 $FLAGS" CFLAGS="-O2 $FLAGS" \
   >"$WORK/pc-build.log" 2>&1 || { cat "$WORK/pc-build.log"; fail "pkg-config build"; }
 run_consumer pc_shared "$WORK/pc-build/consumer_pc_shared"
 run_consumer pc_static "$WORK/pc-build/consumer_pc_static"
+# The C API example, built with the installed c_api.h, generates on the same tiny model.
+"$WORK/pc-build/consumer_pc_c" "$WORK/run-cmake_shared/tiny-model" | tail -1
 [ "$(wc -l <"$WORK/results.txt")" -eq 4 ] || fail "a consumer printed no result line"
 [ "$(sort -u "$WORK/results.txt" | wc -l)" -eq 1 ] || fail "consumers disagree:
 $(cat "$WORK/results.txt")"
