@@ -90,6 +90,10 @@ struct Engine::Impl {
   std::atomic<std::int64_t> steps{0};
 
   std::vector<std::unique_ptr<Group>> running;  // scheduler thread only
+  // Promises of failed requests, kept until the engine is destroyed: the exception's
+  // reference count lives in (uninstrumented) libstdc++, so dropping the last reference on
+  // this thread while the caller still reads the Error looks like a race to TSAN.
+  std::vector<std::promise<GenerationResult>> failed_promises;
   std::thread thread;
   std::once_flag shutdown_once;
 
@@ -194,7 +198,10 @@ void Engine::shutdown() {
       std::lock_guard<std::mutex> lk(impl_->mu);
       queued.swap(impl_->queue);
     }
-    for (auto& g : queued) g->promise.set_exception(std::make_exception_ptr(closed));
+    for (auto& g : queued) {
+      g->promise.set_exception(std::make_exception_ptr(closed));
+      impl_->failed_promises.push_back(std::move(g->promise));
+    }
   });
 }
 
@@ -641,6 +648,7 @@ void Engine::Impl::fail_group(Group& g, const Error& e) {
   for (auto& o : observers) o->on_failed(g.req, e);
   release_group(g);
   g.promise.set_exception(std::make_exception_ptr(e));
+  failed_promises.push_back(std::move(g.promise));
 }
 
 }  // namespace detinfer
