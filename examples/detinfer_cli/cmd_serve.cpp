@@ -3,6 +3,7 @@
 // together — and stay bitwise reproducible in canonical mode.
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -58,13 +59,11 @@ class Server {
   Server(const ServeOptions& o, detinfer::DeterministicSession& session)
       : o_(o),
         session_(session),
-        metrics_(registry_),
-        http_requests_ok_(registry_.counter("detinfer_http_requests_total",
-                                            "HTTP requests by status class", {{"class", "2xx"}})),
-        http_requests_4xx_(registry_.counter("detinfer_http_requests_total",
-                                             "HTTP requests by status class", {{"class", "4xx"}})),
-        http_requests_5xx_(registry_.counter("detinfer_http_requests_total",
-                                             "HTTP requests by status class", {{"class", "5xx"}})) {
+        // The HTTP counters live in the session's registry, so /metrics is one render with
+        // no duplicated family; the session itself counts requests, tokens and latencies.
+        http_requests_ok_(http_counter("2xx")),
+        http_requests_4xx_(http_counter("4xx")),
+        http_requests_5xx_(http_counter("5xx")) {
     fingerprint_ = detinfer_cli::system_fingerprint(session_);
   }
 
@@ -74,6 +73,11 @@ class Server {
  private:
   void handle_completions(const httplib::Request& req, httplib::Response& res);
   void send_error(httplib::Response& res, const ApiError& e);
+  detinfer::Counter http_counter(const char* status_class) {
+    return session_.metrics().counter("detinfer_http_requests_total",
+                                      "HTTP requests answered by the server, by status class",
+                                      {{"class", status_class}});
+  }
   void count(int status) {
     if (status < 400) {
       http_requests_ok_.inc();
@@ -106,8 +110,6 @@ class Server {
   const ServeOptions& o_;
   detinfer::DeterministicSession& session_;
   httplib::Server http_;
-  detinfer::MetricsRegistry registry_;
-  detinfer::SessionMetrics metrics_;
   detinfer::Counter http_requests_ok_, http_requests_4xx_, http_requests_5xx_;
   std::string fingerprint_;
   std::atomic<std::uint64_t> next_id_{0};
@@ -127,6 +129,21 @@ class Server {
 void Server::send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(detinfer_cli::error_body(e).dump(), "application/json");
+}
+
+// The request parameter an engine error names: "GenerationConfig.max_new_tokens must be
+// ..." is the client's max_tokens; "the prompt has 3000 tokens ..." is the prompt.
+std::string param_of(const std::string& message) {
+  const std::string prefix = "GenerationConfig.";
+  if (message.rfind(prefix, 0) == 0) {
+    const auto end = message.find_first_of(" /:+", prefix.size());
+    const std::string field = message.substr(prefix.size(), end - prefix.size());
+    if (field == "max_new_tokens") return "max_tokens";
+    if (field == "num_return_sequences") return "n";
+    if (field == "stop_strings") return "stop";
+    return field;
+  }
+  return message.find("prompt") != std::string::npos ? "prompt" : "";
 }
 
 ApiError from_error(const detinfer::Error& e) {
@@ -152,9 +169,7 @@ ApiError from_error(const detinfer::Error& e) {
       a.status = 500;
       a.type = "server_error";
   }
-  // The engine names the field at fault first: "max_new_tokens must be ...".
-  const auto space = a.message.find_first_of(" :");
-  if (a.status == 400 && space != std::string::npos) a.param = a.message.substr(0, space);
+  if (a.status == 400) a.param = param_of(a.message);
   return a;
 }
 
@@ -188,12 +203,10 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         throw;
       }
       track(&handle, false);
-      metrics_.on_finished(result);
       res.set_content(detinfer_cli::completion_response(ctx, *creq, result, session_, full_fp)
                           .dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
     } catch (const detinfer::Error& e) {
-      metrics_.requests_failed.inc();
       const ApiError a = from_error(e);
       if (a.status == 429 || a.status == 503) res.set_header("Retry-After", "1");
       send_error(res, a);
@@ -257,7 +270,6 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         track(handle.get(), false);
         try {
           detinfer::GenerationResult result = fut.get();
-          metrics_.on_finished(result);
           for (std::size_t i = 0; i < result.sequences.size() && client_ok; ++i) {
             json last =
                 detinfer_cli::stream_chunk(ctx, static_cast<std::int32_t>(i), "",
@@ -267,7 +279,6 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
             client_ok = write_event(last);
           }
         } catch (const detinfer::Error& e) {
-          metrics_.requests_failed.inc();
           if (client_ok) client_ok = write_event(detinfer_cli::error_body(from_error(e)));
         }
         if (client_ok) {
@@ -335,13 +346,18 @@ int Server::run() {
     res.set_content(json{{"status", ok ? "ok" : "shutting_down"}}.dump(), "application/json");
   });
   http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    const detinfer::SessionStats s = session_.stats();
-    metrics_.queue_depth.set(static_cast<double>(s.queued));
-    metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));
-    metrics_.kv_blocks_capacity.set(static_cast<double>(s.kv_blocks_capacity));
-    res.set_content(registry_.render(), detinfer::MetricsRegistry::content_type());
+    res.set_content(session_.metrics_text(), detinfer::MetricsRegistry::content_type());
   });
 
+  // cpp-httplib listens with a backlog of 5: a burst of clients overflows it and some
+  // connections fail. Keep the listening socket (SO_REUSEADDR as httplib's default) and
+  // listen() on it again with the system's limit once bound.
+  int listen_fd = -1;
+  http_.set_socket_options([&listen_fd](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
+  });
   const int port = o_.port == 0 ? http_.bind_to_any_port(o_.host) : o_.port;
   if (o_.port != 0 && !http_.bind_to_port(o_.host, o_.port)) {
     throw detinfer::Error(detinfer::ErrorCode::kUnavailable,
@@ -350,6 +366,7 @@ int Server::run() {
   if (port < 0) {
     throw detinfer::Error(detinfer::ErrorCode::kUnavailable, "cannot listen on " + o_.host);
   }
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   if (!o_.port_file.empty()) {
     const std::string tmp = o_.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";

@@ -1,0 +1,164 @@
+// Runs the real `detinfer` tools on the tiny model: generate --json, consistency (table
+// and --json, canonical and both modes), bench --json, and a diff/replay round trip.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli_test_support.h"
+
+namespace detinfer {
+namespace {
+
+using nlohmann::json;
+using testing::cli_path;
+using testing::run_shell;
+
+class CliTools : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = testing::make_tiny_model_with_cli(testing::cli_scratch_dir("tiny"));
+  }
+  void SetUp() override { ASSERT_FALSE(model_.empty()) << "detinfer make-tiny-model failed"; }
+
+  // `detinfer ARGS --model <tiny>`; one kernel thread keeps the loaded CI machine calm.
+  static testing::ProcessResult run(const std::string& args) {
+    return run_shell(cli_path() + " " + args + " --model '" + model_ + "' --threads 1");
+  }
+  static json parse(const testing::ProcessResult& r) {
+    const json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON:\n" << r.out << r.err;
+    return j;
+  }
+
+  static std::string model_;
+};
+std::string CliTools::model_;
+
+TEST_F(CliTools, GenerateJsonHasEveryField) {
+  const auto r =
+      run("generate --prompt 'Hello world' --max-new-tokens 6 --ignore-eos --json"
+          " --temperature 0.8 --seed 42");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = parse(r);
+  ASSERT_TRUE(j.is_object());
+  ASSERT_TRUE(j["tokens"].is_array());
+  EXPECT_EQ(j["tokens"].size(), 6u);
+  for (const auto& t : j["tokens"]) {
+    ASSERT_TRUE(t.is_number_integer());
+    EXPECT_GE(t.get<int>(), 0);
+    EXPECT_LT(t.get<int>(), 512);  // the tiny model's vocabulary
+  }
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["finish_reason"], "length");
+  ASSERT_TRUE(j["digest"].is_string());
+  EXPECT_EQ(j["digest"].get<std::string>().size(), 16u);
+  EXPECT_EQ(j["mode"], "canonical");
+
+  // Same request, another process: the same bits.
+  const auto again =
+      run("generate --prompt 'Hello world' --max-new-tokens 6 --ignore-eos --json"
+          " --temperature 0.8 --seed 42");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const json k = parse(again);
+  EXPECT_EQ(k["tokens"], j["tokens"]);
+  EXPECT_EQ(k["digest"], j["digest"]);
+}
+
+TEST_F(CliTools, ConsistencyCanonicalTableShowsOneDistinctOutput) {
+  const auto r = run("consistency --runs 30 --max-new-tokens 8 --concurrency 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Header, then one row: mode runs distinct most_common first-divergence.
+  std::istringstream lines(r.out);
+  std::string header, row;
+  ASSERT_TRUE(std::getline(lines, header)) << r.out;
+  EXPECT_EQ(header.rfind("mode", 0), 0u) << header;
+  EXPECT_NE(header.find("distinct"), std::string::npos) << header;
+  EXPECT_NE(header.find("most_common"), std::string::npos) << header;
+  ASSERT_TRUE(std::getline(lines, row)) << r.out;
+  std::istringstream fields(row);
+  std::string mode, histogram;
+  int runs = 0, distinct = 0, most_common = 0;
+  fields >> mode >> runs >> distinct >> most_common >> histogram;
+  ASSERT_FALSE(fields.fail()) << row;
+  EXPECT_EQ(mode, "canonical");
+  EXPECT_EQ(runs, 30);
+  EXPECT_EQ(distinct, 1);
+  EXPECT_EQ(most_common, 30);
+  EXPECT_EQ(histogram, "-");  // no divergent run
+}
+
+TEST_F(CliTools, ConsistencyBothModesJsonIsAListOfTwo) {
+  const auto r = run("consistency --mode both --json --runs 4 --max-new-tokens 4 --concurrency 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = parse(r);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["mode"], "canonical");
+  EXPECT_EQ(j[1]["mode"], "fast");
+  for (const auto& m : j) {
+    EXPECT_EQ(m["runs"], 4);
+    ASSERT_TRUE(m["distinct_outputs"].is_number_integer());
+    EXPECT_GE(m["distinct_outputs"].get<int>(), 1);
+    ASSERT_TRUE(m["most_common_count"].is_number_integer());
+    EXPECT_GE(m["most_common_count"].get<int>(), 1);
+    EXPECT_LE(m["most_common_count"].get<int>(), 4);
+    EXPECT_TRUE(m["first_divergence_histogram"].is_object());
+  }
+  EXPECT_EQ(j[0]["distinct_outputs"], 1);  // canonical: always one
+}
+
+TEST_F(CliTools, BenchJsonFieldsArePositive) {
+  const auto r = run("bench --json --batch 1,4 --repeats 1 --prompt-tokens 16 --decode-tokens 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = parse(r);
+  ASSERT_TRUE(j.is_object());
+  for (const char* k : {"threads", "read_bandwidth_bytes_per_s", "weight_bytes_per_token",
+                        "decode_bound_tokens_per_s"}) {
+    ASSERT_TRUE(j.contains(k) && j[k].is_number()) << k << " in " << r.out;
+    EXPECT_GT(j[k].get<double>(), 0) << k;
+  }
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["prompt_tokens"], 16);
+  EXPECT_EQ(j["decode_tokens"], 4);
+  ASSERT_TRUE(j["results"].is_array());
+  ASSERT_EQ(j["results"].size(), 4u);  // {canonical, fast} x {1, 4}
+  for (const auto& row : j["results"]) {
+    EXPECT_TRUE(row["mode"] == "canonical" || row["mode"] == "fast") << row;
+    EXPECT_TRUE(row["batch"] == 1 || row["batch"] == 4) << row;
+    for (const char* k :
+         {"prefill_tokens_per_s", "decode_tokens_per_s", "decode_vs_bandwidth_bound"}) {
+      ASSERT_TRUE(row.contains(k) && row[k].is_number()) << k << " in " << row;
+      EXPECT_GT(row[k].get<double>(), 0) << k << " in " << row;
+    }
+  }
+}
+
+TEST_F(CliTools, DiffAndReplayRoundTrip) {
+  const std::string dir = testing::cli_scratch_dir("fp");
+  const std::string gen =
+      "generate --prompt 'Round trip' --max-new-tokens 5 --ignore-eos --temperature 0.7"
+      " --seed 7 --fingerprint ";
+  ASSERT_EQ(run(gen + dir + "/a.jsonl").exit_code, 0);
+  ASSERT_EQ(run(gen + dir + "/b.jsonl").exit_code, 0);
+
+  const auto same = run_shell(cli_path() + " diff " + dir + "/a.jsonl " + dir + "/b.jsonl");
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+
+  const auto replay = run("replay " + dir + "/a.jsonl");
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("reproduced"), std::string::npos) << replay.out;
+
+  // Another seed: diff reports the difference (exit 1).
+  ASSERT_EQ(run("generate --prompt 'Round trip' --max-new-tokens 5 --ignore-eos"
+                " --temperature 0.7 --seed 8 --fingerprint " +
+                dir + "/c.jsonl")
+                .exit_code,
+            0);
+  const auto other = run_shell(cli_path() + " diff " + dir + "/a.jsonl " + dir + "/c.jsonl");
+  EXPECT_EQ(other.exit_code, 1) << other.out << other.err;
+}
+
+}  // namespace
+}  // namespace detinfer
