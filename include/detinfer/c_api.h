@@ -118,8 +118,8 @@ DETINFER_API dti_generation_config dti_generation_config_default(void);
 /* Streaming: called on the session's engine thread for every generated token, with the
  * text that became final with it (text_len bytes, NUL-terminated, possibly empty). Return
  * nonzero to continue, 0 to cancel the request (it finishes with DTI_FINISH_CANCELLED). */
-typedef int (*dti_token_callback)(void* user_data, int32_t token, const char* text,
-                                  size_t text_len, int32_t sample_index, int32_t step);
+typedef int (*dti_token_callback)(void* user_data, int32_t token, const char* text, size_t text_len,
+                                  int32_t sample_index, int32_t step);
 
 /* Blocking generation from a text prompt (encoded with the model's tokenizer) or from
  * token ids. config may be NULL (defaults); on_token may be NULL. On success *out is a

@@ -12,22 +12,22 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                                    \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                      \
-    }                                                                  \
-  } while (0)
-
-#define CHECK_OK(expr)                                                         \
+#define CHECK(cond)                                                            \
   do {                                                                         \
-    dti_status st_ = (expr);                                                   \
-    if (st_ != DTI_OK) {                                                       \
-      fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
-              dti_status_name(st_), dti_last_error());                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
       ++failures;                                                              \
     }                                                                          \
+  } while (0)
+
+#define CHECK_OK(expr)                                                          \
+  do {                                                                          \
+    dti_status st_ = (expr);                                                    \
+    if (st_ != DTI_OK) {                                                        \
+      fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
+              dti_status_name(st_), dti_last_error());                          \
+      ++failures;                                                               \
+    }                                                                           \
   } while (0)
 
 static const char* model_dir;
@@ -121,7 +121,8 @@ static void* run_job(void* arg) {
   c.temperature = 0.9f;
   c.has_seed = 1;
   c.seed = job->seed;
-  job->status = dti_generate_text(job->session, "concurrent requests", &c, NULL, NULL, &job->result);
+  job->status =
+      dti_generate_text(job->session, "concurrent requests", &c, NULL, NULL, &job->result);
   return NULL;
 }
 
@@ -244,8 +245,10 @@ static void test_session(void) {
   /* Metrics in the Prometheus text format. */
   char* metrics = NULL;
   CHECK_OK(dti_session_metrics_text(s, &metrics));
-  CHECK(metrics != NULL && strstr(metrics, "detinfer_requests_total{finish_reason=\"length\"}") != NULL);
-  CHECK(metrics != NULL && strstr(metrics, "detinfer_requests_total{finish_reason=\"cancelled\"} 1") != NULL);
+  CHECK(metrics != NULL &&
+        strstr(metrics, "detinfer_requests_total{finish_reason=\"length\"}") != NULL);
+  CHECK(metrics != NULL &&
+        strstr(metrics, "detinfer_requests_total{finish_reason=\"cancelled\"} 1") != NULL);
   CHECK(metrics != NULL && strstr(metrics, "detinfer_generated_tokens_total") != NULL);
   dti_string_free(metrics);
 
