@@ -9,6 +9,8 @@ namespace detinfer::tokenizer {
 void AddedVocabulary::Matcher::add(const std::string& content, std::size_t index) {
   if (content.empty()) return;  // an empty token never matches
   by_content[content] = index;
+  if (match_length.size() <= index) match_length.resize(index + 1, 0);
+  match_length[index] = content.size();
   first_byte[static_cast<std::uint8_t>(content[0])] = true;
   if (std::find(lengths.begin(), lengths.end(), content.size()) == lengths.end()) {
     lengths.push_back(content.size());
@@ -26,9 +28,10 @@ std::int64_t AddedVocabulary::Matcher::longest_at(std::string_view text, std::si
   return -1;
 }
 
-void AddedVocabulary::add(AddedToken token) {
+void AddedVocabulary::add(AddedToken token, const std::string& match_text) {
   const std::size_t index = tokens_.size();
-  matchers_[token.normalized ? 1 : 0].add(token.content, index);
+  matchers_[token.normalized ? 1 : 0].add(match_text, index);
+  token.match_text = match_text;
   tokens_.push_back(std::move(token));
 }
 
@@ -45,7 +48,7 @@ void AddedVocabulary::split(std::string_view text, bool normalized,
         continue;
       }
       const AddedToken& t = tokens_[static_cast<std::size_t>(k)];
-      std::size_t start = i, stop = i + t.content.size();
+      std::size_t start = i, stop = i + m.match_length[static_cast<std::size_t>(k)];
       i = stop;  // matching resumes after this match even if it is discarded
       if (t.single_word) {
         const bool start_space = start == 0 || !ends_with_word_char(text.substr(0, start));

@@ -21,6 +21,9 @@ struct AddedToken {
   bool rstrip = false;
   bool normalized = false;
   bool special = false;
+  // What is matched in the input and what decode() sees: the content, or for a
+  // normalized token the normalizer's output of it (Hugging Face does both).
+  std::string match_text;
 };
 
 // A part of a text: an added token (id >= 0) or text for the model (id < 0).
@@ -32,7 +35,9 @@ struct Segment {
 
 class AddedVocabulary {
  public:
-  void add(AddedToken token);
+  // `match_text`: what is searched for; for a normalized token Hugging Face searches the
+  // normalizer's output of its content (e.g. "▁end" for "end" after Prepend("▁")).
+  void add(AddedToken token, const std::string& match_text);
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
   // Splits `text` on the added tokens whose `normalized` flag equals `normalized`.
@@ -42,6 +47,7 @@ class AddedVocabulary {
   struct Matcher {
     std::unordered_map<std::string, std::size_t> by_content;  // -> index in tokens_
     std::vector<std::size_t> lengths;                         // distinct, descending
+    std::vector<std::size_t> match_length;                    // by index in tokens_
     std::array<bool, 256> first_byte{};
     void add(const std::string& content, std::size_t index);
     // Index of the longest token starting at text[i], or -1.

@@ -52,6 +52,7 @@ bool is_llama_class(const std::string& c) {
 }
 
 void load_added_tokens(const Json& list, Tokenizer::Impl& impl) {
+  // Runs after the normalizer is parsed: normalized tokens are matched in normalized form.
   if (list.is_null()) return;
   const std::string where = std::string(kJsonName) + ": added_tokens";
   if (!list.is_array()) fail(ErrorCode::kCorrupt, where, ": expected an array");
@@ -79,7 +80,9 @@ void load_added_tokens(const Json& list, Tokenizer::Impl& impl) {
     }
     impl.added_by_id[t.id] = impl.added.tokens().size();
     impl.added_by_content[t.content] = t.id;
-    impl.added.add(std::move(t));
+    std::string match = t.content;
+    if (t.normalized && impl.normalizer) impl.normalizer->apply(match);
+    impl.added.add(std::move(t), match);
   }
 }
 
@@ -91,6 +94,12 @@ void check_id(const Tokenizer::Impl& impl, std::int32_t id) {
 }  // namespace
 
 const std::string* Tokenizer::Impl::token(std::int32_t id) const {
+  const auto it = added_by_id.find(id);
+  if (it != added_by_id.end()) return &added.tokens()[it->second].match_text;
+  return model->token(id);
+}
+
+const std::string* Tokenizer::Impl::content(std::int32_t id) const {
   const auto it = added_by_id.find(id);
   if (it != added_by_id.end()) return &added.tokens()[it->second].content;
   return model->token(id);
@@ -183,9 +192,9 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json,
   }
   impl->model =
       std::make_unique<tokenizer::BpeModel>(tokenizer::require(j, "model", root), root + ": model");
-  load_added_tokens(j.contains("added_tokens") ? j["added_tokens"] : Json(), *impl);
   impl->normalizer =
       tokenizer::make_normalizer(j.value("normalizer", Json()), root + ": normalizer");
+  load_added_tokens(j.contains("added_tokens") ? j["added_tokens"] : Json(), *impl);
   impl->pre_tokenizer =
       tokenizer::make_pre_tokenizer(j.value("pre_tokenizer", Json()), root + ": pre_tokenizer");
   impl->post_processor =
@@ -288,7 +297,7 @@ std::optional<std::int32_t> Tokenizer::token_to_id(std::string_view token) const
 }
 
 std::optional<std::string> Tokenizer::id_to_token(std::int32_t id) const {
-  const std::string* t = impl_->token(id);
+  const std::string* t = impl_->content(id);
   if (t == nullptr) return std::nullopt;
   return *t;
 }
@@ -319,8 +328,12 @@ std::string Tokenizer::StreamDecoder::push(std::int32_t id) {
   check_id(*s.tok, id);
   s.ids.push_back(id);
   if (s.tok->decoder_byte_fallback) {
+    // Only a token that reaches the decoder and is not a byte closes a run of bytes;
+    // skipped special tokens and holes do not.
     const std::string* t = s.tok->token(id);
-    if (t != nullptr && tokenizer::is_byte_fallback_token(*t)) return {};
+    if (t == nullptr || (s.skip && s.tok->special(id)) || tokenizer::is_byte_fallback_token(*t)) {
+      return {};
+    }
   }
   const std::string text = s.tok->decode(s.ids, s.skip);
   const bool ends_replacement =

@@ -37,7 +37,10 @@ struct Tokenizer::Impl {
   void encode_text(std::string_view text, bool at_start, std::vector<std::int32_t>& ids) const;
   std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens) const;
   std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens) const;
+  // The token text decode() uses (a normalized added token in its normalized form).
   const std::string* token(std::int32_t id) const;
+  // The token's text as written in tokenizer.json.
+  const std::string* content(std::int32_t id) const;
   bool special(std::int32_t id) const;
 };
 

@@ -63,7 +63,7 @@ TEST(Streaming, ConcatenationEqualsDecodeForRandomIdSequences) {
                                           fixture("sentencepiece_metaspace.json")};
   for (std::size_t t = 0; t < jsons.size(); ++t) {
     const Tokenizer tok = Tokenizer::from_json(jsons[t]);
-    for (std::uint64_t seq = 0; seq < 300; ++seq) {
+    for (std::uint64_t seq = 0; seq < 1000; ++seq) {
       const std::uint32_t n = philox_bits(77, seq, 0, 0) % 24;
       std::vector<std::int32_t> ids;
       for (std::uint32_t k = 0; k < n; ++k) {
