@@ -412,8 +412,9 @@ TEST(ServeLimits, FullQueueAnswers429WithRetryAfter) {
   ServeProcess server;
   ASSERT_TRUE(server.start(model, {"--threads", "1", "--max-queue", "1", "--max-batch", "1"}))
       << server.log();
-  constexpr int kClients = 12;
-  const json request = {{"prompt", "flood"}, {"max_tokens", 48}, {"ignore_eos", true}};
+  // Long enough (hundreds of steps) that the flood arrives while the first still runs.
+  constexpr int kClients = 16;
+  const json request = {{"prompt", "flood"}, {"max_tokens", 400}, {"ignore_eos", true}};
   struct Answer {
     int status = -1;  // -1: no response
     std::string body;
@@ -449,32 +450,45 @@ TEST(ServeLimits, FullQueueAnswers429WithRetryAfter) {
   EXPECT_EQ(server.signal_and_wait(SIGTERM, 20), 0) << server.log();
 }
 
-// SIGTERM while a request streams: the server stops accepting, the request ends, the
+// SIGTERM while a long request streams (--shutdown-timeout 0.1 s, so it is usually
+// cancelled): the server stops accepting, the request ends with [DONE], the
 // process exits 0 within seconds, and the port is closed.
 TEST(ServeShutdown, SigtermExitsZeroAndClosesThePort) {
   const std::string& model = tiny_model();
   ASSERT_FALSE(model.empty());
   ServeProcess server;
-  ASSERT_TRUE(server.start(model, {"--threads", "1", "--shutdown-timeout", "2"})) << server.log();
+  ASSERT_TRUE(server.start(model, {"--threads", "1", "--shutdown-timeout", "0.1"})) << server.log();
   const int port = server.port();
   ASSERT_EQ(complete(port, {{"prompt", "warm"}, {"max_tokens", 2}}).first, 200);
 
   // A long request in flight when the signal lands.
   std::atomic<bool> started{false};
+  std::string streamed;
   std::thread inflight([&] {
     started = true;
-    post(port,
-         json{{"prompt", "long"}, {"max_tokens", 1500}, {"ignore_eos", true}, {"stream", true}}
-             .dump());
+    const httplib::Result r = post(
+        port, json{{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}
+                  .dump());
+    if (r) streamed = r->body;
   });
   while (!started) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(server.signal_and_wait(SIGTERM, 15), 0) << server.log();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   inflight.join();
   EXPECT_LT(seconds, 15.0);
+  // The in-flight request ended properly: finished or cancelled, then [DONE].
+  const std::vector<std::string> events = sse_events(streamed);
+  ASSERT_GE(events.size(), 2u) << streamed.substr(0, 500);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json last = json::parse(events[events.size() - 2], nullptr, false);
+  ASSERT_TRUE(last.is_object()) << events[events.size() - 2];
+  const json reason = last["choices"][0]["finish_reason"];
+  EXPECT_TRUE(reason == "cancelled" || reason == "length") << reason;
+  std::cerr << "in-flight request at SIGTERM: " << reason << " after " << events.size()
+            << " events; exit after " << seconds << " s\n";
   EXPECT_NE(server.log().find("stopped"), std::string::npos) << server.log();
 
   httplib::Client c = client_for(port);
