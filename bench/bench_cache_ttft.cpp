@@ -19,6 +19,7 @@
 #include "detinfer/model_tools.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "ttft_workload.h"
 
 namespace detinfer {
 namespace {
@@ -28,25 +29,12 @@ struct Fixture {
   std::unique_ptr<Model> model;
   std::vector<std::int32_t> prompt;  // 2048 tokens
   Fixture() {
-    TinyModelOptions o;
-    o.arch = TinyArch::kQwen2;
-    o.hidden = 896;
-    o.intermediate = 4864;
-    o.layers = 4;
-    o.heads = 14;
-    o.kv_heads = 2;
-    o.vocab = 32000;
-    o.max_positions = 4096;
-    o.out_dir = dir.path() + "/model";
+    const TinyModelOptions o = bench::ttft_model_options(dir.path() + "/model");
     make_tiny_model(o);
     ModelOptions mo;
     mo.threads = 2;
     model = Model::load(o.out_dir, mo);
-    std::uint32_t x = 99;
-    for (int i = 0; i < 2048; ++i) {
-      x = x * 1664525u + 1013904223u;
-      prompt.push_back(static_cast<std::int32_t>(300 + (x >> 8) % 31000));
-    }
+    prompt = bench::ttft_prompt();
   }
 };
 Fixture& fixture() {
@@ -105,11 +93,7 @@ void BM_Ttft2048(benchmark::State& state) {
   std::uint32_t x = 7;
   for (auto _ : state) {
     // A fresh 128-token tail each time, so exactly the 1920 shared tokens can hit.
-    std::vector<std::int32_t> p(f.prompt.begin(), f.prompt.begin() + 1920);
-    while (p.size() < 2048) {
-      x = x * 1664525u + 1013904223u;
-      p.push_back(static_cast<std::int32_t>(300 + (x >> 8) % 31000));
-    }
+    std::vector<std::int32_t> p = bench::with_fresh_tail(f.prompt, x);
     const GenerationResult r = engine.submit(request(p)).get();
     cached = r.cache.prefix_cached_tokens;
     state.SetIterationTime(r.timings.time_to_first_token_ms / 1000.0);

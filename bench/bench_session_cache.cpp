@@ -14,33 +14,16 @@
 #include "cache/cache_test_util.h"
 #include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "ttft_workload.h"
 
 namespace detinfer {
 namespace {
 
 struct Fixture {
   testing::TempDir dir;
-  std::vector<std::int32_t> prompt;  // 2048 tokens
-  std::string model_dir;
-  Fixture() {
-    TinyModelOptions o;
-    o.arch = TinyArch::kQwen2;
-    o.dtype = WeightDType::kBF16;
-    o.hidden = 896;
-    o.intermediate = 4864;
-    o.layers = 4;
-    o.heads = 14;
-    o.kv_heads = 2;
-    o.vocab = 32000;
-    o.max_positions = 4096;
-    o.out_dir = model_dir = dir.path() + "/model";
-    make_tiny_model(o);
-    std::uint32_t x = 99;
-    for (int i = 0; i < 2048; ++i) {
-      x = x * 1664525u + 1013904223u;
-      prompt.push_back(static_cast<std::int32_t>(300 + (x >> 8) % 31000));
-    }
-  }
+  std::string model_dir = dir.path() + "/model";
+  std::vector<std::int32_t> prompt = bench::ttft_prompt();
+  Fixture() { make_tiny_model(bench::ttft_model_options(model_dir, WeightDType::kBF16)); }
 };
 Fixture& fixture() {
   static Fixture f;
@@ -89,12 +72,7 @@ void BM_SessionTtft2048(benchmark::State& state) {
   std::int64_t cached = 0;
   std::uint32_t x = 7;
   for (auto _ : state) {
-    // A fresh 128-token tail each time, so exactly the 1920 shared tokens can hit.
-    std::vector<std::int32_t> p(f.prompt.begin(), f.prompt.begin() + 1920);
-    while (p.size() < 2048) {
-      x = x * 1664525u + 1013904223u;
-      p.push_back(static_cast<std::int32_t>(300 + (x >> 8) % 31000));
-    }
+    const std::vector<std::int32_t> p = bench::with_fresh_tail(f.prompt, x);
     const GenerationResult r = session.generate(p, one_token());
     cached = r.cache.prefix_cached_tokens;
     state.SetIterationTime(r.timings.time_to_first_token_ms / 1000.0);

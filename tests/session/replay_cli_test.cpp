@@ -5,10 +5,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 
 #include "common/subprocess.h"
+#include "session/flipped_model.h"
 #include "session/tiny_session.h"
 
 namespace detinfer {
@@ -62,19 +62,8 @@ TEST(ReplayCli, RefusesAFlippedWeightByteAndBadFiles) {
                            " --fingerprint-level final");
   ASSERT_EQ(g.exit_code, 0) << g.err;
 
-  const std::string dir = tmp_path("flipped");
-  std::filesystem::remove_all(dir);
-  std::filesystem::copy(model, dir, std::filesystem::copy_options::recursive);
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".safetensors") continue;
-    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-3, std::ios::end);
-    char b = 0;
-    f.read(&b, 1);
-    b = static_cast<char>(b ^ 0x10);
-    f.seekp(-3, std::ios::end);
-    f.write(&b, 1);
-  }
+  const std::string dir =
+      testing::flipped_model_copy(model, tmp_path("flipped"), /*from_end=*/3, /*mask=*/0x10);
   const auto r = run_shell(cli_path() + " replay " + fp + " --model " + dir);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("model differs"), std::string::npos) << r.out;

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "detinfer/fingerprint_diff.h"
 #include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "session/flipped_model.h"
 #include "session/session_impl.h"
 #include "session/session_services.h"
 #include "session/tiny_session.h"
@@ -134,25 +134,8 @@ TEST(SessionFingerprint, ReplayRefusesAnotherModelOrTokenizer) {
   auto s = DeterministicSession::open(tiny_model_dir(), tiny_options());
   const std::string json = s.generate(prompt_of(12, 5), sampled_config()).fingerprint_json;
 
-  // The same model folder with one weight byte flipped (the last byte of the file is
-  // tensor data, after the safetensors header).
-  const std::string dir = tmp_path("flipped-model");
-  std::filesystem::remove_all(dir);
-  std::filesystem::copy(tiny_model_dir(), dir, std::filesystem::copy_options::recursive);
-  std::string weights;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".safetensors") weights = e.path().string();
-  }
-  ASSERT_FALSE(weights.empty());
-  {
-    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-1, std::ios::end);
-    char byte = 0;
-    f.read(&byte, 1);
-    byte = static_cast<char>(byte ^ 0x01);
-    f.seekp(-1, std::ios::end);
-    f.write(&byte, 1);
-  }
+  // The same model folder with one weight byte flipped.
+  const std::string dir = testing::flipped_model_copy(tiny_model_dir(), tmp_path("flipped-model"));
   auto flipped = DeterministicSession::open(dir, tiny_options());
   ASSERT_NE(flipped.model_fingerprint(), s.model_fingerprint());
   const ReplayReport m = flipped.replay(json);
