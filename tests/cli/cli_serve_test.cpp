@@ -368,9 +368,6 @@ TEST_F(Serve, MetricsParseAndCountersMove) {
       200);
   ASSERT_EQ(complete(port(), {{"prompt", "hi"}, {"bogus", 1}}).first, 400);
 
-  const auto after_r = c.Get("/metrics");
-  ASSERT_TRUE(after_r);
-  const auto after = parse_metrics(after_r->body);
   auto get = [](const std::map<std::string, double>& m, const std::string& k) {
     const auto it = m.find(k);
     EXPECT_NE(it, m.end()) << "missing " << k;
@@ -379,7 +376,18 @@ TEST_F(Serve, MetricsParseAndCountersMove) {
   const std::string ok = "detinfer_http_requests_total{class=\"2xx\"}";
   const std::string bad = "detinfer_http_requests_total{class=\"4xx\"}";
   const std::string length = "detinfer_requests_total{finish_reason=\"length\"}";
-  // 2xx: the completion and the first /metrics (counted once answered).
+  // The HTTP counters move once a response has been written, which may be just after
+  // the client read it: poll (briefly) until the completion and the first /metrics
+  // (2xx) and the rejected request (4xx) are counted.
+  std::map<std::string, double> after;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    const auto after_r = c.Get("/metrics");
+    ASSERT_TRUE(after_r);
+    after = parse_metrics(after_r->body);
+    if (get(after, ok) >= get(before, ok) + 2 && get(after, bad) >= get(before, bad) + 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
   EXPECT_GE(get(after, ok), get(before, ok) + 2);
   EXPECT_GE(get(after, bad), get(before, bad) + 1);
   EXPECT_GE(get(after, length), get(before, length) + 1);
