@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "capi/session_observer.h"
 #include "detinfer/c_api.h"
 #include "detinfer/error.h"
 #include "detinfer/fingerprint_recorder.h"
@@ -17,7 +16,6 @@
 
 struct dti_session {
   detinfer::DeterministicSession session;
-  std::shared_ptr<detinfer::capi::SessionObserver> observer;
 };
 
 struct dti_result {
@@ -97,6 +95,8 @@ dti_status to_session_options(const dti_session_options& in, SessionOptions* out
                          std::to_string(in.fingerprint_level));
   }
   *level = static_cast<RecordLevel>(in.fingerprint_level);
+  // The session's own recorder fills GenerationResult::fingerprint_json (in memory).
+  out->recorder.level = *level;
   out->mode = in.mode == DTI_MODE_FAST ? NumericsMode::kFast : NumericsMode::kCanonical;
   out->threads = in.threads;
   out->kv_budget_bytes = in.kv_budget_bytes;
@@ -250,8 +250,7 @@ dti_status dti_session_open(const char* model_dir, const dti_session_options* op
       return s;
     }
     auto session = std::make_unique<dti_session>(
-        dti_session{detinfer::DeterministicSession::open(model_dir, so), nullptr});
-    session->observer = detinfer::capi::attach_observer(session->session, level);
+        dti_session{detinfer::DeterministicSession::open(model_dir, so)});
     *out = session.release();
     return DTI_OK;
   });
@@ -293,7 +292,7 @@ dti_status dti_session_metrics_text(const dti_session* session, char** out) {
   *out = nullptr;
   if (session == nullptr) return null_argument(fn, "session");
   return guarded(fn, [&] {
-    *out = detinfer::capi::copy_string(session->observer->metrics_text(session->session.stats()));
+    *out = detinfer::capi::copy_string(session->session.metrics_text());
     return DTI_OK;
   });
 }
