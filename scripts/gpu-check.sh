@@ -115,7 +115,7 @@ if [[ -n "$NVCC" ]]; then
     run configure-system-torch 150 cmake "${CONFIG[@]}" && configured=1
   fi
   if ((configured == 1)); then
-    if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^bench_cuda_cublas:'; then
+    if ninja -C "$BUILD" -t targets all 2>/dev/null | grep '^bench_cuda_cublas:' >/dev/null; then
       TARGETS+=(bench_cuda_cublas)
     fi
     run build 330 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}"

@@ -53,7 +53,9 @@ run_consumer() {
 : >"$WORK/results.txt"
 run_consumer cmake_shared "$WORK/cmake-build/consumer_shared"
 run_consumer cmake_static "$WORK/cmake-build/consumer_static"
-ldd "$WORK/cmake-build/consumer_shared" | grep -q "$PREFIX" || fail "shared consumer not linked to $PREFIX"
+# Capture first: with pipefail, `ldd | grep -q` fails when grep exits before ldd is done.
+ldd_out="$(ldd "$WORK/cmake-build/consumer_shared")"
+grep -qF "$PREFIX" <<<"$ldd_out" || fail "shared consumer not linked to $PREFIX"
 
 # 4. pkg-config consumer (shared + static).
 mkdir -p "$WORK/pc-build"
