@@ -1,6 +1,8 @@
 // Test helper: the tiny default model (make_tiny_model) written once per test program.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -16,7 +18,10 @@ inline std::string tiny_model_dir() {
   static std::string dir;
   std::call_once(once, [] {
     const char* tmp = std::getenv("DETINFER_TEST_TMP");
-    dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/session-tiny-model";
+    // One folder per process: ctest runs test programs in parallel, and a model being
+    // rewritten by one program must never be read half-written by another.
+    dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/session-tiny-model-" +
+          std::to_string(static_cast<long>(getpid()));
     TinyModelOptions o;
     o.out_dir = dir;
     o.seed = 6;
