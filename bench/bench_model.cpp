@@ -15,6 +15,7 @@
 
 #include "detinfer/model_tools.h"
 #include "model/model.h"
+#include "qwen05b_shape.h"
 
 namespace {
 
@@ -39,20 +40,7 @@ const char* mode_name(NumericsMode m) { return m == NumericsMode::kFast ? "fast"
 void ensure_model(const std::string& dir) {
   struct stat st {};
   if (::stat((dir + "/model.safetensors").c_str(), &st) == 0 && st.st_size > 900000000) return;
-  detinfer::TinyModelOptions o;
-  o.arch = detinfer::TinyArch::kQwen2;
-  o.dtype = detinfer::WeightDType::kBF16;
-  o.hidden = 896;
-  o.intermediate = 4864;
-  o.layers = 24;
-  o.heads = 14;
-  o.kv_heads = 2;
-  o.vocab = 151936;
-  o.max_positions = 32768;
-  o.rope_theta = 1000000.0;
-  o.tie_word_embeddings = true;
-  o.seed = 1;
-  o.out_dir = dir;
+  const detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
   const auto t0 = Clock::now();
   detinfer::make_tiny_model(o);
   std::printf("generated %s in %.1f s\n", dir.c_str(), since(t0));
