@@ -28,14 +28,20 @@ DETINFER_API const char* to_string(ErrorCode code) noexcept;
 class DETINFER_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
+  // `field` names the offending input (e.g. "temperature", "messages[2].role",
+  // "tokenizer.json: model.merges"); empty when no single field is at fault.
+  Error(ErrorCode code, const std::string& message, std::string field);
 
   ErrorCode code() const noexcept { return code_; }
   // The message without the code prefix.
   const std::string& message() const noexcept { return message_; }
+  // The offending field, or "" (servers map it to OpenAI's `param`, the C API reports it).
+  const std::string& field() const noexcept { return field_; }
 
  private:
   ErrorCode code_;
   std::string message_;
+  std::string field_;
 };
 
 }  // namespace detinfer

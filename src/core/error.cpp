@@ -1,5 +1,7 @@
 #include "detinfer/error.h"
 
+#include <utility>
+
 namespace detinfer {
 
 const char* to_string(ErrorCode code) noexcept {
@@ -26,5 +28,9 @@ Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(std::string(to_string(code)) + ": " + message),
       code_(code),
       message_(message) {}
+
+Error::Error(ErrorCode code, const std::string& message, std::string field) : Error(code, message) {
+  field_ = std::move(field);
+}
 
 }  // namespace detinfer
