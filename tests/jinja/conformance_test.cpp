@@ -66,7 +66,8 @@ TEST(JinjaConformance, RealTemplatesMatchPythonJinja2) {
   ASSERT_GE(templates.size(), 8u);
   ASSERT_GE(conversations.size(), 30u);
   Counts counts;
-  for (const auto& [name, spec] : templates.items()) check_template(name, spec, conversations, counts);
+  for (const auto& [name, spec] : templates.items())
+    check_template(name, spec, conversations, counts);
   EXPECT_GT(counts.rendered, 300);
   EXPECT_GT(counts.rejected, 50);
 }

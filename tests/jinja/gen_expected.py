@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Renders every conversation of fixtures/conversations.json with every template of
 fixtures/templates.json the way transformers' apply_chat_template does, and writes the
-results to fixtures/expected/<template>.json (the C++ conformance test compares against
-them). Needs Python's jinja2 (Debian: python3-jinja2). Also usable as a module: the live
+results to fixtures/expected/<template>.json, and the small feature templates of
+fixtures/snippets.json to fixtures/expected/snippets.json (the C++ conformance test compares
+against them). Needs Python's jinja2 (Debian: python3-jinja2). Also usable as a module: the live
 conformance test imports render().
 
 The environment follows transformers' chat template utilities: an
@@ -108,6 +109,18 @@ def main():
             f.write("\n")
         errors = sum(1 for r in results if "error" in r)
         print(f"{name}: {len(results)} conversations, {errors} rejected", file=sys.stderr)
+    write_snippets(env)
+
+
+def write_snippets(env):
+    """fixtures/snippets.json: small templates covering the engine's features, one by one."""
+    with open(os.path.join(FIXTURES, "snippets.json"), encoding="utf-8") as f:
+        cases = json.load(f)
+    results = [render(env, case["template"], case["context"]) for case in cases]
+    with open(os.path.join(FIXTURES, "expected", "snippets.json"), "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"snippets: {len(results)} cases", file=sys.stderr)
 
 
 if __name__ == "__main__":
