@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "detinfer/error.h"
+#include "devtools/safetensors_writer.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/safetensors_header.h"
-#include "model/safetensors_writer.h"
 #include "model/tensor_store.h"
 
 namespace detinfer {
