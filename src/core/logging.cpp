@@ -1,3 +1,5 @@
+#include "detinfer/logging.h"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "detinfer/logging.h"
 
 namespace detinfer {
 
