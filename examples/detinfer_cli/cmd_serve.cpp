@@ -37,6 +37,7 @@ struct ServeOptions {
   int port = 8080;
   std::string port_file;  // written with the bound port (useful with --port 0)
   std::string mode = "canonical";
+  std::string device = "cpu";
   std::int32_t threads = 0;
   std::int32_t max_batch = 32;
   std::int32_t max_queue = 256;
@@ -406,7 +407,8 @@ int run_serve(ServeOptions o) {
     }
   }
   detinfer::SessionOptions so;
-  so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+  so.mode = detinfer::parse_numerics_mode(o.mode);
+  so.device = o.device;
   so.threads = o.threads;
   so.max_batch = o.max_batch;
   so.max_queue = o.max_queue;
@@ -474,8 +476,9 @@ const detinfer_cli::RegisterCommand kRegister(
           ->check(CLI::Range(0, 65535));
       sub.add_option("--port-file", o->port_file, "Write the bound port to this file");
       sub.add_option("--mode", o->mode, "Numerics mode")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+          ->check(CLI::IsMember({"canonical", "fast", "device_invariant"}))
           ->capture_default_str();
+      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->check(CLI::Range(0, 1024));
       sub.add_option("--max-batch", o->max_batch, "Sequences per decode step")
