@@ -1,5 +1,6 @@
 #include "openai_protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -101,12 +102,7 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
                                       const detinfer::DeterministicSession& session) {
   ParseOutcome out;
   try {
-    json body;
-    try {
-      body = json::parse(body_text);
-    } catch (const json::parse_error& e) {
-      reject("", std::string("request body is not valid JSON: ") + e.what());
-    }
+    const json body = parse_body(body_text);
     if (!body.is_object()) reject("", "request body must be a JSON object");
     for (auto it = body.begin(); it != body.end(); ++it) {
       bool known = false;
@@ -220,15 +216,29 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
     if (body.contains("logprobs") && !body["logprobs"].is_null()) {
       req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
       req.logprobs_requested = true;
-      c.logprobs = req.logprobs;
+      // logprobs 0 still returns the sampled token's logprob (with empty top lists).
+      c.logprobs = std::max(req.logprobs, 1);
     }
     req.echo = get_bool(body, "echo", false);
     req.stream = get_bool(body, "stream", false);
+    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+      const json& so = body["stream_options"];
+      if (!so.is_object()) reject("stream_options", "'stream_options' must be an object");
+      for (auto it = so.begin(); it != so.end(); ++it) {
+        if (it.key() != "include_usage") {
+          reject("stream_options", "unknown stream option '" + it.key() + "'");
+        }
+      }
+      if (!req.stream) reject("stream_options", "'stream_options' needs \"stream\": true");
+      req.include_usage = get_bool(so, "include_usage", false);
+    }
     if (req.stream && c.num_beams > 1)
       reject("stream", "'stream' cannot be used with num_beams > 1");
     out.request = std::move(req);
   } catch (const Reject& r) {
     out.error = r.error;
+  } catch (const ApiError& e) {
+    out.error = e;
   }
   return out;
 }
@@ -241,33 +251,6 @@ std::string system_fingerprint(const detinfer::DeterministicSession& session) {
   h.update_field(DETINFER_VERSION_STRING);
   return "fp_" + detinfer::hex64(h.digest64());
 }
-
-namespace {
-json logprobs_json(const detinfer::Sequence& s, const detinfer::DeterministicSession& session,
-                   std::size_t text_offset_base) {
-  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
-       offsets = json::array();
-  const detinfer::Tokenizer* tok = session.tokenizer();
-  auto piece = [&](std::int32_t id) {
-    return tok != nullptr ? tok->decode({id}) : std::to_string(id);
-  };
-  std::size_t offset = text_offset_base;
-  for (const auto& st : s.logprobs) {
-    const std::string p = piece(st.token);
-    tokens.push_back(p);
-    token_logprobs.push_back(st.logprob);
-    json t = json::object();
-    for (const auto& alt : st.top) t[piece(alt.token)] = alt.logprob;
-    top.push_back(t);
-    offsets.push_back(offset);
-    offset += p.size();
-  }
-  return json{{"tokens", tokens},
-              {"token_logprobs", token_logprobs},
-              {"top_logprobs", top},
-              {"text_offset", offsets}};
-}
-}  // namespace
 
 json completion_response(const ResponseContext& ctx, const CompletionRequest& req,
                          const detinfer::GenerationResult& result,
@@ -282,8 +265,10 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
     json choice = {{"text", prefix + s.text},
                    {"index", i},
                    {"finish_reason", detinfer::to_string(s.finish_reason)}};
-    choice["logprobs"] =
-        req.logprobs_requested ? logprobs_json(s, session, prefix.size()) : json(nullptr);
+    std::size_t offset = code_points(prefix);
+    choice["logprobs"] = req.logprobs_requested
+                             ? logprobs_json(s.logprobs, req.logprobs, session.tokenizer(), offset)
+                             : json(nullptr);
     choices.push_back(choice);
     digests.push_back(detinfer::hex64(s.digest));
   }
@@ -311,18 +296,6 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
   }
   r["detinfer"] = ext;
   return r;
-}
-
-json stream_chunk(const ResponseContext& ctx, std::int32_t index, const std::string& text,
-                  const char* finish_reason) {
-  json choice = {{"text", text}, {"index", index}, {"logprobs", nullptr}};
-  choice["finish_reason"] = finish_reason != nullptr ? json(finish_reason) : json(nullptr);
-  return json{{"id", ctx.id},
-              {"object", "text_completion"},
-              {"created", ctx.created},
-              {"model", ctx.model},
-              {"system_fingerprint", ctx.system_fingerprint},
-              {"choices", json::array({choice})}};
 }
 
 }  // namespace detinfer_cli
