@@ -179,7 +179,6 @@ TEST(HttpServer, ConnectionLimitsAnswer503) {
   fourth.send(get_request("/x"));
   EXPECT_EQ(fourth.read_response(5).status, 503);
   held.pop_back();  // one leaves: room again
-  RawConn again(s.port());
   RawResponse r;
   for (int i = 0; i < 100 && r.status != 200; ++i) {  // until the server saw the close
     RawConn c(s.port());
