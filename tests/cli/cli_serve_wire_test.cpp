@@ -64,13 +64,16 @@ double metric(int port, const std::string& series) {
   return 0;
 }
 
-// Waits (up to 10 s) until the server generated a few tokens more than `before`: a
-// request is running.
-void wait_generating(int port, double before) {
-  for (int i = 0; i < 1000 && metric(port, "detinfer_generated_tokens_total") < before + 3; ++i) {
+// Waits (up to 20 s) until a request is generating (holds KV blocks).
+void wait_generating(int port) {
+  for (int i = 0; i < 2000 && metric(port, "detinfer_kv_blocks_in_use") <= 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
+
+// Long enough (4 x 2000 tokens) to be still running when the test acts on it.
+const json kLongRequest = {{"prompt", "long"},   {"max_tokens", 2000}, {"n", 4},
+                           {"temperature", 1.0}, {"seed", 1},          {"ignore_eos", true}};
 
 class ServeWire : public ::testing::Test {
  protected:
@@ -85,7 +88,9 @@ class ServeWire : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
-    if (server_ != nullptr) EXPECT_EQ(server_->signal_and_wait(SIGTERM, 20), 0);
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->signal_and_wait(SIGTERM, 20), 0);
+    }
     delete server_;
     server_ = nullptr;
   }
@@ -312,14 +317,14 @@ TEST_F(ServeWire, ChunkedBodiesAndHeadersAreBounded) {
 TEST_F(ServeWire, ANonStreamedRequestIsCancelledWhenItsClientLeaves) {
   const std::string cancelled = "detinfer_requests_total{finish_reason=\"cancelled\"}";
   const double before = metric(port(), cancelled);
-  const double generated = metric(port(), "detinfer_generated_tokens_total");
   {
     RawConn c(port());
     ASSERT_TRUE(c.send(
         post_request("/v1/completions",
                      json{{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}}.dump())));
     // Leave once the request is generating (it is counted as running).
-    wait_generating(port(), generated);
+    wait_generating(port());
+    ASSERT_GT(metric(port(), "detinfer_kv_blocks_in_use"), 0);
   }
   double after = before;
   for (int i = 0; i < 1000 && after <= before; ++i) {
@@ -352,10 +357,8 @@ TEST(ServeWireShutdown, SlowClientsDoNotHoldShutdownAndASecondSignalExits) {
   ServeProcess stubborn;
   ASSERT_TRUE(stubborn.start(tiny_model(), {"--threads", "1", "--shutdown-timeout", "600"}))
       << stubborn.log();
-  std::thread inflight([&] {
-    complete(stubborn.port(), {{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}});
-  });
-  wait_generating(stubborn.port(), 0);
+  std::thread inflight([&] { complete(stubborn.port(), kLongRequest); });
+  wait_generating(stubborn.port());
   ::kill(stubborn.pid(), SIGTERM);
   // The first signal waits (up to 600 s) for the request; the second ends it now.
   for (int i = 0; i < 200 && stubborn.log().find("shutting down") == std::string::npos; ++i) {
