@@ -98,8 +98,12 @@ const char* kKnownFields[] = {"model",
 
 }  // namespace
 
+ModelLimits model_limits(const detinfer::DeterministicSession& session) {
+  return {session.vocab_size(), session.context_length(), session.tokenizer()};
+}
+
 ParseOutcome parse_completion_request(const std::string& body_text, const std::string& served_model,
-                                      const detinfer::DeterministicSession& session) {
+                                      const ModelLimits& model) {
   ParseOutcome out;
   try {
     const json body = parse_body(body_text);
@@ -149,33 +153,33 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
           reject("prompt", "'prompt' token arrays must hold integers");
         }
         const std::int64_t v = t.get<std::int64_t>();
-        if (v < 0 || v >= session.vocab_size()) {
+        if (v < 0 || v >= model.vocab_size) {
           reject("prompt", "token id " + std::to_string(v) + " is out of range [0, " +
-                               std::to_string(session.vocab_size()) + ")");
+                               std::to_string(model.vocab_size) + ")");
         }
         ids.push_back(static_cast<std::int32_t>(v));
       }
       req.prompt_is_text = false;
       req.prompt = detinfer::Prompt(ids);
-      if (session.tokenizer() != nullptr) req.prompt_text = session.tokenizer()->decode(ids);
+      if (model.tokenizer != nullptr) req.prompt_text = model.tokenizer->decode(ids);
     } else if (p.is_array() && p.size() > 1) {
       reject("prompt", "only one prompt per request is supported");
     } else {
       reject("prompt", "'prompt' must be a string or an array of token ids");
     }
     if (req.prompt_is_text && req.prompt_text.empty()) reject("prompt", "'prompt' is empty");
-    if (req.prompt_is_text && session.tokenizer() == nullptr) {
+    if (req.prompt_is_text && model.tokenizer == nullptr) {
       reject("prompt", "this model has no tokenizer: send the prompt as token ids");
     }
 
     detinfer::GenerationConfig& c = req.config;
     c.max_new_tokens =
-        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, session.context_length(), 16));
+        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, model.context_length, 16));
     c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
     c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
     if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
     c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
-    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, session.vocab_size(), 0));
+    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, model.vocab_size, 0));
     c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
     c.repetition_penalty =
         static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));

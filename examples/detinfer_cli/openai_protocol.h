@@ -42,8 +42,20 @@ struct ParseOutcome {
   std::optional<CompletionRequest> request;
   ApiError error;
 };
+// What request validation needs to know of the served model.
+struct ModelLimits {
+  std::int64_t vocab_size = 0;
+  std::int64_t context_length = 0;
+  const detinfer::Tokenizer* tokenizer = nullptr;  // nullptr: prompts must be token ids
+};
+ModelLimits model_limits(const detinfer::DeterministicSession& session);
 ParseOutcome parse_completion_request(const std::string& body, const std::string& served_model,
-                                      const detinfer::DeterministicSession& session);
+                                      const ModelLimits& model);
+inline ParseOutcome parse_completion_request(const std::string& body,
+                                             const std::string& served_model,
+                                             const detinfer::DeterministicSession& session) {
+  return parse_completion_request(body, served_model, model_limits(session));
+}
 
 // "fp_" + 16 hex digits derived from the model fingerprint, numerics mode and library
 // version: equal fingerprints mean the same numbers for the same request.
