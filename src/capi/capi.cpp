@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/generation_fields.h"
 #include "detinfer/c_api.h"
 #include "detinfer/error.h"
 #include "detinfer/fingerprint_recorder.h"
@@ -116,20 +117,12 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
       s != DTI_OK) {
     return s;
   }
-  out->max_new_tokens = in->max_new_tokens;
-  out->temperature = in->temperature;
-  out->top_k = in->top_k;
-  out->top_p = in->top_p;
-  out->min_p = in->min_p;
-  out->repetition_penalty = in->repetition_penalty;
-  out->presence_penalty = in->presence_penalty;
-  out->frequency_penalty = in->frequency_penalty;
+  // Scalars share their names with GenerationConfig's members (core/generation_fields.h).
+#define DETINFER_COPY_FIELD(member, ...) \
+  out->member = static_cast<decltype(out->member)>(in->member);
+  DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_COPY_FIELD)
+#undef DETINFER_COPY_FIELD
   if (in->has_seed != 0) out->seed = in->seed;
-  out->num_return_sequences = in->num_return_sequences;
-  out->first_sample_index = in->first_sample_index;
-  out->num_beams = in->num_beams;
-  out->length_penalty = in->length_penalty;
-  out->early_stopping = in->early_stopping != 0;
   if (in->stop_token_ids != nullptr) {
     out->stop_token_ids.emplace(in->stop_token_ids, in->stop_token_ids + in->num_stop_token_ids);
   } else if (in->num_stop_token_ids != 0) {
@@ -148,8 +141,6 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
     }
     out->stop_strings.emplace_back(in->stop_strings[i]);
   }
-  out->logprobs = in->logprobs;
-  out->ignore_eos = in->ignore_eos != 0;
   return DTI_OK;
 }
 
@@ -214,23 +205,11 @@ dti_generation_config dti_generation_config_default(void) {
   const detinfer::GenerationConfig d;
   dti_generation_config c{};
   c.struct_size = sizeof(dti_generation_config);
-  c.max_new_tokens = d.max_new_tokens;
-  c.temperature = d.temperature;
-  c.top_k = d.top_k;
-  c.top_p = d.top_p;
-  c.min_p = d.min_p;
-  c.repetition_penalty = d.repetition_penalty;
-  c.presence_penalty = d.presence_penalty;
-  c.frequency_penalty = d.frequency_penalty;
+#define DETINFER_COPY_FIELD(member, ...) c.member = static_cast<decltype(c.member)>(d.member);
+  DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_COPY_FIELD)
+#undef DETINFER_COPY_FIELD
   c.has_seed = 0;
   c.seed = 0;
-  c.num_return_sequences = d.num_return_sequences;
-  c.first_sample_index = d.first_sample_index;
-  c.num_beams = d.num_beams;
-  c.length_penalty = d.length_penalty;
-  c.early_stopping = d.early_stopping ? 1 : 0;
-  c.logprobs = d.logprobs;
-  c.ignore_eos = d.ignore_eos ? 1 : 0;
   return c;
 }
 
