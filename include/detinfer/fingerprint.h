@@ -50,7 +50,7 @@ struct DETINFER_API FingerprintLibrary {
 };
 
 struct DETINFER_API FingerprintNumerics {
-  std::string mode = "canonical";  // "canonical" | "fast"
+  std::string mode = "canonical";  // "canonical" | "fast" | "device_invariant"
   int spec_version = 0;            // numerics spec version of the kernels used
   std::string kernel_isa;          // "scalar" | "avx2" | "avx512" | "cuda" | "torch"
   int threads = 1;                 // kernel threads

@@ -243,9 +243,10 @@ RunFingerprint from_json_object(const json& j) {
   {
     ObjectReader n = top.object("numerics");
     fp.numerics.mode = n.string("mode");
-    if (fp.numerics.mode != "canonical" && fp.numerics.mode != "fast") {
+    if (fp.numerics.mode != "canonical" && fp.numerics.mode != "fast" &&
+        fp.numerics.mode != "device_invariant") {
       fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", fp.numerics.mode,
-           "' is not one of canonical, fast");
+           "' is not one of canonical, fast, device_invariant");
     }
     fp.numerics.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
     fp.numerics.kernel_isa = n.string("kernel_isa");

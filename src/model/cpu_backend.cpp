@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "model/backend.h"
 #include "model/rope_table.h"
+#include "model/weight_loader.h"
 
 namespace detinfer {
 namespace {
@@ -20,24 +21,6 @@ class CpuLinear final : public BackendLinear {
   std::size_t bytes() const override { return packed.packed_bytes(); }
   kernels::PackedLinear packed;
 };
-
-void widen_row(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
-  switch (dtype) {
-    case kernels::DType::kF32:
-      std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
-      return;
-    case kernels::DType::kBF16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(s[i]);
-      return;
-    }
-    case kernels::DType::kF16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
-      return;
-    }
-  }
-}
 
 class CpuBackend final : public Backend {
  public:
@@ -74,7 +57,7 @@ class CpuBackend final : public Backend {
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
       const std::int32_t t = plan_->tokens[static_cast<std::size_t>(r)];
       DETINFER_INTERNAL_CHECK(t >= 0 && t < vocab);
-      widen_row(dtype, base + static_cast<std::size_t>(t) * row_bytes, dim, x + r * dim);
+      widen_to_f32(dtype, base + static_cast<std::size_t>(t) * row_bytes, dim, x + r * dim);
     }
   }
 

@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "model/rope_table.h"
+#include "model/weight_loader.h"
 
 namespace detinfer {
 namespace {
@@ -29,23 +30,6 @@ class CudaLinear final : public BackendLinear {
   std::int64_t n_ = 0;
   std::int64_t k_ = 0;
 };
-
-void widen(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
-  const auto* s16 = static_cast<const std::uint16_t*>(src);
-  for (std::int64_t i = 0; i < n; ++i) {
-    switch (dtype) {
-      case kernels::DType::kF32:
-        dst[i] = static_cast<const float*>(src)[i];
-        break;
-      case kernels::DType::kBF16:
-        dst[i] = kernels::bf16_to_f32(s16[i]);
-        break;
-      case kernels::DType::kF16:
-        dst[i] = kernels::f16_to_f32(s16[i]);
-        break;
-    }
-  }
-}
 
 class CudaBackend final : public Backend {
  public:
@@ -85,7 +69,7 @@ class CudaBackend final : public Backend {
     }
     // Converted once: widened on the host (exact), rounded to bf16 on the device.
     std::vector<float> wide(static_cast<std::size_t>(count));
-    widen(dtype, w, count, wide.data());
+    widen_to_f32(dtype, w, count, wide.data());
     const BackendBuffer staged = upload_new(wide.data(), wide.size() * sizeof(float));
     l->dtype = kernels::DType::kBF16;
     l->w = alloc(static_cast<std::size_t>(count) * 2);

@@ -122,21 +122,32 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
   return out;
 }
 
-void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst) {
+void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
   switch (dtype) {
-    case TensorDType::kF32:
+    case kernels::DType::kF32:
       std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
       return;
-    case TensorDType::kBF16: {
+    case kernels::DType::kBF16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(s[i]);
       return;
     }
-    case TensorDType::kF16: {
+    case kernels::DType::kF16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
       return;
     }
+  }
+}
+
+void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst) {
+  switch (dtype) {
+    case TensorDType::kF32:
+      return widen_to_f32(kernels::DType::kF32, src, n, dst);
+    case TensorDType::kBF16:
+      return widen_to_f32(kernels::DType::kBF16, src, n, dst);
+    case TensorDType::kF16:
+      return widen_to_f32(kernels::DType::kF16, src, n, dst);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "detinfer/hash.h"
+#include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "model/safetensors_header.h"
 #include "model/tensor_store.h"
@@ -68,5 +69,6 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
 
 // Widens n elements of dtype to f32 (exact).
 void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst);
+void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* dst);
 
 }  // namespace detinfer

@@ -44,10 +44,13 @@ struct StepSpec {
 using SeqLogits = std::vector<std::vector<std::vector<float>>>;
 
 // Runs a scenario on `model` with a fresh pool of blocks of `block_size` tokens; the blocks
-// of each sequence are allocated in `alloc_order` (so layouts differ between runs).
+// of each sequence are allocated in `alloc_order` (so layouts differ between runs). When
+// `kv` is given, it receives every sequence's KV blocks in sequence order, as the prefix
+// cache exports them (KvCachePool::export_block).
 SeqLogits run_scenario(Model& model, const std::vector<SeqSpec>& seqs,
                        const std::vector<StepSpec>& steps, std::int64_t block_size,
-                       const std::vector<std::size_t>& alloc_order) {
+                       const std::vector<std::size_t>& alloc_order,
+                       std::vector<std::vector<std::uint8_t>>* kv = nullptr) {
   const ModelConfig& c = model.config();
   KvCachePool pool(c, block_size, std::int64_t{1} << 22, model.kv_backend());
   std::vector<std::vector<std::int32_t>> tables(seqs.size());
@@ -84,6 +87,12 @@ SeqLogits run_scenario(Model& model, const std::vector<SeqSpec>& seqs,
         const auto* p = logits.data() + row * static_cast<std::size_t>(c.vocab_size);
         out[st.order[i]].emplace_back(p, p + c.vocab_size);
       }
+    }
+  }
+  for (std::size_t s = 0; kv != nullptr && s < tables.size(); ++s) {
+    for (const std::int32_t b : tables[s]) {
+      kv->emplace_back(static_cast<std::size_t>(pool.block_bytes()));
+      pool.export_block(b, kv->back().data());
     }
   }
   return out;
@@ -169,8 +178,13 @@ TEST_P(CudaModelEmulation, CanonicalForwardEqualsCpuBitForBit) {
   auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
   EXPECT_EQ(gpu->fingerprint().hex(), cpu->fingerprint().hex());
   const Scenario sc = make_scenario(cpu->config().vocab_size);
-  const SeqLogits cpu_a = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1});
-  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}), cpu_a));
+  std::vector<std::vector<std::uint8_t>> cpu_kv, gpu_kv;
+  const SeqLogits cpu_a = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1}, &cpu_kv);
+  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}, &gpu_kv), cpu_a));
+  // The KV blocks the prefix cache would store are the same bytes: CPU and canonical GPU
+  // sessions can share them (one key namespace).
+  ASSERT_EQ(gpu_kv.size(), cpu_kv.size());
+  for (std::size_t i = 0; i < cpu_kv.size(); ++i) EXPECT_EQ(gpu_kv[i], cpu_kv[i]) << "block " << i;
   const SeqLogits gpu_b = run_scenario(*gpu, sc.seqs, sc.b, 16, {1, 0});
   EXPECT_TRUE(same_bits(gpu_b, run_scenario(*cpu, sc.seqs, sc.b, 16, {1, 0})));
   // And so the emulated GPU is invariant to the composition, like the CPU.

@@ -358,5 +358,40 @@ TEST(Session, OptionsAreValidatedAndCloseIsFinal) {
   s.close();  // idempotent
 }
 
+// SessionOptions::device / mode: bad values are kInvalidArgument naming the field; a CUDA
+// device that cannot be used (no GPU, no driver, or a build without CUDA) is
+// kUnavailable naming "device" and the reason, never a crash. (With a usable GPU the open
+// succeeds; cuda_gpu_tests check what it computes.)
+TEST(SessionDevice, BadOrUnavailableDevicesFailClearly) {
+  SessionOptions o = tiny_options();
+  o.device = "tpu:0";
+  try {
+    DeterministicSession::open(tiny_model_dir(), o);
+    ADD_FAILURE() << "device tpu:0 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(e.field(), "device");
+    EXPECT_NE(e.message().find("SessionOptions.device 'tpu:0'"), std::string::npos) << e.what();
+  }
+  o.device = "cuda:1023";  // no machine has this many GPUs
+  try {
+    DeterministicSession::open(tiny_model_dir(), o);
+    ADD_FAILURE() << "device cuda:1023 opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    EXPECT_EQ(e.field(), "device");
+    EXPECT_NE(e.message().find("device cuda:1023 is unavailable: "), std::string::npos) << e.what();
+  }
+  o.device = "cpu";
+  o.mode = NumericsMode::kDeviceInvariant;
+  try {
+    DeterministicSession::open(tiny_model_dir(), o);
+    ADD_FAILURE() << "device_invariant on the CPU accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(e.field(), "numerics");
+  }
+}
+
 }  // namespace
 }  // namespace detinfer

@@ -110,18 +110,6 @@ std::string no_device_reason() {
   return n == 0 ? "no CUDA device" : "";
 }
 
-std::string device_description(int device) {
-  cudaDeviceProp p{};
-  DETINFER_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-  int driver = 0;
-  int runtime = 0;
-  DETINFER_CUDA_CHECK(cudaDriverGetVersion(&driver));
-  DETINFER_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  return str_cat(p.name, " (sm_", p.major, p.minor, ", ", p.multiProcessorCount, " SMs, ",
-                 p.totalGlobalMem >> 30, " GiB), driver ", version_text(driver), ", runtime ",
-                 version_text(runtime));
-}
-
 DeviceProperties device_properties(int device) {
   cudaDeviceProp p{};
   DETINFER_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
@@ -130,6 +118,14 @@ DeviceProperties device_properties(int device) {
   DETINFER_CUDA_CHECK(cudaDriverGetVersion(&driver));
   DETINFER_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   return {p.name, p.major, p.minor, version_text(driver), version_text(runtime)};
+}
+
+std::string device_description(int device) {
+  const DeviceProperties d = device_properties(device);
+  cudaDeviceProp p{};
+  DETINFER_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return str_cat(d.name, " (sm_", d.major, d.minor, ", ", p.multiProcessorCount, " SMs, ",
+                 p.totalGlobalMem >> 30, " GiB), driver ", d.driver, ", runtime ", d.runtime);
 }
 
 void set_device(int device) { DETINFER_CUDA_CHECK(cudaSetDevice(device)); }
