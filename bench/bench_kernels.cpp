@@ -174,6 +174,46 @@ void BM_DecodeLinearBf16(benchmark::State& state) {
   t.report(state, static_cast<double>(set.bytes), threads);
 }
 
+// --- batched decode linear (M sequences, one step) -----------------------------------
+//
+// M rows through the same cold bf16 weights, interleaved with the M = 1 call on another
+// copy: "speedup" = M * t(1) / t(M), the aggregate rows/s over batch 1's (the engine's
+// batched-decode gain if the linears were the whole step).
+void BM_BatchedLinearBf16(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const LinearSet& set = linear_set(k, n, true);
+  ThreadPool* pool = pool_for(threads);
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 1);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  double tm = 0, t1 = 0, cm = 0, c1 = 0;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % set.copies.size();
+    const double ca = thread_cpu_s();
+    const auto a = Clock::now();
+    set.copies[c].run(x.data(), k, m, y.data(), n, pool);
+    const auto b = Clock::now();
+    const double cb = thread_cpu_s();
+    set.copies[(c + 1) % set.copies.size()].run(x.data(), k, 1, y.data(), n, pool);
+    const auto e = Clock::now();
+    c1 += thread_cpu_s() - cb;
+    cm += cb - ca;
+    state.SetIterationTime(seconds(a, b));
+    tm += seconds(a, b);
+    t1 += seconds(b, e);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPS"] = 2.0 * static_cast<double>(m * n * k) * iters / tm / 1e9;
+  state.counters["speedup"] = static_cast<double>(m) * t1 / tm;
+  // One thread: the same in the thread's CPU time (robust to preemption).
+  if (threads == 1) {
+    state.counters["cpu_GFLOPS"] = 2.0 * static_cast<double>(m * n * k) * iters / cm / 1e9;
+    state.counters["cpu_speedup"] = static_cast<double>(m) * c1 / cm;
+  }
+}
+
 // --- prefill linear vs torch::mm -----------------------------------------------------
 
 void BM_PrefillLinearF32VsTorch(benchmark::State& state) {
@@ -277,6 +317,11 @@ BENCHMARK(BM_DecodeLinearBf16)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 // args: M, K, N, threads
+BENCHMARK(BM_BatchedLinearBf16)
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->ArgsProduct({{4, 8, 16, 32, 64}, {896}, {4864}, {1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillLinearF32VsTorch)
     ->ArgNames({"M", "K", "N", "threads"})
     ->ArgsProduct({{256}, {896}, {4864}, {1, 2}})

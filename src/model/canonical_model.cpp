@@ -43,7 +43,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         resident += static_cast<std::int64_t>(p->packed_bytes());
       }
     }
-    set_loaded(w, resident);
+    // The bf16 embedding copy only serves row lookups (lm_head is packed separately).
+    set_loaded(w, resident, static_cast<std::int64_t>(embed_.size()));
   }
 
  private:
