@@ -10,10 +10,13 @@ namespace detinfer {
 namespace {
 thread_local bool t_inside_pool = false;
 
-// About 20-60 us of polling (pause is ~10-140 cycles depending on the CPU): long enough
-// to bridge the gaps between the kernels of one forward step, short enough not to burn
-// a core between steps.
-constexpr int kSpinIterations = 1 << 12;
+// Polling budget, adapted to the machine: each wait polls up to spin_budget_ times, then
+// sleeps. A wait that polling satisfied doubles the budget (up to kMaxSpin, some tens of
+// microseconds: the gap between the kernels of one forward step); one that had to sleep
+// halves it (down to kMinSpin), so on a loaded machine, where the awaited thread is often
+// not running, the pool stops burning the cores that thread needs.
+constexpr int kMaxSpin = 1 << 12;
+constexpr int kMinSpin = 1 << 5;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,8 +32,8 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
     fail(ErrorCode::kInvalidArgument, "thread count must be 1..1024, got ", num_threads);
   }
   const unsigned cores = std::thread::hardware_concurrency();
-  spin_iterations_ =
-      cores != 0 && static_cast<unsigned>(num_threads) <= cores ? kSpinIterations : 0;
+  spin_ = cores != 0 && static_cast<unsigned>(num_threads) <= cores;
+  spin_budget_.store(kMinSpin, std::memory_order_relaxed);
   workers_.reserve(static_cast<std::size_t>(num_threads - 1));
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -45,11 +48,17 @@ ThreadPool::~ThreadPool() {
 }
 
 template <typename Pred>
-bool ThreadPool::spin_until(Pred pred) const {
-  for (int i = 0; i < spin_iterations_; ++i) {
-    if (pred()) return true;
+bool ThreadPool::spin_until(Pred pred) {
+  if (!spin_) return pred();
+  const int budget = spin_budget_.load(std::memory_order_relaxed);
+  for (int i = 0; i < budget; ++i) {
+    if (pred()) {
+      if (budget < kMaxSpin) spin_budget_.store(budget * 2, std::memory_order_relaxed);
+      return true;
+    }
     cpu_relax();
   }
+  if (budget > kMinSpin) spin_budget_.store(budget / 2, std::memory_order_relaxed);
   return pred();
 }
 

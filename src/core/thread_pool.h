@@ -4,10 +4,11 @@
 //
 // A forward pass issues a few hundred short parallel_for calls per step, so waking
 // sleeping workers through the kernel for each would dominate small matrices. Workers
-// (and the caller, waiting for them) therefore spin briefly on an atomic generation
-// counter before they sleep on a condition variable; spinning is skipped when the pool
-// has more threads than the machine has cores (spinning would then steal the cores the
-// other threads need).
+// (and the caller, waiting for them) therefore poll an atomic generation counter before
+// they sleep on a condition variable, for a budget that adapts: it grows while polling
+// succeeds and shrinks when it fails, as it does on a machine with more runnable threads
+// than cores. No polling at all when the pool has more threads than the machine has
+// cores.
 #pragma once
 
 #include <atomic>
@@ -39,12 +40,13 @@ class ThreadPool {
  private:
   void worker_loop(int index);
   void run_chunk(int index);
-  // Spins up to spin_iterations_ until pred() holds; true when it did.
+  // Polls pred() up to the current spin budget (adapting it); true when it held.
   template <typename Pred>
-  bool spin_until(Pred pred) const;
+  bool spin_until(Pred pred);
 
   int num_threads_;
-  int spin_iterations_;  // 0 when oversubscribed
+  bool spin_ = false;                // false when the pool has more threads than cores
+  std::atomic<int> spin_budget_{0};  // polls per wait, adapted (thread_pool.cpp)
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::mutex dispatch_mu_;  // one parallel_for at a time
