@@ -1,0 +1,67 @@
+// Developer tools behind the `detinfer make-tiny-model` and `detinfer logits` commands
+// (detinfer_devtools, not part of libdetinfer): a deterministic random-model generator
+// (tests and the demo use it; no model is ever downloaded) and a one-shot logits dump.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "detinfer/numerics.h"
+
+namespace detinfer {
+
+enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
+enum class WeightDType : std::uint8_t { kF32, kBF16, kF16 };
+
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
+// Error(kInvalidArgument) otherwise.
+TinyArch parse_tiny_arch(const std::string& name);
+WeightDType parse_weight_dtype(const std::string& name);
+
+struct TinyModelOptions {
+  TinyArch arch = TinyArch::kLlama;
+  WeightDType dtype = WeightDType::kF32;
+  std::int64_t hidden = 64;           // hidden_size
+  std::int64_t intermediate = 128;    // intermediate_size
+  std::int64_t layers = 2;            // num_hidden_layers
+  std::int64_t heads = 4;             // num_attention_heads
+  std::int64_t kv_heads = 2;          // num_key_value_heads (GQA when < heads)
+  std::int64_t head_dim = 0;          // 0 = hidden / heads; written to config.json for qwen3
+  std::int64_t vocab = 512;           // vocab_size; >= 259 also writes a tokenizer.json
+  std::int64_t max_positions = 2048;  // max_position_embeddings
+  double rope_theta = 10000.0;
+  bool llama3_rope_scaling = false;  // llama only: rope_scaling {rope_type: llama3, factor 8}
+  std::int64_t sliding_window = 0;   // mistral only: 0 = null
+  bool tie_word_embeddings = false;
+  double rms_norm_eps = 1e-5;
+  std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
+  std::uint64_t seed = 0;
+  std::string out_dir;  // created if missing; existing model files are overwritten
+};
+
+// Writes config.json, generation_config.json, model.safetensors (or shards + index) and,
+// when vocab >= 259, tokenizer.json + tokenizer_config.json (detinfer's tiny byte-level
+// BPE) into out_dir. Weights are Philox draws keyed by (seed, tensor index, element),
+// uniform in +-sqrt(3 / fan_in) (norm weights 1 +- 0.1, biases +-0.1), so activations
+// stay O(1). The same options give the same bytes on every machine.
+void make_tiny_model(const TinyModelOptions& options);
+
+struct LogitsRequest {
+  std::string model_dir;
+  std::vector<std::int32_t> tokens;  // the prompt: positions 0..T-1
+  NumericsMode mode = NumericsMode::kCanonical;
+  int threads = 1;
+};
+
+struct LogitsResult {
+  std::int64_t num_tokens = 0;
+  std::int64_t vocab_size = 0;
+  std::vector<float> logits;      // [num_tokens][vocab_size], row t = logits after token t
+  std::string model_fingerprint;  // 32 hex digits (docs/fingerprint-model.md)
+};
+
+// Loads the model and runs one prefill over all tokens, returning every position's logits.
+LogitsResult compute_logits(const LogitsRequest& request);
+
+}  // namespace detinfer

@@ -1,0 +1,301 @@
+// detinfer::make_tiny_model: a deterministic random model in the Hugging Face layout.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "detinfer/philox.h"
+#include "devtools/model_tools.h"
+#include "devtools/safetensors_writer.h"
+#include "devtools/tiny_tokenizer.h"
+#include "model/weight_loader.h"
+
+namespace detinfer {
+namespace {
+
+constexpr std::int64_t kMinTokenizerVocab = 259;
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(ErrorCode::kNotFound, "cannot create ", path);
+  out << text;
+  if (!out) fail(ErrorCode::kUnavailable, "write to ", path, " failed");
+}
+
+void make_dirs(const std::string& dir) {
+  std::string cur;
+  for (std::size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+    }
+    if (i < dir.size()) cur += dir[i];
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fail(ErrorCode::kNotFound, "cannot create directory ", dir);
+  }
+}
+
+void check_options(const TinyModelOptions& o) {
+  auto in = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi) {
+      fail(ErrorCode::kInvalidArgument, "tiny model option ", name, " = ", v, " is outside [", lo,
+           ", ", hi, "]");
+    }
+  };
+  in("hidden", o.hidden, 2, 1 << 16);
+  in("intermediate", o.intermediate, 1, 1 << 17);
+  in("layers", o.layers, 1, 256);
+  in("heads", o.heads, 1, 1024);
+  in("kv_heads", o.kv_heads, 1, o.heads);
+  in("head_dim", o.head_dim, 0, 4096);
+  in("vocab", o.vocab, 2, 1 << 22);
+  in("max_positions", o.max_positions, 1, 1 << 22);
+  in("sliding_window", o.sliding_window, 0, 1 << 22);
+  in("shards", o.shards, 1, 99);
+  if (o.heads % o.kv_heads != 0)
+    fail(ErrorCode::kInvalidArgument, "heads must be a multiple of kv_heads");
+  if (o.head_dim == 0 && o.hidden % o.heads != 0) {
+    fail(ErrorCode::kInvalidArgument, "hidden must be a multiple of heads (or set head_dim)");
+  }
+  const std::int64_t hd = o.head_dim != 0 ? o.head_dim : o.hidden / o.heads;
+  if (hd % 2 != 0) fail(ErrorCode::kInvalidArgument, "head_dim ", hd, " must be even");
+  if (o.out_dir.empty()) fail(ErrorCode::kInvalidArgument, "tiny model: out_dir is empty");
+  if (!(o.rms_norm_eps > 0.0 && o.rope_theta > 1.0)) {
+    fail(ErrorCode::kInvalidArgument, "tiny model: rms_norm_eps and rope_theta must be positive");
+  }
+}
+
+const char* arch_class(TinyArch a) {
+  switch (a) {
+    case TinyArch::kLlama:
+      return "LlamaForCausalLM";
+    case TinyArch::kMistral:
+      return "MistralForCausalLM";
+    case TinyArch::kQwen2:
+      return "Qwen2ForCausalLM";
+    case TinyArch::kQwen3:
+      return "Qwen3ForCausalLM";
+  }
+  return "?";
+}
+
+const char* model_type(TinyArch a) {
+  switch (a) {
+    case TinyArch::kLlama:
+      return "llama";
+    case TinyArch::kMistral:
+      return "mistral";
+    case TinyArch::kQwen2:
+      return "qwen2";
+    case TinyArch::kQwen3:
+      return "qwen3";
+  }
+  return "?";
+}
+
+nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
+                           const std::vector<std::int32_t>& eos) {
+  nlohmann::json c = {
+      {"architectures", {arch_class(o.arch)}},
+      {"model_type", model_type(o.arch)},
+      {"hidden_size", o.hidden},
+      {"intermediate_size", o.intermediate},
+      {"num_hidden_layers", o.layers},
+      {"num_attention_heads", o.heads},
+      {"num_key_value_heads", o.kv_heads},
+      {"vocab_size", o.vocab},
+      {"max_position_embeddings", o.max_positions},
+      {"rms_norm_eps", o.rms_norm_eps},
+      {"rope_theta", o.rope_theta},
+      {"hidden_act", "silu"},
+      {"tie_word_embeddings", o.tie_word_embeddings},
+      {"torch_dtype", o.dtype == WeightDType::kF32    ? "float32"
+                      : o.dtype == WeightDType::kBF16 ? "bfloat16"
+                                                      : "float16"},
+      {"bos_token_id", nullptr},
+      {"eos_token_id", eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos.front())},
+      {"rope_scaling", nullptr},
+  };
+  if (o.head_dim != 0 || o.arch == TinyArch::kQwen3) c["head_dim"] = head_dim;
+  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3) c["attention_bias"] = false;
+  if (o.arch == TinyArch::kLlama && o.llama3_rope_scaling) {
+    c["rope_scaling"] = {
+        {"rope_type", "llama3"},
+        {"factor", 8.0},
+        {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0},
+        {"original_max_position_embeddings", std::max<std::int64_t>(o.max_positions / 4, 16)}};
+  }
+  if (o.arch == TinyArch::kMistral) {
+    c["sliding_window"] =
+        o.sliding_window != 0 ? nlohmann::json(o.sliding_window) : nlohmann::json(nullptr);
+  }
+  if (o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen3) {
+    c["use_sliding_window"] = false;
+    c["sliding_window"] = o.max_positions;
+  }
+  return c;
+}
+
+// Config the generator's tensors follow (the same required_weights() the loader checks).
+ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_dim) {
+  ModelConfig c;
+  c.vocab_size = o.vocab;
+  c.hidden_size = o.hidden;
+  c.intermediate_size = o.intermediate;
+  c.num_layers = o.layers;
+  c.num_heads = o.heads;
+  c.num_kv_heads = o.kv_heads;
+  c.head_dim = head_dim;
+  c.tie_word_embeddings = o.tie_word_embeddings;
+  c.attention_bias = o.arch == TinyArch::kQwen2;
+  c.qk_norm = o.arch == TinyArch::kQwen3;
+  return c;
+}
+
+TensorDType tensor_dtype(WeightDType d) {
+  switch (d) {
+    case WeightDType::kF32:
+      return TensorDType::kF32;
+    case WeightDType::kBF16:
+      return TensorDType::kBF16;
+    case WeightDType::kF16:
+      return TensorDType::kF16;
+  }
+  return TensorDType::kF32;
+}
+
+// Philox draws for tensor `stream`: value e = center + scale * (2u - 1).
+void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t stream,
+                 TensorDType dtype, std::vector<std::uint8_t>& out) {
+  float center = 0.0f, scale = 0.0f;
+  switch (spec.kind) {
+    case WeightKind::kEmbed:
+      scale = 1.0f;
+      break;
+    case WeightKind::kFinalNorm:
+    case WeightKind::kInputNorm:
+    case WeightKind::kPostNorm:
+    case WeightKind::kQNorm:
+    case WeightKind::kKNorm:
+      center = 1.0f;
+      scale = 0.1f;
+      break;
+    case WeightKind::kQBias:
+    case WeightKind::kKBias:
+    case WeightKind::kVBias:
+      scale = 0.1f;
+      break;
+    default:  // linear [out][in]: uniform with variance 1 / fan_in
+      scale = static_cast<float>(std::sqrt(3.0 / static_cast<double>(spec.shape[1])));
+      break;
+  }
+  std::int64_t n = 1;
+  for (const std::int64_t d : spec.shape) n *= d;
+  out.resize(static_cast<std::size_t>(n) * element_size(dtype));
+  PhiloxCounter block{};
+  for (std::int64_t e = 0; e < n; ++e) {
+    if (e % 4 == 0) block = philox_block(seed, stream, static_cast<std::uint64_t>(e / 4));
+    const float u = uniform01(block[static_cast<std::size_t>(e % 4)]);
+    const float v = center + scale * (2.0f * u - 1.0f);
+    std::uint8_t* dst = out.data() + static_cast<std::size_t>(e) * element_size(dtype);
+    if (dtype == TensorDType::kF32) {
+      std::memcpy(dst, &v, 4);
+    } else {
+      const std::uint16_t b = dtype == TensorDType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      std::memcpy(dst, &b, 2);
+    }
+  }
+}
+
+std::string shard_name(std::int64_t i, std::int64_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05lld-of-%05lld.safetensors",
+                static_cast<long long>(i + 1), static_cast<long long>(n));
+  return buf;
+}
+
+}  // namespace
+
+TinyArch parse_tiny_arch(const std::string& name) {
+  if (name == "llama") return TinyArch::kLlama;
+  if (name == "mistral") return TinyArch::kMistral;
+  if (name == "qwen2") return TinyArch::kQwen2;
+  if (name == "qwen3") return TinyArch::kQwen3;
+  fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
+       "' (llama, mistral, qwen2, qwen3)");
+}
+
+WeightDType parse_weight_dtype(const std::string& name) {
+  if (name == "f32") return WeightDType::kF32;
+  if (name == "bf16") return WeightDType::kBF16;
+  if (name == "f16") return WeightDType::kF16;
+  fail(ErrorCode::kInvalidArgument, "unknown weight dtype '", name, "' (f32, bf16, f16)");
+}
+
+void make_tiny_model(const TinyModelOptions& o) {
+  check_options(o);
+  const std::int64_t head_dim = o.head_dim != 0 ? o.head_dim : o.hidden / o.heads;
+  make_dirs(o.out_dir);
+  const std::string dir = o.out_dir;
+  std::vector<std::int32_t> eos;
+  if (o.vocab >= kMinTokenizerVocab) {
+    const TinySpecialIds ids = tiny_special_ids(o.vocab);
+    eos = {ids.endoftext, ids.im_end};
+    write_text(dir + "/tokenizer.json", make_tiny_tokenizer_json(o.vocab));
+    write_text(dir + "/tokenizer_config.json", make_tiny_tokenizer_config_json());
+  }
+  write_text(dir + "/config.json", config_json(o, head_dim, eos).dump(2) + "\n");
+  nlohmann::json gen = {{"bos_token_id", nullptr}, {"do_sample", false}};
+  gen["eos_token_id"] = eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos);
+  write_text(dir + "/generation_config.json", gen.dump(2) + "\n");
+
+  const std::vector<WeightSpec> specs = required_weights(model_config_of(o, head_dim));
+  const TensorDType dtype = tensor_dtype(o.dtype);
+  if (o.shards > static_cast<std::int64_t>(specs.size())) {
+    fail(ErrorCode::kInvalidArgument, "shards = ", o.shards, " exceeds the ", specs.size(),
+         " tensors");
+  }
+  // Tensor i (in name order) is Philox stream i; shard s holds a contiguous name range.
+  nlohmann::json weight_map = nlohmann::json::object();
+  const auto n = static_cast<std::int64_t>(specs.size());
+  for (std::int64_t s = 0; s < o.shards; ++s) {
+    const std::int64_t begin = s * n / o.shards, end = (s + 1) * n / o.shards;
+    std::vector<TensorEntry> entries;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const WeightSpec& w = specs[static_cast<std::size_t>(i)];
+      entries.push_back({w.name, dtype, w.shape});
+    }
+    const std::string file = o.shards == 1 ? "model.safetensors" : shard_name(s, o.shards);
+    write_safetensors(dir + "/" + file, entries,
+                      [&](const TensorEntry& e, std::vector<std::uint8_t>& bytes) {
+                        for (std::int64_t i = begin; i < end; ++i) {
+                          const WeightSpec& w = specs[static_cast<std::size_t>(i)];
+                          if (w.name == e.name) {
+                            fill_tensor(w, o.seed, static_cast<std::uint64_t>(i), dtype, bytes);
+                          }
+                        }
+                      });
+    for (const auto& e : entries) weight_map[e.name] = file;
+  }
+  if (o.shards == 1) {
+    ::unlink((dir + "/model.safetensors.index.json").c_str());  // a stale index would win
+  } else {
+    std::int64_t total = 0;
+    for (const auto& w : specs) {
+      std::int64_t k = static_cast<std::int64_t>(element_size(dtype));
+      for (const std::int64_t d : w.shape) k *= d;
+      total += k;
+    }
+    const nlohmann::json index = {{"metadata", {{"total_size", total}}},
+                                  {"weight_map", weight_map}};
+    write_text(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+  }
+}
+
+}  // namespace detinfer
