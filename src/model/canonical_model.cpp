@@ -57,7 +57,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       }
     }
     // The bf16 embedding copy only serves row lookups (lm_head is packed separately).
-    set_loaded(w, resident, static_cast<std::int64_t>(embed_.size()));
+    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
