@@ -9,9 +9,11 @@
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -174,6 +176,65 @@ void BM_DecodeLinearBf16(benchmark::State& state) {
   t.report(state, static_cast<double>(set.bytes), threads);
 }
 
+// --- batched decode linear (M sequences, one step) -----------------------------------
+//
+// M rows through the same cold bf16 weights, interleaved with the M = 1 call on another
+// copy: "speedup" = M * t(1) / t(M), the aggregate rows/s over batch 1's (the engine's
+// batched-decode gain if the linears were the whole step).
+void BM_BatchedLinearBf16(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const LinearSet& set = linear_set(k, n, true);
+  ThreadPool* pool = pool_for(threads);
+  const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 1);
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  double tm = 0, t1 = 0, cm = 0, c1 = 0, best_m = 1e30, best_1 = 1e30;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % set.copies.size();
+    const double ca = thread_cpu_s();
+    const auto a = Clock::now();
+    set.copies[c].run(x.data(), k, m, y.data(), n, pool);
+    const auto b = Clock::now();
+    const double cb = thread_cpu_s();
+    set.copies[(c + 1) % set.copies.size()].run(x.data(), k, 1, y.data(), n, pool);
+    const auto e = Clock::now();
+    c1 += thread_cpu_s() - cb;
+    cm += cb - ca;
+    best_1 = std::min(best_1, seconds(b, e));
+    best_m = std::min(best_m, seconds(a, b));
+    state.SetIterationTime(seconds(a, b));
+    tm += seconds(a, b);
+    t1 += seconds(b, e);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPS"] = 2.0 * static_cast<double>(m * n * k) * iters / tm / 1e9;
+  state.counters["speedup"] = static_cast<double>(m) * t1 / tm;
+  // Fastest iteration of each (least disturbed by other load on a shared machine).
+  state.counters["best_speedup"] = static_cast<double>(m) * best_1 / best_m;
+  // One thread: the same in the thread's CPU time (robust to preemption).
+  if (threads == 1) {
+    state.counters["cpu_GFLOPS"] = 2.0 * static_cast<double>(m * n * k) * iters / cm / 1e9;
+    state.counters["cpu_speedup"] = static_cast<double>(m) * c1 / cm;
+  }
+}
+
+// --- thread pool ---------------------------------------------------------------------
+//
+// Round trip of one parallel_for with trivial work per thread (the synchronization a
+// forward step pays a few hundred times), back to back as in a step.
+void BM_ParallelForRoundTrip(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::vector<std::int64_t> sink(64, 0);
+  for (auto _ : state) {
+    pool.parallel_for(pool.num_threads(), 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) sink[static_cast<std::size_t>(i) * 8] += i;
+    });
+  }
+  benchmark::DoNotOptimize(sink.data());
+}
+
 // --- prefill linear vs torch::mm -----------------------------------------------------
 
 void BM_PrefillLinearF32VsTorch(benchmark::State& state) {
@@ -220,19 +281,19 @@ struct KvSet {
   std::size_t bytes = 0;  // K+V bytes one call reads
 };
 
-const KvSet& kv_set(bool cold) {
-  static std::unique_ptr<KvSet> cache[2];
-  auto& slot = cache[cold ? 1 : 0];
+const KvSet& kv_set(bool cold, std::int64_t tokens) {
+  static std::map<std::pair<bool, std::int64_t>, std::unique_ptr<KvSet>> cache;
+  auto& slot = cache[{cold, tokens}];
   if (slot) return *slot;
   slot = std::make_unique<KvSet>();
   KvSet& s = *slot;
-  s.tokens = 2048;
+  s.tokens = tokens;
   s.kv_heads = 2;
   s.head_dim = 64;
   s.block = 16;
   const std::size_t floats = static_cast<std::size_t>(s.tokens * s.kv_heads * s.head_dim);
   s.bytes = 2 * floats * sizeof(float);
-  const std::size_t copies = cold ? kColdBytes / s.bytes : 1;
+  const std::size_t copies = cold ? std::max<std::size_t>(2, kColdBytes / s.bytes) : 1;
   for (std::size_t c = 0; c < copies; ++c) {
     s.k.push_back(random_floats(floats, 100 + 2 * c));
     s.v.push_back(random_floats(floats, 101 + 2 * c));
@@ -246,7 +307,7 @@ const KvSet& kv_set(bool cold) {
 void BM_DecodeAttention(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool cold = state.range(1) != 0;
-  const KvSet& s = kv_set(cold);
+  const KvSet& s = kv_set(cold, state.range(2));
   const std::int64_t heads = 14;
   ThreadPool* pool = pool_for(threads);
   const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
@@ -277,15 +338,22 @@ BENCHMARK(BM_DecodeLinearBf16)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 // args: M, K, N, threads
+BENCHMARK(BM_BatchedLinearBf16)
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->ArgsProduct({{4, 8, 16, 32, 64}, {896}, {4864}, {1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ParallelForRoundTrip)->ArgName("threads")->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillLinearF32VsTorch)
     ->ArgNames({"M", "K", "N", "threads"})
     ->ArgsProduct({{256}, {896}, {4864}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
-// args: threads, cold
+// args: threads, cold, keys (Qwen2.5-0.5B attention: 14 query heads, 2 kv heads, d 64)
 BENCHMARK(BM_DecodeAttention)
-    ->ArgNames({"threads", "cold"})
-    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->ArgNames({"threads", "cold", "keys"})
+    ->ArgsProduct({{1, 2}, {0, 1}, {2048}})
+    ->ArgsProduct({{1, 2}, {1}, {512, 8192}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -1,10 +1,12 @@
 // `detinfer bench`: prefill and decode tokens/s for several batch sizes, canonical vs
 // fast, next to the memory-bandwidth bound for decode (weight bytes per token over a
 // read bandwidth measured in the same run).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
+#include <fstream>
 #include <future>
 #include <iomanip>
 #include <iostream>
@@ -84,15 +86,27 @@ double read_bandwidth(int threads) {
   return best;
 }
 
-std::int64_t weight_bytes(const std::string& dir) {
-  std::int64_t total = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") {
-      total += static_cast<std::int64_t>(e.file_size());
-    }
+// Peak resident set of this process (bytes) since the last reset_peak_rss(): Linux's
+// VmHWM, or ru_maxrss (peak of the whole process) where /proc is unavailable.
+std::int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // kB
   }
-  return total;
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::int64_t>(ru.ru_maxrss) * 1024;
 }
+
+// Resets VmHWM to the current RSS (Linux >= 4.0); harmless where unsupported.
+void reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+}
+
+// Prompt length of the decode measurement (see run_bench).
+constexpr int kDecodePrompt = 8;
 
 // Wall seconds for `batch` concurrent requests of random prompts.
 double timed_batch(detinfer::DeterministicSession& session, int batch, int prompt_tokens,
@@ -115,7 +129,120 @@ struct Row {
   int batch = 0;
   double prefill_tps = 0;
   double decode_tps = 0;
+  double step_bytes = 0;      // bytes one decode step reads per sequence in this mode
+  std::int64_t peak_rss = 0;  // peak RSS while this mode's session was open
 };
+
+// What one decode step reads per sequence: the weights it touches (one embedding row,
+// not the table) plus the KV of its context, whose mean over the measured steps is the
+// prompt plus half the decoded tokens.
+double decode_step_bytes(const detinfer::ModelFootprint& f, int decode_tokens) {
+  const double mean_context = kDecodePrompt + 1 + 0.5 * decode_tokens;
+  return static_cast<double>(f.decode_read_bytes) +
+         mean_context * static_cast<double>(f.kv_bytes_per_token);
+}
+
+struct BenchResult {
+  std::vector<Row> rows;
+  std::int32_t threads = 0;
+  detinfer::ModelFootprint footprint;  // of the first mode measured
+};
+
+void measure_mode(const BenchOptions& o, const std::string& m, const std::vector<int>& batches,
+                  BenchResult& out) {
+  reset_peak_rss();
+  detinfer::SessionOptions so;
+  so.mode = detinfer::parse_numerics_mode(m);
+  so.device = o.device;
+  so.threads = o.threads;
+  so.max_batch = *std::max_element(batches.begin(), batches.end());
+  so.prefill_chunk_tokens = std::max(256, o.prompt_tokens * so.max_batch);
+  detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
+  out.threads = session.threads();
+  const detinfer::ModelFootprint footprint = session.footprint();
+  if (out.rows.empty()) out.footprint = footprint;
+  detinfer_cli::CliRandom rng(12345, m == "fast" ? 2 : 1);
+  timed_batch(session, 1, 8, 2, rng);  // warm-up
+  for (int b : batches) {
+    std::vector<double> prefill, decode;
+    for (int r = 0; r < o.repeats; ++r) {
+      // Prefill: one new token each, so the time is the prompts' prefill (+1 step).
+      const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng);
+      prefill.push_back(static_cast<double>(b) * o.prompt_tokens / tp);
+      // Decode: the difference between 1 and 1+D new tokens on short prompts.
+      const double t1 = timed_batch(session, b, kDecodePrompt, 1, rng);
+      const double t2 = timed_batch(session, b, kDecodePrompt, 1 + o.decode_tokens, rng);
+      decode.push_back(static_cast<double>(b) * o.decode_tokens / std::max(1e-9, t2 - t1));
+    }
+    out.rows.push_back(
+        {m, b, median(prefill), median(decode), decode_step_bytes(footprint, o.decode_tokens)});
+  }
+  const std::int64_t peak = peak_rss_bytes();
+  for (Row& row : out.rows)
+    if (row.mode == m) row.peak_rss = peak;
+}
+
+// Fraction of the batch-1 bound (bandwidth / bytes per step) that a row's per-sequence
+// decode rate reaches.
+double vs_bound(const Row& row, double bandwidth) {
+  return row.step_bytes > 0 ? row.decode_tps / row.batch / (bandwidth / row.step_bytes) : 0;
+}
+
+void print_json(const BenchOptions& o, const BenchResult& res, double bandwidth,
+                std::int64_t peak_rss) {
+  json r = json::array();
+  for (const auto& row : res.rows) {
+    r.push_back({{"mode", row.mode},
+                 {"batch", row.batch},
+                 {"prefill_tokens_per_s", row.prefill_tps},
+                 {"decode_tokens_per_s", row.decode_tps},
+                 {"decode_step_bytes", row.step_bytes},
+                 {"peak_rss_bytes", row.peak_rss},
+                 {"decode_vs_bandwidth_bound", vs_bound(row, bandwidth)}});
+  }
+  const detinfer::ModelFootprint& f = res.footprint;
+  const double step = decode_step_bytes(f, o.decode_tokens);
+  std::cout << json{{"model", o.model},
+                    {"threads", res.threads},
+                    {"prompt_tokens", o.prompt_tokens},
+                    {"decode_tokens", o.decode_tokens},
+                    {"repeats", o.repeats},
+                    {"read_bandwidth_bytes_per_s", bandwidth},
+                    {"weight_bytes", f.weight_bytes},
+                    {"resident_bytes", f.resident_bytes},
+                    {"weight_bytes_per_token", f.decode_read_bytes},
+                    {"kv_bytes_per_token", f.kv_bytes_per_token},
+                    {"decode_step_bytes", step},
+                    {"decode_bound_tokens_per_s", step > 0 ? bandwidth / step : 0},
+                    {"peak_rss_bytes", peak_rss},
+                    {"results", r}}
+                   .dump(2)
+            << "\n";
+}
+
+void print_text(const BenchOptions& o, const BenchResult& res, double bandwidth,
+                std::int64_t peak_rss) {
+  const detinfer::ModelFootprint& f = res.footprint;
+  const double step = decode_step_bytes(f, o.decode_tokens);
+  std::cout << "threads " << res.threads << ", prompt " << o.prompt_tokens << " tokens, decode "
+            << o.decode_tokens << " tokens, median of " << o.repeats << "\n"
+            << "read bandwidth " << std::fixed << std::setprecision(2) << bandwidth / 1e9
+            << " GB/s; a decode step reads " << static_cast<double>(f.decode_read_bytes) / 1e6
+            << " MB of weights + " << (step - static_cast<double>(f.decode_read_bytes)) / 1e6
+            << " MB of KV per sequence -> batch-1 decode bound " << std::setprecision(1)
+            << bandwidth / step << " tok/s; peak RSS " << static_cast<double>(peak_rss) / 1e6
+            << " MB\n";
+  std::cout << std::left << std::setw(11) << "mode" << std::right << std::setw(6) << "batch"
+            << std::setw(16) << "prefill tok/s" << std::setw(15) << "decode tok/s" << std::setw(18)
+            << "per-seq/bound"
+            << "\n";
+  for (const auto& row : res.rows) {
+    std::cout << std::left << std::setw(11) << row.mode << std::right << std::setw(6) << row.batch
+              << std::setw(16) << std::setprecision(1) << row.prefill_tps << std::setw(15)
+              << row.decode_tps << std::setw(17) << std::setprecision(3) << vs_bound(row, bandwidth)
+              << "\n";
+  }
+}
 
 int run_bench(const BenchOptions& o) {
   const std::vector<std::string> modes = split(o.modes);
@@ -135,75 +262,15 @@ int run_bench(const BenchOptions& o) {
           "--modes takes canonical, fast and/or device_invariant, got '" + m + "'");
     }
   }
-  std::vector<Row> rows;
-  std::int32_t threads_used = 0;
-  for (const auto& m : modes) {
-    detinfer::SessionOptions so;
-    so.mode = detinfer::parse_numerics_mode(m);
-    so.device = o.device;
-    so.threads = o.threads;
-    so.max_batch = *std::max_element(batches.begin(), batches.end());
-    so.prefill_chunk_tokens = std::max(256, o.prompt_tokens * so.max_batch);
-    detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
-    threads_used = session.threads();
-    detinfer_cli::CliRandom rng(12345, m == "fast" ? 2 : 1);
-    timed_batch(session, 1, 8, 2, rng);  // warm-up
-    for (int b : batches) {
-      std::vector<double> prefill, decode;
-      for (int r = 0; r < o.repeats; ++r) {
-        // Prefill: one new token each, so the time is the prompts' prefill (+1 step).
-        const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng);
-        prefill.push_back(static_cast<double>(b) * o.prompt_tokens / tp);
-        // Decode: the difference between 1 and 1+D new tokens on short prompts.
-        const double t1 = timed_batch(session, b, 8, 1, rng);
-        const double t2 = timed_batch(session, b, 8, 1 + o.decode_tokens, rng);
-        decode.push_back(static_cast<double>(b) * o.decode_tokens / std::max(1e-9, t2 - t1));
-      }
-      rows.push_back({m, b, median(prefill), median(decode)});
-    }
-  }
-  const double bandwidth = read_bandwidth(std::max(1, threads_used));
-  const std::int64_t wbytes = weight_bytes(o.model);
-  const double bound = wbytes > 0 ? bandwidth / static_cast<double>(wbytes) : 0;
-
+  BenchResult res;
+  for (const auto& m : modes) measure_mode(o, m, batches, res);
+  std::int64_t peak_rss = 0;  // of the sessions, before the bandwidth probe's buffer
+  for (const Row& row : res.rows) peak_rss = std::max(peak_rss, row.peak_rss);
+  const double bandwidth = read_bandwidth(std::max(1, res.threads));
   if (o.json) {
-    json r = json::array();
-    for (const auto& row : rows) {
-      r.push_back(
-          {{"mode", row.mode},
-           {"batch", row.batch},
-           {"prefill_tokens_per_s", row.prefill_tps},
-           {"decode_tokens_per_s", row.decode_tps},
-           {"decode_vs_bandwidth_bound", bound > 0 ? row.decode_tps / row.batch / bound : 0}});
-    }
-    std::cout << json{{"model", o.model},
-                      {"threads", threads_used},
-                      {"prompt_tokens", o.prompt_tokens},
-                      {"decode_tokens", o.decode_tokens},
-                      {"repeats", o.repeats},
-                      {"read_bandwidth_bytes_per_s", bandwidth},
-                      {"weight_bytes_per_token", wbytes},
-                      {"decode_bound_tokens_per_s", bound},
-                      {"results", r}}
-                     .dump(2)
-              << "\n";
-    return 0;
-  }
-  std::cout << "threads " << threads_used << ", prompt " << o.prompt_tokens << " tokens, decode "
-            << o.decode_tokens << " tokens, median of " << o.repeats << "\n"
-            << "read bandwidth " << std::fixed << std::setprecision(2) << bandwidth / 1e9
-            << " GB/s, weights " << static_cast<double>(wbytes) / 1e6
-            << " MB per token -> batch-1 decode bound " << std::setprecision(1) << bound
-            << " tok/s\n";
-  std::cout << std::left << std::setw(11) << "mode" << std::right << std::setw(6) << "batch"
-            << std::setw(16) << "prefill tok/s" << std::setw(15) << "decode tok/s" << std::setw(18)
-            << "per-seq/bound"
-            << "\n";
-  for (const auto& row : rows) {
-    std::cout << std::left << std::setw(11) << row.mode << std::right << std::setw(6) << row.batch
-              << std::setw(16) << std::setprecision(1) << row.prefill_tps << std::setw(15)
-              << row.decode_tps << std::setw(17) << std::setprecision(3)
-              << (bound > 0 ? row.decode_tps / row.batch / bound : 0) << "\n";
+    print_json(o, res, bandwidth, peak_rss);
+  } else {
+    print_text(o, res, bandwidth, peak_rss);
   }
   return 0;
 }

@@ -111,6 +111,15 @@ struct SessionStats {
   std::int64_t steps = 0;  // batched forward passes so far
 };
 
+// Memory and per-token traffic of the loaded model (benchmarks, capacity planning).
+struct ModelFootprint {
+  std::int64_t weight_bytes = 0;        // tensors as stored in the safetensors files
+  std::int64_t resident_bytes = 0;      // what the loaded model keeps in memory
+  std::int64_t decode_read_bytes = 0;   // weight bytes a decode step reads per sequence:
+                                        //   linears, lm_head, norms, one embedding row
+  std::int64_t kv_bytes_per_token = 0;  // K + V of one cached token over all layers
+};
+
 class DETINFER_API DeterministicSession {
  public:
   // Loads config.json + safetensors (+ tokenizer.json when present) from model_dir.
@@ -152,6 +161,7 @@ class DETINFER_API DeterministicSession {
   std::string architecture() const;       // Hugging Face class name, e.g. "Qwen2ForCausalLM"
   const SessionOptions& options() const;  // with 0 (auto) fields resolved
   SessionStats stats() const;
+  ModelFootprint footprint() const;
 
   // Metrics (docs/metrics.md): the session's registry and its Prometheus text (format
   // 0.0.4; cache statistics are brought up to date first). Thread-safe.

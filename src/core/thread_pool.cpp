@@ -9,12 +9,31 @@ namespace detinfer {
 
 namespace {
 thread_local bool t_inside_pool = false;
+
+// Polling budget, adapted to the machine: each wait polls up to spin_budget_ times, then
+// sleeps. A wait that polling satisfied doubles the budget (up to kMaxSpin, some tens of
+// microseconds: the gap between the kernels of one forward step); one that had to sleep
+// halves it (down to kMinSpin), so on a loaded machine, where the awaited thread is often
+// not running, the pool stops burning the cores that thread needs.
+constexpr int kMaxSpin = 1 << 12;
+constexpr int kMinSpin = 1 << 5;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
 }
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   if (num_threads < 1 || num_threads > 1024) {
     fail(ErrorCode::kInvalidArgument, "thread count must be 1..1024, got ", num_threads);
   }
+  const unsigned cores = std::thread::hardware_concurrency();
+  spin_ = cores != 0 && static_cast<unsigned>(num_threads) <= cores;
+  spin_budget_.store(kMinSpin, std::memory_order_relaxed);
   workers_.reserve(static_cast<std::size_t>(num_threads - 1));
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -22,10 +41,25 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+template <typename Pred>
+bool ThreadPool::spin_until(Pred pred) {
+  if (!spin_) return pred();
+  const int budget = spin_budget_.load(std::memory_order_relaxed);
+  for (int i = 0; i < budget; ++i) {
+    if (pred()) {
+      if (budget < kMaxSpin) spin_budget_.store(budget * 2, std::memory_order_relaxed);
+      return true;
+    }
+    cpu_relax();
+  }
+  if (budget > kMinSpin) spin_budget_.store(budget / 2, std::memory_order_relaxed);
+  return pred();
 }
 
 void ThreadPool::run_chunk(int index) {
@@ -45,17 +79,24 @@ void ThreadPool::run_chunk(int index) {
 void ThreadPool::worker_loop(int index) {
   std::uint64_t seen = 0;
   t_inside_pool = true;
+  auto ready = [&] {
+    return stop_.load(std::memory_order_acquire) ||
+           generation_.load(std::memory_order_acquire) != seen;
+  };
   for (;;) {
-    {
+    if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      start_cv_.wait(lock, ready);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    // No new job can start before this worker finishes the current one (the
+    // dispatcher waits for pending_ == 0), so this is exactly one generation ahead.
+    seen = generation_.load(std::memory_order_acquire);
     run_chunk(index);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Taking the lock orders this notify after a waiter's predicate check.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      done_cv_.notify_one();
     }
   }
 }
@@ -71,23 +112,27 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
     return;
   }
   std::lock_guard<std::mutex> dispatch(dispatch_mu_);
+  fn_ = &fn;
+  n_ = n;
+  chunks_ = chunks;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunks_ = chunks;
     error_ = nullptr;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  start_cv_.notify_all();
+  start_cv_.notify_all();  // cheap when every worker is spinning (no sleepers)
   t_inside_pool = true;
   run_chunk(0);
   t_inside_pool = false;
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   std::exception_ptr err;
-  {
+  if (!spin_until(done)) {
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    done_cv_.wait(lock, done);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     fn_ = nullptr;
     err = error_;
     error_ = nullptr;

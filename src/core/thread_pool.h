@@ -1,8 +1,17 @@
 // A small fixed-size thread pool for kernels. It partitions independent work (rows,
 // columns, heads) only: results never depend on the number of threads because no
 // reduction is ever split across tasks.
+//
+// A forward pass issues a few hundred short parallel_for calls per step, so waking
+// sleeping workers through the kernel for each would dominate small matrices. Workers
+// (and the caller, waiting for them) therefore poll an atomic generation counter before
+// they sleep on a condition variable, for a budget that adapts: it grows while polling
+// succeeds and shrinks when it fails, as it does on a machine with more runnable threads
+// than cores. No polling at all when the pool has more threads than the machine has
+// cores.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,21 +40,27 @@ class ThreadPool {
  private:
   void worker_loop(int index);
   void run_chunk(int index);
+  // Polls pred() up to the current spin budget (adapting it); true when it held.
+  template <typename Pred>
+  bool spin_until(Pred pred);
 
   int num_threads_;
+  bool spin_ = false;                // false when the pool has more threads than cores
+  std::atomic<int> spin_budget_{0};  // polls per wait, adapted (thread_pool.cpp)
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::mutex dispatch_mu_;  // one parallel_for at a time
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
-  std::uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  // The current job.
+  // Incremented (under mu_) once per job; workers run one chunk per increment.
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers that have not finished the current job
+  std::atomic<bool> stop_{false};
+  // The current job: written before generation_ is incremented, read after.
   const std::function<void(std::int64_t, std::int64_t)>* fn_ = nullptr;
   std::int64_t n_ = 0;
   int chunks_ = 0;
-  std::exception_ptr error_;
+  std::exception_ptr error_;  // guarded by mu_
 };
 
 }  // namespace detinfer

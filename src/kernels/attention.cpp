@@ -1,6 +1,7 @@
 // Paged-KV attention dispatch: threads split (row, kv head) pairs; each pair is one
 // call of the ISA kernel, which computes every query head of that kv head's group.
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
@@ -33,12 +34,12 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   // the kernels' inner loops).
   const std::int64_t kv_stride = kv.num_kv_heads * d;
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(max_keys));
-  for (std::int64_t t = 0; t < max_keys; ++t) {
-    const std::int64_t block = kv.block_table[t / kv.block_size];
-    if (block < 0)
-      fail(ErrorCode::kInvalidArgument, "attention: block_table[", t / kv.block_size,
-           "] = ", block);
-    offsets[static_cast<std::size_t>(t)] = (block * kv.block_size + t % kv.block_size) * kv_stride;
+  for (std::int64_t b = 0, t = 0; t < max_keys; ++b) {
+    const std::int64_t block = kv.block_table[b];
+    if (block < 0) fail(ErrorCode::kInvalidArgument, "attention: block_table[", b, "] = ", block);
+    const std::int64_t end = std::min(max_keys, t + kv.block_size);
+    for (std::int64_t row = block * kv.block_size; t < end; ++t, ++row)
+      offsets[static_cast<std::size_t>(t)] = row * kv_stride;
   }
   // Tasks: (row, kv head, part of the kv head's query heads). Splitting a group's heads
   // re-reads its K/V but lets decode (one row) use more threads than kv heads.
@@ -46,8 +47,9 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   const std::int64_t pairs = rows * kv.num_kv_heads;
   const std::int64_t splits = std::max<std::int64_t>(1, std::min(group, threads / pairs));
   auto body = [&](std::int64_t t0, std::int64_t t1) {
-    std::vector<float> scratch(
-        static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group)));
+    // Uninitialized: the kernel writes every scratch float before reading it.
+    const std::unique_ptr<float[]> scratch(
+        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group))]);
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t pair = t / splits, part = t % splits;
       const std::int64_t r = pair / kv.num_kv_heads;
@@ -55,7 +57,7 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
       const std::int64_t g0 = group * part / splits, g1 = group * (part + 1) / splits;
       const std::int64_t head = h * group + g0;
       fn(q + r * ldq + head * d, g1 - g0, num_keys[r], h, kv, offsets.data(), scale,
-         out + r * ldo + head * d, scratch.data());
+         out + r * ldo + head * d, scratch.get());
     }
   };
   const std::int64_t tasks = pairs * splits;

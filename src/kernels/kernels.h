@@ -97,10 +97,34 @@ class PackedLinear {
   void run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
            ThreadPool* pool) const;
 
+  // Column panels of 64 outputs (the last may be partial), and the same product for the
+  // columns of panels [p0, p1) only, on the calling thread.
+  std::int64_t panels() const;
+  void run_panels(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
+                  std::int64_t p0, std::int64_t p1) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Several linears over the same input rows in ONE parallel region (one synchronization
+// instead of one per linear): outputs[i].y = x W_i^T (+ bias_i). Threads split the
+// concatenated column panels; every column is computed as PackedLinear::run computes it.
+struct LinearOut {
+  const PackedLinear* w = nullptr;
+  float* y = nullptr;
+  std::int64_t ldy = 0;
+};
+void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t ldx, std::int64_t m,
+                 ThreadPool* pool);
+
+// The MLP's first half in one parallel region: g = x Wg^T, u = x Wu^T, a = silu_mul(g, u)
+// (g, u and a: m rows of gate.n() floats). Each thread takes the same column panels of
+// both and applies silu_mul to its columns. Same bits as two run() calls and silu_mul().
+void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const float* x,
+                      std::int64_t ldx, std::int64_t m, float* g, float* u, float* a,
+                      ThreadPool* pool);
 
 // --- attention over a paged KV cache --------------------------------------------------
 // The K and V pools hold blocks of `block_size` tokens; token t of a sequence lives in

@@ -111,3 +111,76 @@ void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* 
 }
 
 }  // namespace detinfer::kernels
+
+namespace detinfer::kernels {
+
+std::int64_t PackedLinear::panels() const { return impl_ ? impl_->view.panels : 0; }
+
+void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, float* y,
+                              std::int64_t ldy, std::int64_t p0, std::int64_t p1) const {
+  if (!impl_)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels on an empty PackedLinear");
+  const cpu::PackedWeights& w = impl_->view;
+  if (m <= 0 || p0 >= p1) return;
+  if (p0 < 0 || p1 > w.panels || ldx < w.k || ldy < w.n)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
+         w.panels, ", ldx=", ldx, " (k=", w.k, "), ldy=", ldy, " (n=", w.n, ")");
+  cpu::active_kernels().linear(w, x, ldx, m, y, ldy, p0, p1);
+}
+
+void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t ldx, std::int64_t m,
+                 ThreadPool* pool) {
+  std::int64_t total = 0;
+  for (int i = 0; i < count; ++i) total += outs[i].w->panels();
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  if (m <= 0 || total == 0) return;
+  // Task t runs global panels [total*t/T, total*(t+1)/T) of the concatenation.
+  const std::int64_t tasks = std::min<std::int64_t>(total, threads);
+  auto body = [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t g0 = total * t / tasks, g1 = total * (t + 1) / tasks;
+      std::int64_t base = 0;
+      for (int i = 0; i < count; ++i) {
+        const std::int64_t n = outs[i].w->panels();
+        const std::int64_t p0 = std::max(g0, base) - base, p1 = std::min(g1, base + n) - base;
+        if (p0 < p1) outs[i].w->run_panels(x, ldx, m, outs[i].y, outs[i].ldy, p0, p1);
+        base += n;
+      }
+    }
+  };
+  if (pool != nullptr && tasks > 1) {
+    pool->parallel_for(tasks, 1, body);
+  } else {
+    body(0, tasks);
+  }
+}
+
+void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const float* x,
+                      std::int64_t ldx, std::int64_t m, float* g, float* u, float* a,
+                      ThreadPool* pool) {
+  const std::int64_t n = gate.n();
+  if (up.n() != n || up.k() != gate.k())
+    fail(ErrorCode::kInvalidArgument, "run_gate_up_silu: gate is ", n, "x", gate.k(), ", up is ",
+         up.n(), "x", up.k());
+  if (m <= 0) return;
+  const std::int64_t panels = gate.panels();
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  const std::int64_t tasks = std::min<std::int64_t>(panels, threads);
+  auto body = [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
+      gate.run_panels(x, ldx, m, g, n, p0, p1);
+      up.run_panels(x, ldx, m, u, n, p0, p1);
+      const std::int64_t c0 = p0 * cpu::kPanel, c1 = std::min(n, p1 * cpu::kPanel);
+      for (std::int64_t r = 0; r < m; ++r)
+        silu_mul(g + r * n + c0, u + r * n + c0, a + r * n + c0, c1 - c0);
+    }
+  };
+  if (pool != nullptr && tasks > 1) {
+    pool->parallel_for(tasks, 1, body);
+  } else {
+    body(0, tasks);
+  }
+}
+
+}  // namespace detinfer::kernels

@@ -57,7 +57,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         resident += static_cast<std::int64_t>((*p)->bytes());
       }
     }
-    set_loaded(w, resident);
+    // The bf16 embedding copy only serves row lookups (lm_head is packed separately).
+    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }

@@ -66,9 +66,27 @@ class CpuBackend final : public Backend {
     kernels::rms_norm(x, ldx, w, eps, y, ldy, rows, n, &pool_);
   }
 
+  static const kernels::PackedLinear& packed(const BackendLinear& w) {
+    return static_cast<const CpuLinear&>(w).packed;
+  }
+
   void linear(const BackendLinear& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
               std::int64_t ldy) override {
-    static_cast<const CpuLinear&>(w).packed.run(x, ldx, m, y, ldy, &pool_);
+    packed(w).run(x, ldx, m, y, ldy, &pool_);
+  }
+
+  // q, k and v in one parallel region (threads split their concatenated panels), and
+  // gate, up and silu_mul in another: one synchronization each instead of three.
+  void project_qkv(const BackendLinear& wq, const BackendLinear& wk, const BackendLinear& wv,
+                   const float* x, std::int64_t m, float* q, float* k, float* v) override {
+    const kernels::LinearOut outs[] = {
+        {&packed(wq), q, wq.n()}, {&packed(wk), k, wk.n()}, {&packed(wv), v, wv.n()}};
+    kernels::run_linears(outs, 3, x, wq.k(), m, &pool_);
+  }
+
+  void mlp_gate_up(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
+                   std::int64_t m, float* g, float* u, float* a) override {
+    kernels::run_gate_up_silu(packed(wgate), packed(wup), x, wgate.k(), m, g, u, a, &pool_);
   }
 
   void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) override {

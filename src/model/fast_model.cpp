@@ -39,7 +39,9 @@ class FastModel final : public TransformerBase, private WeightSink {
     }
     const LoadedWeights w = stream_weights(config_, store, *this);
     if (config_.tie_word_embeddings) lm_head_ = embed_;
-    set_loaded(w, resident_);
+    // An untied embedding table only serves row lookups; a tied one is the lm_head too.
+    set_loaded(w, resident_,
+               config_.tie_word_embeddings ? 0 : static_cast<std::int64_t>(embed_.numel() * 4));
   }
 
  private:

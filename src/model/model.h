@@ -105,6 +105,9 @@ class Model {
   // Bytes of weights as stored on disk, and bytes the model keeps in memory.
   virtual std::int64_t weight_bytes() const = 0;
   virtual std::int64_t resident_bytes() const = 0;
+  // Weight bytes one decode step reads per sequence: every linear (incl. lm_head), the
+  // norms, and one embedding row (not the whole table). KV reads come on top.
+  virtual std::int64_t decode_read_bytes() const { return resident_bytes(); }
   virtual ModelLoadStats load_stats() const { return {}; }
   // Where the KV pool must live for forward() (null: host memory).
   virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }

@@ -20,6 +20,7 @@ class TransformerBase : public Model {
   int threads() const override { return options_.threads; }
   std::int64_t weight_bytes() const override { return weight_bytes_; }
   std::int64_t resident_bytes() const override { return resident_bytes_; }
+  std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
@@ -30,7 +31,10 @@ class TransformerBase : public Model {
   TransformerBase(const ModelConfig& config, const ModelOptions& options);
   // Runs the layers over a validated plan; appends logits rows.
   virtual void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) = 0;
-  void set_loaded(const LoadedWeights& w, std::int64_t resident_bytes);
+  // embed_only_bytes: resident bytes of an embedding table that only serves row lookups
+  // (0 when the table is also the lm_head); a decode step reads one row of it.
+  void set_loaded(const LoadedWeights& w, std::int64_t resident_bytes,
+                  std::int64_t embed_only_bytes = 0);
 
   ModelConfig config_;
   ModelOptions options_;
@@ -43,6 +47,7 @@ class TransformerBase : public Model {
   Hash128 fingerprint_;
   std::int64_t weight_bytes_ = 0;
   std::int64_t resident_bytes_ = 0;
+  std::int64_t decode_read_bytes_ = 0;
   ModelLoadStats load_stats_;
 };
 

@@ -247,6 +247,17 @@ SessionStats DeterministicSession::stats() const {
   return s;
 }
 
+ModelFootprint DeterministicSession::footprint() const {
+  const Model& m = *impl_->model;
+  const ModelConfig& c = m.config();
+  ModelFootprint f;
+  f.weight_bytes = m.weight_bytes();
+  f.resident_bytes = m.resident_bytes();
+  f.decode_read_bytes = m.decode_read_bytes();
+  f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;  // f32 K and V
+  return f;
+}
+
 DeterministicSession::Impl& DeterministicSession::impl() { return *impl_; }
 
 }  // namespace detinfer

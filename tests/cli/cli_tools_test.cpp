@@ -119,10 +119,16 @@ TEST_F(CliTools, BenchJsonFieldsArePositive) {
   const json j = parse(r);
   ASSERT_TRUE(j.is_object());
   for (const char* k : {"threads", "read_bandwidth_bytes_per_s", "weight_bytes_per_token",
-                        "decode_bound_tokens_per_s"}) {
+                        "decode_bound_tokens_per_s", "weight_bytes", "resident_bytes",
+                        "kv_bytes_per_token", "decode_step_bytes", "peak_rss_bytes"}) {
     ASSERT_TRUE(j.contains(k) && j[k].is_number()) << k << " in " << r.out;
     EXPECT_GT(j[k].get<double>(), 0) << k;
   }
+  // A step reads its weights plus some KV, never more weights than the model keeps.
+  EXPECT_GT(j["decode_step_bytes"].get<double>(), j["weight_bytes_per_token"].get<double>());
+  EXPECT_LE(j["weight_bytes_per_token"].get<double>(), j["resident_bytes"].get<double>());
+  // The process holds at least the weights it keeps.
+  EXPECT_GE(j["peak_rss_bytes"].get<double>(), j["resident_bytes"].get<double>());
   EXPECT_EQ(j["threads"], 1);
   EXPECT_EQ(j["prompt_tokens"], 16);
   EXPECT_EQ(j["decode_tokens"], 4);
@@ -131,8 +137,8 @@ TEST_F(CliTools, BenchJsonFieldsArePositive) {
   for (const auto& row : j["results"]) {
     EXPECT_TRUE(row["mode"] == "canonical" || row["mode"] == "fast") << row;
     EXPECT_TRUE(row["batch"] == 1 || row["batch"] == 4) << row;
-    for (const char* k :
-         {"prefill_tokens_per_s", "decode_tokens_per_s", "decode_vs_bandwidth_bound"}) {
+    for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s",
+                          "decode_vs_bandwidth_bound", "decode_step_bytes", "peak_rss_bytes"}) {
       ASSERT_TRUE(row.contains(k) && row[k].is_number()) << k << " in " << row;
       EXPECT_GT(row[k].get<double>(), 0) << k << " in " << row;
     }

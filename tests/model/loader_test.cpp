@@ -279,5 +279,37 @@ TEST(ModelLoader, MissingFiles) {
   expect_load_error(dir, ErrorCode::kNotFound, "config.json");
 }
 
+// A decode step reads every linear (lm_head included) but only one row of an embedding
+// table that is not also the lm_head: decode_read_bytes counts exactly that.
+TEST(ModelLoader, DecodeReadBytesCountOneEmbeddingRow) {
+  struct Case {
+    TinyArch arch;  // kLlama: untied embedding; kQwen2: tied
+    WeightDType dtype;
+    NumericsMode mode;
+  };
+  for (const Case& c : {Case{TinyArch::kLlama, WeightDType::kBF16, NumericsMode::kCanonical},
+                        Case{TinyArch::kQwen2, WeightDType::kBF16, NumericsMode::kCanonical},
+                        Case{TinyArch::kLlama, WeightDType::kF32, NumericsMode::kFast},
+                        Case{TinyArch::kQwen2, WeightDType::kF32, NumericsMode::kFast}}) {
+    if (c.mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
+    const std::string dir = scratch_dir("readbytes");
+    make_tiny_model(tiny_options(c.arch, c.dtype, dir));
+    ModelOptions options;
+    options.mode = c.mode;
+    const auto m = Model::load(dir, options);
+    const ModelConfig& cfg = m->config();
+    // Canonical keeps the embedding in its stored dtype (bf16 here) next to the packed
+    // lm_head; fast mode widens it to f32 and shares it with a tied lm_head.
+    const std::int64_t esize = c.mode == NumericsMode::kCanonical ? 2 : 4;
+    const bool table_only = c.mode == NumericsMode::kCanonical || !cfg.tie_word_embeddings;
+    const std::int64_t table = cfg.vocab_size * cfg.hidden_size * esize;
+    const std::int64_t want =
+        table_only ? m->resident_bytes() - table + cfg.hidden_size * esize : m->resident_bytes();
+    EXPECT_EQ(m->decode_read_bytes(), want)
+        << "arch " << static_cast<int>(c.arch) << " mode " << static_cast<int>(c.mode);
+    EXPECT_LT(m->decode_read_bytes(), m->resident_bytes() + 1);
+  }
+}
+
 }  // namespace
 }  // namespace detinfer

@@ -78,17 +78,28 @@ constexpr int kValueVecs = 2;
 #include "kernels/cpu/simd_kernels.h"
 }  // namespace w8
 
-// Attention lanes run over the query heads of a kv group; with at most 8 heads (GQA
-// models) 8-lane instructions do the same work at half width, which is at least as fast
-// (twice as fast on CPUs that split 512-bit ops). Same bits either way.
+// Score lanes run over the query heads of a kv group; with at most 8 heads (GQA models)
+// 8-lane instructions do the same score work at half width, which is at least as fast
+// (twice as fast on CPUs that split 512-bit ops). The numerator's lanes run over head
+// columns, where 16 lanes halve the instructions: scores w8, values w16. Same bits
+// either way (every lane performs the reference's sequence).
 void attention_avx512(const float* q, std::int64_t group, std::int64_t num_keys,
                       std::int64_t kv_head, const PagedKvView& kv, const std::int64_t* token_offset,
                       float scale, float* out, float* scratch) {
-  if (group <= 8) {
-    w8::attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
-  } else {
+  if (group > 8) {
     w16::attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
+    return;
   }
+  const std::int64_t d = kv.head_dim;
+  if (num_keys <= 0) {
+    for (std::int64_t i = 0; i < group * d; ++i) out[i] = 0.0f;
+    return;
+  }
+  alignas(64) float dens[8];
+  const int G = static_cast<int>(group);
+  const float* E =
+      w8::score_softmax(q, G, num_keys, kv_head, kv, token_offset, scale, scratch, dens);
+  w16::attend_all<8>(E, G, num_keys, kv.v_pool + kv_head * d, token_offset, d, dens, out);
 }
 
 }  // namespace

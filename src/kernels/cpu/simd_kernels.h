@@ -268,7 +268,8 @@ inline void store_cols(float* p, typename V::reg a, int n) {
 // One chunk [j0, j1) of the numerator for HG heads over CB vectors of columns (CB*L
 // columns from vbase's column; when CB == 1, `cols` may be < L): p = fma chain over the
 // chunk's keys, then s = s + p, with s kept in `out` (s = +0 + p for the first chunk).
-template <int HG, int CB>
+// E holds key j's weights of the heads at E[j * ES + g] (ES = the score kernel's lanes).
+template <int HG, int CB, int ES>
 void attend_chunk(const float* E, std::int64_t j0, std::int64_t j1, const float* vbase,
                   const std::int64_t* off, int cols, float* out, std::int64_t out_stride) {
   typename V::reg p[HG][CB];
@@ -284,7 +285,7 @@ void attend_chunk(const float* E, std::int64_t j0, std::int64_t j1, const float*
       vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
 #pragma GCC unroll 8
     for (int g = 0; g < HG; ++g) {
-      const typename V::reg e = V::set1(E[j * V::L + g]);
+      const typename V::reg e = V::set1(E[j * ES + g]);
 #pragma GCC unroll 4
       for (int b = 0; b < CB; ++b) p[g][b] = V::fma(e, vv[b], p[g][b]);
     }
@@ -302,16 +303,18 @@ void attend_chunk(const float* E, std::int64_t j0, std::int64_t j1, const float*
 using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, const float*,
                          const std::int64_t*, int, float*, std::int64_t);
 
-template <int CB, int... H>
+template <int CB, int ES, int... H>
 constexpr ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
-  constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB>...};
+  constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB, ES>...};
   return fns[hg - 1];
 }
 
 // Numerator, chunk by chunk of 64 keys (the spec's chunks): within a chunk, columns in
 // blocks of kValueVecs vectors and heads in balanced passes of at most kHeadsPerPass.
 // A chunk's value rows (64 x head_dim floats) stay in L1 across the passes, and the
-// next chunk's rows are prefetched meanwhile. Then out = s / den.
+// next chunk's rows are prefetched meanwhile. Then out = s / den. The weights E come
+// from a score kernel with ES lanes (E[j * ES + g]), which may be narrower than V.
+template <int ES>
 void attend_all(const float* S, int G, std::int64_t num_keys, const float* vbase,
                 const std::int64_t* off, std::int64_t d, const float* dens, float* out) {
   const int passes = (G + kHeadsPerPass - 1) / kHeadsPerPass;
@@ -326,7 +329,7 @@ void attend_all(const float* S, int G, std::int64_t num_keys, const float* vbase
       const int cols = static_cast<int>(full ? wide : (d - c < V::L ? d - c : V::L));
       for (int g0 = 0; g0 < G; g0 += per) {
         const int hg = G - g0 < per ? G - g0 : per;
-        const ChunkFn fn = full ? chunk_fn<kValueVecs>(hg, heads) : chunk_fn<1>(hg, heads);
+        const ChunkFn fn = full ? chunk_fn<kValueVecs, ES>(hg, heads) : chunk_fn<1, ES>(hg, heads);
         fn(S + g0, j0, j1, vbase + c, off, cols, out + g0 * d + c, d);
       }
       c += cols;
@@ -342,13 +345,15 @@ void attend_all(const float* S, int G, std::int64_t num_keys, const float* vbase
   }
 }
 
-// Up to V::L heads of one kv head group, one query row.
-void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t kv_head,
-                     const PagedKvView& kv, const std::int64_t* off, float scale, float* out,
-                     float* scratch) {
+// Scores, max, exp and the chunked denominators of up to V::L heads of one kv head
+// group, one query row (num_keys > 0), lanes over heads. Returns E (exp weights, key j's
+// at E[j * V::L + g], in scratch) and writes dens[0..V::L).
+[[maybe_unused]] const float* score_softmax(const float* q, int G, std::int64_t num_keys,
+                                            std::int64_t kv_head, const PagedKvView& kv,
+                                            const std::int64_t* off, float scale, float* scratch,
+                                            float* dens) {
   const std::int64_t d = kv.head_dim;
   const float* kbase = kv.k_pool + kv_head * d;
-  const float* vbase = kv.v_pool + kv_head * d;
   float* qT = scratch;            // d * L
   float* S = scratch + d * V::L;  // num_keys * L (scores, then exp)
   for (std::int64_t c = 0; c < d; ++c)
@@ -383,10 +388,18 @@ void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t 
     }
     den = V::add(den, p);
   }
-  alignas(64) float dens[V::L];
   V::store(dens, den);
+  return S;
+}
+
+// Up to V::L heads of one kv head group, one query row.
+void attention_lanes(const float* q, int G, std::int64_t num_keys, std::int64_t kv_head,
+                     const PagedKvView& kv, const std::int64_t* off, float scale, float* out,
+                     float* scratch) {
+  alignas(64) float dens[V::L];
+  const float* E = score_softmax(q, G, num_keys, kv_head, kv, off, scale, scratch, dens);
   // Numerator: lanes over columns.
-  attend_all(S, G, num_keys, vbase, off, d, dens, out);
+  attend_all<V::L>(E, G, num_keys, kv.v_pool + kv_head * kv.head_dim, off, kv.head_dim, dens, out);
 }
 
 [[maybe_unused]] void attention_simd(const float* q, std::int64_t group, std::int64_t num_keys,

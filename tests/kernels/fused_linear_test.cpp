@@ -1,0 +1,147 @@
+// Linears run together in one parallel region (run_linears: q/k/v; run_gate_up_silu:
+// gate/up + silu_mul) equal the reference bit for bit: every ISA, thread counts
+// {1, 2, 3, 8}, row counts 1..64 on the edges of the 6-row register tiles, dtypes f32,
+// bf16, f16, partial last panels, with and without bias.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "detinfer/error.h"
+#include "kernel_test_util.h"
+#include "kernels/kernels.h"
+#include "kernels/reference/reference.h"
+
+namespace detinfer::kernels {
+namespace {
+
+using testing::first_diff;
+using testing::random_bf16;
+using testing::random_f16;
+using testing::random_floats;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) v.push_back(isa);
+  return v;
+}
+
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(active_isa()) {}
+  ~IsaGuard() { set_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+constexpr int kThreadCounts[] = {1, 2, 3, 8};
+constexpr std::int64_t kRowCounts[] = {1, 2, 3, 5, 6, 7, 12, 13, 16, 17, 31, 32, 33, 64};
+
+ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<ThreadPool> pools[9];
+  if (threads <= 1) return nullptr;
+  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  return pools[threads].get();
+}
+
+// Packed weights plus their exact f32 widening (what the reference reads).
+struct Linear {
+  std::int64_t n, k;
+  std::vector<float> f32, bias;
+  PackedLinear packed;
+  Linear(DType dtype, std::int64_t n_, std::int64_t k_, std::uint64_t stream, bool with_bias)
+      : n(n_), k(k_) {
+    std::vector<std::uint16_t> half;
+    if (dtype == DType::kF32) {
+      f32 = random_floats(n * k, stream);
+    } else {
+      half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
+      for (std::uint16_t h : half)
+        f32.push_back(dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h));
+    }
+    if (with_bias) bias = random_floats(n, stream + 1);
+    const void* data = half.empty() ? static_cast<const void*>(f32.data()) : half.data();
+    packed = PackedLinear::pack(data, dtype, n, k, bias.empty() ? nullptr : bias.data());
+  }
+  std::vector<float> reference(const std::vector<float>& x, std::int64_t m) const {
+    std::vector<float> y(m * n);
+    ref::linear(x.data(), k, m, f32.data(), n, k, bias.empty() ? nullptr : bias.data(), y.data(),
+                n);
+    return y;
+  }
+};
+
+TEST(FusedLinear, QkvInOneRegionEqualsReference) {
+  IsaGuard guard;
+  std::uint64_t stream = 2000;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const std::int64_t k = 200;  // three 64-chunks and a partial one
+    const Linear q(dtype, 96, k, stream += 4, true), kk(dtype, 32, k, stream += 4, true),
+        v(dtype, 40, k, stream += 4, false);
+    for (std::int64_t m : kRowCounts) {
+      const std::vector<float> x = random_floats(m * k, stream += 4);
+      const std::vector<float> wq = q.reference(x, m), wk = kk.reference(x, m),
+                               wv = v.reference(x, m);
+      for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (int t : kThreadCounts) {
+          std::vector<float> gq(m * q.n, -1.0f), gk(m * kk.n, -1.0f), gv(m * v.n, -1.0f);
+          const LinearOut outs[] = {{&q.packed, gq.data(), q.n},
+                                    {&kk.packed, gk.data(), kk.n},
+                                    {&v.packed, gv.data(), v.n}};
+          run_linears(outs, 3, x.data(), k, m, pool_for(t));
+          const std::string what = std::string(to_string(dtype)) + " m=" + std::to_string(m) +
+                                   " isa=" + to_string(isa) + " threads=" + std::to_string(t);
+          ASSERT_EQ(first_diff(gq.data(), wq.data(), m * q.n), -1) << "q " << what;
+          ASSERT_EQ(first_diff(gk.data(), wk.data(), m * kk.n), -1) << "k " << what;
+          ASSERT_EQ(first_diff(gv.data(), wv.data(), m * v.n), -1) << "v " << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedLinear, GateUpSiluInOneRegionEqualsReference) {
+  IsaGuard guard;
+  std::uint64_t stream = 3000;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const std::int64_t k = 130, n = 150;  // partial last panel and chunk
+    const Linear gate(dtype, n, k, stream += 4, false), up(dtype, n, k, stream += 4, false);
+    for (std::int64_t m : kRowCounts) {
+      const std::vector<float> x = random_floats(m * k, stream += 4, 3.0f);
+      const std::vector<float> wg = gate.reference(x, m), wu = up.reference(x, m);
+      std::vector<float> wa(m * n);
+      ref::silu_mul(wg.data(), wu.data(), wa.data(), m * n);
+      for (Isa isa : available_isas()) {
+        set_isa(isa);
+        for (int t : kThreadCounts) {
+          std::vector<float> g(m * n, -1.0f), u(m * n, -1.0f), a(m * n, -1.0f);
+          run_gate_up_silu(gate.packed, up.packed, x.data(), k, m, g.data(), u.data(), a.data(),
+                           pool_for(t));
+          const std::string what = std::string(to_string(dtype)) + " m=" + std::to_string(m) +
+                                   " isa=" + to_string(isa) + " threads=" + std::to_string(t);
+          ASSERT_EQ(first_diff(g.data(), wg.data(), m * n), -1) << "gate " << what;
+          ASSERT_EQ(first_diff(u.data(), wu.data(), m * n), -1) << "up " << what;
+          ASSERT_EQ(first_diff(a.data(), wa.data(), m * n), -1) << "silu " << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedLinear, MismatchedShapesAreErrors) {
+  const Linear gate(DType::kF32, 64, 32, 1, false), up(DType::kF32, 65, 32, 2, false);
+  std::vector<float> x(32), g(65), u(65), a(65);
+  EXPECT_THROW(run_gate_up_silu(gate.packed, up.packed, x.data(), 32, 1, g.data(), u.data(),
+                                a.data(), nullptr),
+               Error);
+  EXPECT_THROW(gate.packed.run_panels(x.data(), 32, 1, g.data(), 64, 0, 2), Error);
+}
+
+}  // namespace
+}  // namespace detinfer::kernels
