@@ -102,142 +102,160 @@ ModelLimits model_limits(const detinfer::DeterministicSession& session) {
   return {session.vocab_size(), session.context_length(), session.tokenizer()};
 }
 
+namespace {
+
+// Unknown and unsupported parameters, and the model name.
+void check_top_level(const json& body, const std::string& served_model) {
+  if (!body.is_object()) reject("", "request body must be a JSON object");
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnownFields) known = known || it.key() == k;
+    if (!known) reject(it.key(), "unknown parameter '" + it.key() + "'");
+  }
+  if (body.contains("model") && !body["model"].is_null()) {
+    if (!body["model"].is_string()) reject("model", "'model' must be a string");
+    const std::string m = body["model"].get<std::string>();
+    if (m != served_model) {
+      ApiError e;
+      e.status = 404;
+      e.param = "model";
+      e.code = "model_not_found";
+      e.message = "the model '" + m + "' does not exist; this server serves '" + served_model + "'";
+      throw Reject{e};
+    }
+  }
+  for (const char* unsupported : {"suffix", "logit_bias"}) {
+    if (body.contains(unsupported) && !body[unsupported].is_null()) {
+      reject(unsupported, std::string("'") + unsupported + "' is not supported");
+    }
+  }
+  if (body.contains("best_of") && !body["best_of"].is_null()) {
+    const std::int64_t best_of = get_int(body, "best_of", 1, 1, 1);
+    (void)best_of;
+  }
+}
+
+void parse_prompt(const json& body, const ModelLimits& model, CompletionRequest& req) {
+  if (!body.contains("prompt") || body["prompt"].is_null())
+    reject("prompt", "'prompt' is required");
+  const json& p = body["prompt"];
+  if (p.is_string()) {
+    req.prompt_text = p.get<std::string>();
+    req.prompt = detinfer::Prompt(req.prompt_text);
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    req.prompt_text = p[0].get<std::string>();
+    req.prompt = detinfer::Prompt(req.prompt_text);
+  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+    std::vector<std::int32_t> ids;
+    for (const json& t : p) {
+      if (!t.is_number_integer() && !t.is_number_unsigned()) {
+        reject("prompt", "'prompt' token arrays must hold integers");
+      }
+      const std::int64_t v = t.get<std::int64_t>();
+      if (v < 0 || v >= model.vocab_size) {
+        reject("prompt", "token id " + std::to_string(v) + " is out of range [0, " +
+                             std::to_string(model.vocab_size) + ")");
+      }
+      ids.push_back(static_cast<std::int32_t>(v));
+    }
+    req.prompt_is_text = false;
+    req.prompt = detinfer::Prompt(ids);
+    if (model.tokenizer != nullptr) req.prompt_text = model.tokenizer->decode(ids);
+  } else if (p.is_array() && p.size() > 1) {
+    reject("prompt", "only one prompt per request is supported");
+  } else {
+    reject("prompt", "'prompt' must be a string or an array of token ids");
+  }
+  if (req.prompt_is_text && req.prompt_text.empty()) reject("prompt", "'prompt' is empty");
+  if (req.prompt_is_text && model.tokenizer == nullptr) {
+    reject("prompt", "this model has no tokenizer: send the prompt as token ids");
+  }
+}
+
+void parse_sampling(const json& body, const ModelLimits& model, detinfer::GenerationConfig& c) {
+  c.max_new_tokens =
+      static_cast<std::int32_t>(get_int(body, "max_tokens", 1, model.context_length, 16));
+  c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
+  c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
+  if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
+  c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
+  c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, model.vocab_size, 0));
+  c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
+  c.repetition_penalty =
+      static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));
+  c.presence_penalty = static_cast<float>(get_number(body, "presence_penalty", -2.0, 2.0, 0.0));
+  c.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty", -2.0, 2.0, 0.0));
+  c.num_beams = static_cast<std::int32_t>(get_int(body, "num_beams", 1, 64, 1));
+  c.length_penalty = static_cast<float>(get_number(body, "length_penalty", -10.0, 10.0, 1.0));
+  c.early_stopping = get_bool(body, "early_stopping", false);
+  c.ignore_eos = get_bool(body, "ignore_eos", false);
+  if (body.contains("seed") && !body["seed"].is_null()) {
+    const json& s = body["seed"];
+    if (s.is_number_unsigned()) {
+      c.seed = s.get<std::uint64_t>();
+    } else if (s.is_number_integer()) {
+      // OpenAI clients send signed 64-bit seeds; the bits are kept.
+      c.seed = static_cast<std::uint64_t>(s.get<std::int64_t>());
+    } else {
+      reject("seed", "'seed' must be an integer");
+    }
+  }
+}
+
+// stop, logprobs, echo, stream and stream_options.
+void parse_output(const json& body, CompletionRequest& req) {
+  detinfer::GenerationConfig& c = req.config;
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const json& s = body["stop"];
+    if (s.is_string()) {
+      c.stop_strings.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      if (s.size() > 4) reject("stop", "'stop' takes at most 4 sequences");
+      for (const json& x : s) {
+        if (!x.is_string()) reject("stop", "'stop' must be a string or an array of strings");
+        c.stop_strings.push_back(x.get<std::string>());
+      }
+    } else {
+      reject("stop", "'stop' must be a string or an array of strings");
+    }
+    for (const auto& x : c.stop_strings) {
+      if (x.empty()) reject("stop", "'stop' sequences must not be empty");
+    }
+  }
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
+    req.logprobs_requested = true;
+    // logprobs 0 still returns the sampled token's logprob (with empty top lists).
+    c.logprobs = std::max(req.logprobs, 1);
+  }
+  req.echo = get_bool(body, "echo", false);
+  req.stream = get_bool(body, "stream", false);
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    const json& so = body["stream_options"];
+    if (!so.is_object()) reject("stream_options", "'stream_options' must be an object");
+    for (auto it = so.begin(); it != so.end(); ++it) {
+      if (it.key() != "include_usage") {
+        reject("stream_options", "unknown stream option '" + it.key() + "'");
+      }
+    }
+    if (!req.stream) reject("stream_options", "'stream_options' needs \"stream\": true");
+    req.include_usage = get_bool(so, "include_usage", false);
+  }
+  if (req.stream && c.num_beams > 1) reject("stream", "'stream' cannot be used with num_beams > 1");
+}
+
+}  // namespace
+
 ParseOutcome parse_completion_request(const std::string& body_text, const std::string& served_model,
                                       const ModelLimits& model) {
   ParseOutcome out;
   try {
     const json body = parse_body(body_text);
-    if (!body.is_object()) reject("", "request body must be a JSON object");
-    for (auto it = body.begin(); it != body.end(); ++it) {
-      bool known = false;
-      for (const char* k : kKnownFields) known = known || it.key() == k;
-      if (!known) reject(it.key(), "unknown parameter '" + it.key() + "'");
-    }
-    if (body.contains("model") && !body["model"].is_null()) {
-      if (!body["model"].is_string()) reject("model", "'model' must be a string");
-      const std::string m = body["model"].get<std::string>();
-      if (m != served_model) {
-        ApiError e;
-        e.status = 404;
-        e.param = "model";
-        e.code = "model_not_found";
-        e.message =
-            "the model '" + m + "' does not exist; this server serves '" + served_model + "'";
-        throw Reject{e};
-      }
-    }
-    for (const char* unsupported : {"suffix", "logit_bias"}) {
-      if (body.contains(unsupported) && !body[unsupported].is_null()) {
-        reject(unsupported, std::string("'") + unsupported + "' is not supported");
-      }
-    }
-    if (body.contains("best_of") && !body["best_of"].is_null()) {
-      const std::int64_t best_of = get_int(body, "best_of", 1, 1, 1);
-      (void)best_of;
-    }
-
+    check_top_level(body, served_model);
     CompletionRequest req;
-    if (!body.contains("prompt") || body["prompt"].is_null())
-      reject("prompt", "'prompt' is required");
-    const json& p = body["prompt"];
-    if (p.is_string()) {
-      req.prompt_text = p.get<std::string>();
-      req.prompt = detinfer::Prompt(req.prompt_text);
-    } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
-      req.prompt_text = p[0].get<std::string>();
-      req.prompt = detinfer::Prompt(req.prompt_text);
-    } else if (p.is_array() && !p.empty() && p[0].is_number()) {
-      std::vector<std::int32_t> ids;
-      for (const json& t : p) {
-        if (!t.is_number_integer() && !t.is_number_unsigned()) {
-          reject("prompt", "'prompt' token arrays must hold integers");
-        }
-        const std::int64_t v = t.get<std::int64_t>();
-        if (v < 0 || v >= model.vocab_size) {
-          reject("prompt", "token id " + std::to_string(v) + " is out of range [0, " +
-                               std::to_string(model.vocab_size) + ")");
-        }
-        ids.push_back(static_cast<std::int32_t>(v));
-      }
-      req.prompt_is_text = false;
-      req.prompt = detinfer::Prompt(ids);
-      if (model.tokenizer != nullptr) req.prompt_text = model.tokenizer->decode(ids);
-    } else if (p.is_array() && p.size() > 1) {
-      reject("prompt", "only one prompt per request is supported");
-    } else {
-      reject("prompt", "'prompt' must be a string or an array of token ids");
-    }
-    if (req.prompt_is_text && req.prompt_text.empty()) reject("prompt", "'prompt' is empty");
-    if (req.prompt_is_text && model.tokenizer == nullptr) {
-      reject("prompt", "this model has no tokenizer: send the prompt as token ids");
-    }
-
-    detinfer::GenerationConfig& c = req.config;
-    c.max_new_tokens =
-        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, model.context_length, 16));
-    c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
-    c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
-    if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
-    c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
-    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, model.vocab_size, 0));
-    c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
-    c.repetition_penalty =
-        static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));
-    c.presence_penalty = static_cast<float>(get_number(body, "presence_penalty", -2.0, 2.0, 0.0));
-    c.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty", -2.0, 2.0, 0.0));
-    c.num_beams = static_cast<std::int32_t>(get_int(body, "num_beams", 1, 64, 1));
-    c.length_penalty = static_cast<float>(get_number(body, "length_penalty", -10.0, 10.0, 1.0));
-    c.early_stopping = get_bool(body, "early_stopping", false);
-    c.ignore_eos = get_bool(body, "ignore_eos", false);
-    if (body.contains("seed") && !body["seed"].is_null()) {
-      const json& s = body["seed"];
-      if (s.is_number_unsigned()) {
-        c.seed = s.get<std::uint64_t>();
-      } else if (s.is_number_integer()) {
-        // OpenAI clients send signed 64-bit seeds; the bits are kept.
-        c.seed = static_cast<std::uint64_t>(s.get<std::int64_t>());
-      } else {
-        reject("seed", "'seed' must be an integer");
-      }
-    }
-    if (body.contains("stop") && !body["stop"].is_null()) {
-      const json& s = body["stop"];
-      if (s.is_string()) {
-        c.stop_strings.push_back(s.get<std::string>());
-      } else if (s.is_array()) {
-        if (s.size() > 4) reject("stop", "'stop' takes at most 4 sequences");
-        for (const json& x : s) {
-          if (!x.is_string()) reject("stop", "'stop' must be a string or an array of strings");
-          c.stop_strings.push_back(x.get<std::string>());
-        }
-      } else {
-        reject("stop", "'stop' must be a string or an array of strings");
-      }
-      for (const auto& x : c.stop_strings) {
-        if (x.empty()) reject("stop", "'stop' sequences must not be empty");
-      }
-    }
-    if (body.contains("logprobs") && !body["logprobs"].is_null()) {
-      req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
-      req.logprobs_requested = true;
-      // logprobs 0 still returns the sampled token's logprob (with empty top lists).
-      c.logprobs = std::max(req.logprobs, 1);
-    }
-    req.echo = get_bool(body, "echo", false);
-    req.stream = get_bool(body, "stream", false);
-    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
-      const json& so = body["stream_options"];
-      if (!so.is_object()) reject("stream_options", "'stream_options' must be an object");
-      for (auto it = so.begin(); it != so.end(); ++it) {
-        if (it.key() != "include_usage") {
-          reject("stream_options", "unknown stream option '" + it.key() + "'");
-        }
-      }
-      if (!req.stream) reject("stream_options", "'stream_options' needs \"stream\": true");
-      req.include_usage = get_bool(so, "include_usage", false);
-    }
-    if (req.stream && c.num_beams > 1)
-      reject("stream", "'stream' cannot be used with num_beams > 1");
+    parse_prompt(body, model, req);
+    parse_sampling(body, model, req.config);
+    parse_output(body, req);
     out.request = std::move(req);
   } catch (const Reject& r) {
     out.error = r.error;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/json_reader.h"
 #include "detinfer/hash.h"
 #include "openai_protocol.h"
 
@@ -144,45 +145,17 @@ json stream_usage_chunk(const ResponseContext& ctx, const detinfer::GenerationRe
 }
 
 json parse_body(const std::string& text) {
-  constexpr int kMaxDepth = 64;
-  const std::size_t nul = text.find('\0');
-  if (nul != std::string::npos) {
-    bad_body("request body contains a NUL byte at byte " + std::to_string(nul));
-  }
-  const std::size_t bad = invalid_utf8_at(text);
-  if (bad != std::string::npos) {
-    bad_body("request body is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  }
-  // Nesting, checked before the parser runs (iteratively).
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) {
-        bad_body("request body nests deeper than " + std::to_string(kMaxDepth) + " levels");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  // The library's hardened reader (src/core/json_reader.h, compiled into this program):
+  // NUL bytes, invalid UTF-8, nesting deeper than 64, duplicate keys and numbers beyond
+  // a double are errors naming the byte, never "last wins" or a 500.
+  detinfer::core::JsonLimits limits;
+  limits.max_depth = 64;
+  limits.max_bytes = text.size() + 1;  // the transport already bounded the body
   try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    // "[json.exception.parse_error.101] parse error at ...": keep the part after "] ".
-    std::string why = e.what();
-    const std::size_t close = why.find("] ");
-    if (close != std::string::npos) why = why.substr(close + 2);
-    bad_body("request body is not valid JSON: " + why);
+    return detinfer::core::parse_json(text, limits, detinfer::ErrorCode::kInvalidArgument,
+                                      "request body");
+  } catch (const detinfer::Error& e) {
+    bad_body(e.message());
   }
 }
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -368,6 +370,25 @@ TEST(ServeWireShutdown, SlowClientsDoNotHoldShutdownAndASecondSignalExits) {
   EXPECT_NE(code, -1) << "still running after the second signal\n" << stubborn.log();
   EXPECT_NE(code, 0);
   inflight.join();
+}
+
+// Defect 1 at the server: a tokenizer.json nested 100k levels deep is refused with an
+// error when `serve` starts (it used to crash it).
+TEST(ServeWireModel, DeeplyNestedTokenizerJsonIsAnErrorNotACrash) {
+  ASSERT_FALSE(tiny_model().empty());
+  const std::string dir = testing::cli_scratch_dir("deep-tokenizer") + "/model";
+  std::filesystem::copy(tiny_model(), dir, std::filesystem::copy_options::recursive);
+  {
+    std::ofstream tok(dir + "/tokenizer.json", std::ios::trunc);
+    tok << "{\"version\": \"1.0\", \"added_tokens\": " << std::string(100000, '[')
+        << std::string(100000, ']') << "}";
+  }
+  ServeProcess server;
+  EXPECT_FALSE(server.start(dir, {"--threads", "1"}, 60)) << "served a broken tokenizer";
+  const int code = server.signal_and_wait(0, 30);
+  EXPECT_GE(code, 1) << server.log();
+  EXPECT_LT(code, 128) << "killed by a signal:\n" << server.log();
+  EXPECT_NE(server.log().find("tokenizer.json"), std::string::npos) << server.log();
 }
 
 }  // namespace

@@ -171,6 +171,12 @@ TEST_F(SessionTest, SamplingSeedsNSamplesAndStopStrings) {
   GenerationConfig replay = c;
   replay.seed = drawn.seed;
   expect_same(drawn, session_->generate("Once upon a time", replay), "drawn seed");
+  // Drawn seeds are below 2^53, so they survive JSON parsers that read doubles (each of
+  // 16 draws of a 64-bit seed would be >= 2^53 with probability 1 - 2^-11).
+  for (int i = 0; i < 16; ++i) {
+    unseeded.max_new_tokens = 1;
+    EXPECT_LT(session_->generate("Once upon a time", unseeded).seed, std::uint64_t{1} << 53);
+  }
   // n samples: sample i equals that sample alone.
   GenerationConfig n = c;
   n.num_return_sequences = 3;
