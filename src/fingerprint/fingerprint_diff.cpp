@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "fingerprint/fingerprint_config_json.h"
-#include "fingerprint/finish_reason_names.h"
 
 namespace detinfer {
 
@@ -169,10 +168,8 @@ std::optional<StepDivergence> sequence_divergence(const RunFingerprint& a, const
     if (t < sa.step_digests.size()) d.digest_a = sa.step_digests[t];
     if (t < sb.step_digests.size()) d.digest_b = sb.step_digests[t];
     if (t >= na || t >= nb) {
-      d.reason =
-          std::string("sequence ") + (t >= na ? "a" : "b") + " ended (" +
-          fingerprint_detail::finish_reason_name(t >= na ? sa.finish_reason : sb.finish_reason) +
-          ")";
+      d.reason = std::string("sequence ") + (t >= na ? "a" : "b") + " ended (" +
+                 to_string(t >= na ? sa.finish_reason : sb.finish_reason) + ")";
     } else if (d.digest_a && d.digest_b && *d.digest_a != *d.digest_b) {
       d.reason = "step digest differs";
     } else if (*d.token_a != *d.token_b) {
@@ -197,9 +194,8 @@ std::optional<StepDivergence> sequence_divergence(const RunFingerprint& a, const
     StepDivergence d;
     d.sequence = static_cast<std::int64_t>(index);
     d.step = static_cast<std::int64_t>(na);
-    d.reason = std::string("finish reason differs: ") +
-               fingerprint_detail::finish_reason_name(sa.finish_reason) + " vs " +
-               fingerprint_detail::finish_reason_name(sb.finish_reason);
+    d.reason = std::string("finish reason differs: ") + to_string(sa.finish_reason) + " vs " +
+               to_string(sb.finish_reason);
     return d;
   }
   return std::nullopt;

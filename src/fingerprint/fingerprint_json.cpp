@@ -5,10 +5,10 @@
 
 #include "core/check.h"
 #include "core/json_reader.h"
+#include "core/vocabulary.h"
 #include "detinfer/fingerprint.h"
 #include "fingerprint/base64.h"
 #include "fingerprint/fingerprint_config_json.h"
-#include "fingerprint/finish_reason_names.h"
 #include "fingerprint/json_reader.h"
 
 namespace detinfer {
@@ -114,7 +114,7 @@ json to_json_object(const RunFingerprint& fp) {
   json seqs = json::array();
   for (const auto& s : fp.sequences) {
     json js = {{"tokens", s.tokens},
-               {"finish_reason", fingerprint_detail::finish_reason_name(s.finish_reason)},
+               {"finish_reason", to_string(s.finish_reason)},
                {"chain_digest", hex64(s.chain_digest)}};
     if (fp.level >= DigestLevel::kSteps) js["step_digests"] = hex_list(s.step_digests);
     if (fp.level >= DigestLevel::kLogits) {
@@ -184,7 +184,7 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
   FingerprintSequence s;
   s.tokens = token_list(r.required("tokens"), r.path_of("tokens"));
   const std::string reason = r.string("finish_reason");
-  const auto parsed = fingerprint_detail::parse_finish_reason(reason);
+  const auto parsed = core::parse_finish_reason(reason);
   if (!parsed) {
     fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("finish_reason"), ": '", reason,
          "' is not one of length, stop, cancelled");

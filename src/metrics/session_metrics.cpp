@@ -1,4 +1,5 @@
 // The detinfer_* metric families (docs/metrics.md).
+#include "detinfer/generation.h"
 #include "detinfer/metrics.h"
 
 namespace detinfer {
@@ -29,11 +30,13 @@ std::vector<double> SessionMetrics::batch_size_buckets() {
 
 SessionMetrics::SessionMetrics(MetricsRegistry& r) {
   const char* requests_help = "Finished requests by finish reason.";
-  requests_length =
-      r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "length"}});
-  requests_stop = r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "stop"}});
-  requests_cancelled =
-      r.counter("detinfer_requests_total", requests_help, {{"finish_reason", "cancelled"}});
+  const auto by_reason = [&](FinishReason reason) {
+    return r.counter("detinfer_requests_total", requests_help,
+                     {{"finish_reason", to_string(reason)}});
+  };
+  requests_length = by_reason(FinishReason::kLength);
+  requests_stop = by_reason(FinishReason::kStop);
+  requests_cancelled = by_reason(FinishReason::kCancelled);
   requests_failed =
       r.counter("detinfer_requests_failed_total", "Requests that ended with an error.");
   prompt_tokens = r.counter("detinfer_prompt_tokens_total", "Prompt tokens of admitted requests.");
