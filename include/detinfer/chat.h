@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detinfer/export.h"
@@ -31,6 +32,11 @@ struct ChatToolCall {
 };
 
 struct ChatMessage {
+  ChatMessage() = default;
+  // A plain message: {"user", "Hello"}.
+  ChatMessage(std::string role_, std::optional<std::string> content_ = std::nullopt)  // NOLINT
+      : role(std::move(role_)), content(std::move(content_)) {}
+
   std::string role;                    // "system", "user", "assistant", "tool", ...
   std::optional<std::string> content;  // unset (and no parts) = null content
   std::vector<ChatContentPart> parts;  // non-empty: content is this list of parts
