@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "detinfer/chat.h"
+#include "detinfer/error.h"
 #include "detinfer/session.h"
 #include "session/tiny_session.h"
 
