@@ -1,6 +1,7 @@
 #include "chat/chat_messages.h"
 
 #include "core/check.h"
+#include "core/json_reader.h"
 
 namespace detinfer {
 
@@ -136,10 +137,10 @@ Json messages_to_template_json(const std::vector<ChatMessage>& messages) {
 }  // namespace chat
 
 std::vector<ChatMessage> chat_messages_from_json(const std::string& json_text) {
-  chat::Json j = chat::Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    throw Error(ErrorCode::kInvalidArgument, "messages: not valid JSON", "messages");
-  }
+  // Hardened parse first (depth, size, UTF-8; field "messages"), then an ordered copy:
+  // tool-call arguments keep their key order, as in Python.
+  core::parse_json(json_text, chat::kMessageLimits, ErrorCode::kInvalidArgument, "messages");
+  const chat::Json j = chat::Json::parse(json_text);
   if (!j.is_array()) {
     throw Error(ErrorCode::kInvalidArgument, "messages: expected a list of messages", "messages");
   }

@@ -5,9 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/json_reader.h"
 #include "detinfer/chat.h"
 
 namespace detinfer::chat {
+
+// Limits of JSON a caller passes (messages, tools, extra template variables).
+inline constexpr core::JsonLimits kMessageLimits{/*max_depth=*/64,
+                                                 /*max_bytes=*/std::size_t{64} << 20, true};
 
 // A list of message objects: role, content (string, null or parts), and name,
 // tool_calls, tool_call_id, reasoning_content when set.

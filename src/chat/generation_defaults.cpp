@@ -2,18 +2,18 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 
 namespace detinfer::chat {
 
 namespace {
 
 using Json = nlohmann::json;
+constexpr core::JsonLimits kLimits{/*max_depth=*/32, /*max_bytes=*/std::size_t{16} << 20, true};
 
 struct Reader {
   const Json& j;
@@ -55,8 +55,8 @@ std::int32_t to_i32(std::int64_t v, const std::string& where, const char* key) {
 
 GenerationDefaults parse_generation_defaults(const std::string& json_text, const std::string& where,
                                              std::int64_t context_length) {
-  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) fail(ErrorCode::kCorrupt, where, ": not a JSON object");
+  const Json j = core::parse_json(json_text, kLimits, ErrorCode::kCorrupt, where);
+  if (!j.is_object()) fail(ErrorCode::kCorrupt, where, ": not a JSON object");
   const Reader r{j, where};
   GenerationDefaults d;
   GenerationConfig& c = d.config;
@@ -103,11 +103,9 @@ GenerationDefaults load_generation_defaults(const std::string& model_dir,
   const std::filesystem::path p = std::filesystem::path(model_dir) / "generation_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) return {};
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot read ", p.string());
-  std::ostringstream os;
-  os << in.rdbuf();
-  return parse_generation_defaults(os.str(), p.string(), context_length);
+  return parse_generation_defaults(
+      core::read_file_bounded(p.string(), kLimits.max_bytes, "generation_config.json"), p.string(),
+      context_length);
 }
 
 }  // namespace detinfer::chat

@@ -1,10 +1,9 @@
 #include "chat/template_source.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 
 namespace detinfer::chat {
 
@@ -13,20 +12,19 @@ namespace {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
+constexpr std::size_t kMaxFileBytes = std::size_t{16} << 20;
+constexpr core::JsonLimits kLimits{/*max_depth=*/32, kMaxFileBytes, true};
+
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot read ", path.string());
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  return core::read_file_bounded(path.string(), kMaxFileBytes, path.filename().string());
 }
 
 Json parse_json(const fs::path& path) {
-  try {
-    return Json::parse(read_text(path));
-  } catch (const Json::exception& e) {
-    fail(ErrorCode::kCorrupt, path.string(), ": not valid JSON: ", e.what());
-  }
+  // core::parse_json hardens (depth, size, UTF-8, duplicates); the ordered copy keeps the
+  // file's key order, as Python dicts do.
+  const nlohmann::json checked =
+      core::parse_json(read_text(path), kLimits, ErrorCode::kCorrupt, path.string());
+  return Json::parse(checked.dump());
 }
 
 // A special token value: a string or an AddedToken dict; "" for null/absent.
