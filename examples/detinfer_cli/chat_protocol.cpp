@@ -145,10 +145,8 @@ ChatParseOutcome parse_chat_request(const std::string& body_text, const std::str
                                     const detinfer::DeterministicSession& session) {
   ChatParseOutcome out;
   try {
-    const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) {
-      reject("", "request body must be a JSON object");
-    }
+    const json body = parse_body(body_text);  // hardened: UTF-8, NUL, depth, 1e400
+    if (!body.is_object()) reject("", "request body must be a JSON object");
     check_keys(body);
     ChatRequest req;
     try {
@@ -176,6 +174,8 @@ ChatParseOutcome parse_chat_request(const std::string& body_text, const std::str
     out.request = std::move(req);
   } catch (const Reject& r) {
     out.error = r.error;
+  } catch (const ApiError& e) {
+    out.error = e;
   }
   return out;
 }

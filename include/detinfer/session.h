@@ -36,15 +36,21 @@ struct ConsistencyOptions {
 };
 
 struct SessionOptions {
-  NumericsMode mode = NumericsMode::kCanonical;  // kFast: libtorch kernels, no guarantee
-  std::int32_t threads = 0;                      // kernel threads 1..1024; 0 = all cores
-  std::int64_t kv_budget_bytes = 0;              // KV pool; 0 = auto (min(256 MiB, max_batch
-                                                 // sequences of min(context, 4096) tokens))
-  std::int32_t kv_block_size = 16;               // tokens per KV block: 1..1024
-  std::int32_t max_batch = 32;                   // sequences decoded per step: 1..4096
-  std::int32_t prefill_chunk_tokens = 256;       // prompt tokens per step: 1..1048576
-  std::int32_t max_queue = 256;                  // waiting requests: 1..1048576
-  std::optional<LogLevel> log_level;             // unset: keep the current level
+  // The numerics: kCanonical (bitwise = numerics spec v1 on any CPU or GPU), kFast (no
+  // guarantee: libtorch on the CPU, tensor cores on CUDA), kDeviceInvariant (CUDA only:
+  // invariant to batching, chunking and cache hits on one GPU model).
+  NumericsMode mode = NumericsMode::kCanonical;
+  // "cpu", "cuda" (= "cuda:0") or "cuda:N": where weights, KV cache and kernels live
+  // (docs/cuda.md). Sampling, caches and fingerprints run on the host either way.
+  std::string device = "cpu";
+  std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores
+  std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto (min(256 MiB, max_batch
+                                            // sequences of min(context, 4096) tokens))
+  std::int32_t kv_block_size = 16;          // tokens per KV block: 1..1024
+  std::int32_t max_batch = 32;              // sequences decoded per step: 1..4096
+  std::int32_t prefill_chunk_tokens = 256;  // prompt tokens per step: 1..1048576
+  std::int32_t max_queue = 256;             // waiting requests: 1..1048576
+  std::optional<LogLevel> log_level;        // unset: keep the current level
   // Chat template file used instead of the model folder's (docs/chat.md): a .json file
   // ({"chat_template": ...}) or a Jinja file. "" = the model's own.
   std::string chat_template_path;

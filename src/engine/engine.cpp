@@ -163,10 +163,13 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
   g->width = std::max(request.config.num_beams, request.config.num_return_sequences);
   g->req = std::move(request);
   if (g->reserve > impl_->pool.capacity()) {
-    fail(ErrorCode::kResourceExhausted, "request needs ", g->reserve, " KV blocks (",
-         g->req.prompt.size(), " prompt tokens + max_new_tokens ", g->req.config.max_new_tokens,
-         ", ", g->width, " sequences) but the KV pool holds ", impl_->pool.capacity(),
-         "; raise SessionOptions.kv_budget_bytes");
+    // Never fits (unlike a full queue): the field tells servers it is not transient.
+    throw Error(ErrorCode::kResourceExhausted,
+                str_cat("request needs ", g->reserve, " KV blocks (", g->req.prompt.size(),
+                        " prompt tokens + max_new_tokens ", g->req.config.max_new_tokens, ", ",
+                        g->width, " sequences) but the KV pool holds ", impl_->pool.capacity(),
+                        "; raise SessionOptions.kv_budget_bytes"),
+                "max_new_tokens");
   }
   std::future<GenerationResult> f = g->promise.get_future();
   {
@@ -656,6 +659,8 @@ GenerationResult Engine::Impl::build_result(Group& g) {
 
 void Engine::Impl::release_group(Group& g) {
   for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  // Counted before the result is delivered, so a caller holding every result sees 0.
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());
   g.done = true;
   std::lock_guard<std::mutex> lk(mu);
   reserved -= g.reserve;

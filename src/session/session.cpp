@@ -33,6 +33,11 @@ SessionOptions resolve_options(SessionOptions o) {
   check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
   check_range("max_queue", o.max_queue, 1, 1 << 20);
   check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
+  try {
+    o.device = to_string(parse_device(o.device));
+  } catch (const Error& e) {
+    throw Error(e.code(), "SessionOptions." + e.message(), "device");
+  }
   return o;
 }
 
@@ -68,6 +73,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   ModelOptions mo;
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
+  mo.device = parse_device(impl->options.device);
   impl->model = Model::load(model_dir, mo);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
@@ -95,9 +101,8 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
          impl->options.kv_budget_bytes, ") is smaller than one KV block");
   }
   impl->services = SessionServices::attach(*impl);
-  logger().info("session opened: {} ({}), mode {}, {} threads, {} KV blocks", model_dir,
-                to_string(mc.architecture),
-                impl->options.mode == NumericsMode::kCanonical ? "canonical" : "fast",
+  logger().info("session opened: {} ({}), mode {}, device {}, {} threads, {} KV blocks", model_dir,
+                to_string(mc.architecture), to_string(impl->options.mode), impl->options.device,
                 impl->options.threads, impl->engine->kv_capacity_blocks());
   return DeterministicSession(std::move(impl));
 }
@@ -157,7 +162,8 @@ EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
     r.seed = *config.seed;
   } else if (config.temperature > 0.0f) {
     const PhiloxCounter c = philox_block(seed_key, seed_counter.fetch_add(1), 0);
-    r.seed = (static_cast<std::uint64_t>(c[1]) << 32) | c[0];
+    // 53 bits: a drawn seed survives JSON parsers that read numbers as doubles.
+    r.seed = ((static_cast<std::uint64_t>(c[1]) << 32) | c[0]) & ((std::uint64_t{1} << 53) - 1);
   }
   r.config.seed = r.seed;
   r.id = next_id.fetch_add(1);
