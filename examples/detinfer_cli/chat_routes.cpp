@@ -35,6 +35,27 @@ struct ChatQueue {
   bool client_gone = false;
 };
 
+// The last chunk of each choice (finish reason, held-back logprobs, seed and digest),
+// then the usage chunk when asked.
+std::vector<json> final_chunks(const ResponseContext& ctx, const ChatRequest& creq,
+                               const detinfer::GenerationResult& result,
+                               const std::vector<std::vector<detinfer::StepLogprobs>>& pending,
+                               const detinfer::Tokenizer* tok) {
+  std::vector<json> out;
+  for (std::size_t i = 0; i < result.sequences.size() && i < pending.size(); ++i) {
+    const detinfer::Sequence& s = result.sequences[i];
+    json lp = creq.logprobs && !pending[i].empty()
+                  ? chat_logprobs_json(pending[i], creq.top_logprobs, tok)
+                  : json(nullptr);
+    json last = chat_chunk(ctx, static_cast<std::int32_t>(i), json::object(), std::move(lp),
+                           detinfer::to_string(s.finish_reason));
+    last["detinfer"] = {{"seed", result.seed}, {"digest", detinfer::hex64(s.digest)}};
+    out.push_back(std::move(last));
+  }
+  if (creq.completion.include_usage) out.push_back(chat_usage_chunk(ctx, result));
+  return out;
+}
+
 }  // namespace
 
 void ServeApp::chat_completions(const Request& req, ResponseWriter& w) {
@@ -140,18 +161,7 @@ void ServeApp::chat_stream(std::shared_ptr<ChatRequest> creq, const ResponseCont
   }
   track(handle.get(), false);
   try {
-    const detinfer::GenerationResult result = fut.get();
-    for (std::size_t i = 0; i < result.sequences.size() && i < pending.size(); ++i) {
-      const detinfer::Sequence& s = result.sequences[i];
-      json lp = creq->logprobs && !pending[i].empty()
-                    ? chat_logprobs_json(pending[i], creq->top_logprobs, tok)
-                    : json(nullptr);
-      json last = chat_chunk(ctx, static_cast<std::int32_t>(i), json::object(), std::move(lp),
-                             detinfer::to_string(s.finish_reason));
-      last["detinfer"] = {{"seed", result.seed}, {"digest", detinfer::hex64(s.digest)}};
-      send(last);
-    }
-    if (creq->completion.include_usage) send(chat_usage_chunk(ctx, result));
+    for (const json& j : final_chunks(ctx, *creq, fut.get(), pending, tok)) send(j);
   } catch (const detinfer::Error& e) {
     send(error_body(from_error(e)));
   }
