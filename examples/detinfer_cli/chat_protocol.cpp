@@ -270,19 +270,9 @@ json chat_chunk(const ResponseContext& ctx, std::int32_t index, json delta, json
 }
 
 json chat_usage_chunk(const ResponseContext& ctx, const detinfer::GenerationResult& result) {
-  std::int64_t completion = 0;
-  for (const auto& s : result.sequences) completion += static_cast<std::int64_t>(s.tokens.size());
-  const auto prompt = static_cast<std::int64_t>(result.prompt_tokens.size());
-  return {{"id", ctx.id},
-          {"object", "chat.completion.chunk"},
-          {"created", ctx.created},
-          {"model", ctx.model},
-          {"system_fingerprint", ctx.system_fingerprint},
-          {"choices", json::array()},
-          {"usage",
-           {{"prompt_tokens", prompt},
-            {"completion_tokens", completion},
-            {"total_tokens", prompt + completion}}}};
+  json j = stream_usage_chunk(ctx, result);  // completions' usage chunk, as a chat chunk
+  j["object"] = "chat.completion.chunk";
+  return j;
 }
 
 }  // namespace detinfer_cli
