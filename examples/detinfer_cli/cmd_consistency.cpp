@@ -29,6 +29,7 @@ using nlohmann::json;
 struct ConsistencyOptions {
   std::string model;
   std::string url;
+  bool chat = false;  // --url: audit /v1/chat/completions instead of /v1/completions
   std::string prompt = "The quick brown fox";
   std::int32_t runs = 100;
   std::int32_t max_new_tokens = 32;
@@ -172,12 +173,30 @@ ModeReport run_local(const ConsistencyOptions& o, detinfer::NumericsMode mode,
   return r;
 }
 
+// choices[0].text (completions) or choices[0].message.content (chat); null when absent.
+json choice_text(const json& j, bool chat) {
+  if (j.is_discarded() || !j.contains("choices") || !j["choices"].is_array() ||
+      j["choices"].empty()) {
+    return nullptr;
+  }
+  const json& c = j["choices"][0];
+  if (!chat) return c.value("text", json(nullptr));
+  if (!c.contains("message") || !c["message"].is_object()) return nullptr;
+  return c["message"].value("content", json(nullptr));
+}
+
 ModeReport run_url(const ConsistencyOptions& o) {
   httplib::Client client(o.url);
   client.set_connection_timeout(10, 0);
   client.set_read_timeout(300, 0);
-  auto complete = [&](httplib::Client& cl, const json& body) {
-    auto res = cl.Post("/v1/completions", body.dump(), "application/json");
+  // --chat: the same request as one user message to /v1/chat/completions.
+  const char* path = o.chat ? "/v1/chat/completions" : "/v1/completions";
+  auto complete = [&](httplib::Client& cl, json body) {
+    if (o.chat) {
+      body["messages"] = json::array({{{"role", "user"}, {"content", body["prompt"]}}});
+      body.erase("prompt");
+    }
+    auto res = cl.Post(path, body.dump(), "application/json");
     if (!res) {
       throw detinfer::Error(detinfer::ErrorCode::kUnavailable,
                             "cannot reach " + o.url + ": " + httplib::to_string(res.error()));
@@ -188,12 +207,14 @@ ModeReport run_url(const ConsistencyOptions& o) {
                                                                    ": " + res->body.substr(0, 300));
     }
     const json j = json::parse(res->body, nullptr, false);
-    if (j.is_discarded() || !j.contains("choices") || !j["choices"].is_array() ||
-        j["choices"].empty() || !j["choices"][0].contains("text")) {
+    const json text = choice_text(j, o.chat);
+    if (!text.is_string()) {
       throw detinfer::Error(detinfer::ErrorCode::kCorrupt,
-                            o.url + " returned no choices[0].text: " + res->body.substr(0, 300));
+                            o.url + " returned no choices[0]." +
+                                (o.chat ? "message.content: " : "text: ") +
+                                res->body.substr(0, 300));
     }
-    return j["choices"][0]["text"].get<std::string>();
+    return text.get<std::string>();
   };
   json body = {
       {"prompt", o.prompt}, {"max_tokens", o.max_new_tokens}, {"temperature", o.temperature}};
@@ -285,6 +306,8 @@ const detinfer_cli::RegisterCommand kRegister(
       auto* url = sub.add_option("--url", o->url,
                                  "Audit an OpenAI-compatible server instead: http://HOST:PORT");
       model->excludes(url);
+      sub.add_flag("--chat", o->chat,
+                   "With --url: send the prompt as one user message to /v1/chat/completions");
       sub.add_option("--prompt", o->prompt, "The repeated prompt")->capture_default_str();
       sub.add_option("--runs", o->runs, "Repetitions")
           ->capture_default_str()

@@ -1,5 +1,6 @@
 // `detinfer make-tiny-model`: writes a deterministic random model (config.json,
 // model.safetensors, tokenizer.json) for tests and demos.
+#include <filesystem>
 #include <iostream>
 
 #include "command_registry.h"
@@ -9,6 +10,7 @@ namespace {
 struct MakeTinyOptions {
   std::string arch = "llama";
   std::string dtype = "f32";
+  std::string chat_template;  // copied to chat_template.jinja ("" = only the ChatML default)
   detinfer::TinyModelOptions model;
 };
 
@@ -45,12 +47,19 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--shards", o->model.shards, "Number of safetensors shards")
           ->capture_default_str();
       sub.add_option("--seed", o->model.seed, "Weights seed")->capture_default_str();
+      sub.add_option("--chat-template", o->chat_template,
+                     "Jinja file written as chat_template.jinja (default: the ChatML template "
+                     "in tokenizer_config.json)");
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
         detinfer::TinyModelOptions m = o->model;
         m.arch = detinfer::parse_tiny_arch(o->arch);
         m.dtype = detinfer::parse_weight_dtype(o->dtype);
         detinfer::make_tiny_model(m);
+        if (!o->chat_template.empty()) {
+          std::filesystem::copy_file(o->chat_template, m.out_dir + "/chat_template.jinja",
+                                     std::filesystem::copy_options::overwrite_existing);
+        }
         std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
         exit_code = 0;
       });

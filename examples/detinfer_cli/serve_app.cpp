@@ -141,6 +141,8 @@ void ServeApp::cancel_inflight() {
 void ServeApp::add_routes(detinfer_http::Router& router) {
   router.add("POST", "/v1/completions",
              [this](const Request& q, ResponseWriter& w) { completions(q, w); });
+  router.add("POST", "/v1/chat/completions",
+             [this](const Request& q, ResponseWriter& w) { chat_completions(q, w); });
   router.add("GET", "/v1/models", [this](const Request& q, ResponseWriter& w) { models(q, w); });
   router.add("GET", "/v1/models/{}", [this](const Request& q, ResponseWriter& w) { models(q, w); });
   router.add("GET", "/health", [this](const Request& q, ResponseWriter& w) { health(q, w); });

@@ -22,6 +22,8 @@ namespace detinfer_cli {
 // closed, 500 otherwise.
 ApiError from_error(const detinfer::Error& e);
 
+struct ChatRequest;  // chat_protocol.h
+
 class ServeApp {
  public:
   ServeApp(std::string model_name, detinfer::DeterministicSession& session);
@@ -43,6 +45,10 @@ class ServeApp {
   void completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx,
               detinfer_http::ResponseWriter& w);
+  // /v1/chat/completions (chat_routes.cpp, docs/chat.md "Server").
+  void chat_completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
+  void chat_stream(std::shared_ptr<ChatRequest> creq, const ResponseContext& ctx,
+                   detinfer_http::ResponseWriter& w);
   void models(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void health(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void metrics(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "detinfer/cache_options.h"
+#include "detinfer/chat.h"
 #include "detinfer/consistency_monitor.h"
 #include "detinfer/export.h"
 #include "detinfer/fingerprint_recorder.h"
@@ -50,6 +51,9 @@ struct SessionOptions {
   std::int32_t prefill_chunk_tokens = 256;  // prompt tokens per step: 1..1048576
   std::int32_t max_queue = 256;             // waiting requests: 1..1048576
   std::optional<LogLevel> log_level;        // unset: keep the current level
+  // Chat template file used instead of the model folder's (docs/chat.md): a .json file
+  // ({"chat_template": ...}) or a Jinja file. "" = the model's own.
+  std::string chat_template_path;
 
   // Caches (docs/cache.md). Defaults: the KV-prefix cache ON with only its memory tier
   // (budget 20% of physical memory, filled only as prompts are cached; TTL 3600 s) —
@@ -141,6 +145,26 @@ class DETINFER_API DeterministicSession {
   RequestHandle submit(const Prompt& prompt, const GenerationConfig& config = {},
                        TokenCallback on_token = {});
 
+  // Chat (docs/chat.md). The prompt text the model's chat template makes of a
+  // conversation, byte-identical to transformers' apply_chat_template. Throws
+  // Error(kUnsupported) without a template, Error(kInvalidArgument) naming the field for
+  // malformed options, template errors and the template's raise_exception() messages.
+  // Thread-safe.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  const ChatTemplateOptions& options = {}) const;
+  // Its token ids (encoded without adding special tokens: the template writes them).
+  std::vector<std::int32_t> encode_chat(const std::vector<ChatMessage>& messages,
+                                        const ChatTemplateOptions& options = {}) const;
+  // generate() on encode_chat(messages, options). Start `config` from
+  // default_generation_config() to get the model's defaults.
+  GenerationResult chat(const std::vector<ChatMessage>& messages, const GenerationConfig& config,
+                        const ChatTemplateOptions& options = {}, TokenCallback on_token = {});
+  bool has_chat_template() const;
+  // detinfer's GenerationConfig defaults with the model's generation_config.json applied
+  // (do_sample, temperature, top_p, top_k, min_p, repetition_penalty, max_new_tokens /
+  // max_length). stop_token_ids stays unset (= the model's eos ids).
+  GenerationConfig default_generation_config() const;
+
   // Stops the engine: waiting and running requests fail with Error(kUnavailable), and
   // every later call does too. Idempotent; thread-safe.
   void close();
@@ -152,7 +176,9 @@ class DETINFER_API DeterministicSession {
   std::vector<std::int32_t> encode(const std::string& text) const;
 
   std::string model_fingerprint() const;  // 32 hex digits (docs/fingerprint-model.md)
-  std::string tokenizer_hash() const;     // 32 hex digits; "" without a tokenizer
+  // 32 hex digits; "" without a tokenizer. Covers tokenizer.json, tokenizer_config.json
+  // and the chat template in use when it comes from another file (docs/chat.md).
+  std::string tokenizer_hash() const;
   NumericsMode mode() const;
   std::int32_t threads() const;
   const std::vector<std::int32_t>& eos_token_ids() const;  // the default stop tokens

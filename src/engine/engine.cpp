@@ -122,6 +122,7 @@ struct Engine::Impl {
   void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
                     std::uint64_t digest, const float* row);
   void finish_seq(Group& g, SeqState& s, FinishReason reason);
+  void publish_generated(const Group& g, const SeqState& s);
   void maybe_complete(Group& g);
   void fail_group(Group& g, const Error& e);
   void release_group(Group& g);
@@ -579,10 +580,28 @@ void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
   }
 }
 
-void Engine::Impl::finish_seq(Group& /*g*/, SeqState& s, FinishReason reason) {
+void Engine::Impl::finish_seq(Group& g, SeqState& s, FinishReason reason) {
   s.finished = true;
   s.out.finish_reason = reason;
+  publish_generated(g, s);
   release_blocks(pool, s.blocks);
+}
+
+void Engine::Impl::publish_generated(const Group& g, const SeqState& s) {
+  const auto prompt_len = static_cast<std::int64_t>(g.req.prompt.size());
+  const std::int64_t generated = std::min<std::int64_t>(
+      s.num_computed - prompt_len, static_cast<std::int64_t>(s.generated.size()));  // with K/V
+  if (!prefix || g.beam || generated <= 0 ||
+      (prompt_len + generated) / pool.block_size() <= prompt_len / pool.block_size()) {
+    return;  // no full block beyond the prompt's (those were published after prefill)
+  }
+  std::vector<std::int32_t> tokens = g.req.prompt;
+  tokens.insert(tokens.end(), s.generated.begin(), s.generated.begin() + generated);
+  try {
+    prefix->publish_sequence(g.req, tokens, pool, s.blocks);
+  } catch (const std::exception& e) {
+    logger().warn("prefix cache publish of generated tokens failed: {}", e.what());
+  }
 }
 
 void Engine::Impl::cancel_group(Group& g) {

@@ -42,7 +42,7 @@ class EngineObserver {
 // pool, fill them with cached KV of the prompt's leading full blocks and append them to
 // block_table; it returns the number of prompt tokens covered (a multiple of the block
 // size, less than the prompt length). publish() runs once the whole prompt has been
-// prefilled, with the blocks that hold it.
+// prefilled, with the blocks that hold it; publish_sequence() when a sample finishes.
 class PrefixProvider {
  public:
   virtual ~PrefixProvider() = default;
@@ -50,6 +50,14 @@ class PrefixProvider {
                                std::vector<std::int32_t>& block_table) = 0;
   virtual void publish(const EngineRequest& request, const KvCachePool& pool,
                        const std::vector<std::int32_t>& block_table) = 0;
+  // When a sample finishes (multi-turn reuse, docs/chat.md): `tokens` is the prompt plus
+  // the generated tokens whose K/V are in block_table, so that the next turn's prompt
+  // (this prompt + the reply + a new message) finds them. Decode K/V equals prefill K/V
+  // bit for bit, so a hit stays identical to a cold run.
+  virtual void publish_sequence(const EngineRequest& /*request*/,
+                                const std::vector<std::int32_t>& /*tokens*/,
+                                const KvCachePool& /*pool*/,
+                                const std::vector<std::int32_t>& /*block_table*/) {}
 };
 
 }  // namespace detinfer

@@ -82,6 +82,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
     fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
          " tokens but config.json vocab_size is ", mc.vocab_size);
   }
+  impl->load_chat(model_dir);
   if (impl->options.kv_budget_bytes == 0) {
     impl->options.kv_budget_bytes = auto_kv_budget(mc, impl->options);
   }
@@ -220,7 +221,7 @@ std::string DeterministicSession::model_fingerprint() const {
   return impl_->model->fingerprint().hex();
 }
 std::string DeterministicSession::tokenizer_hash() const {
-  return impl_->tokenizer ? impl_->tokenizer->hash().hex() : std::string();
+  return impl_->tokenizer ? impl_->tokenizer_hash.hex() : std::string();
 }
 NumericsMode DeterministicSession::mode() const { return impl_->options.mode; }
 std::int32_t DeterministicSession::threads() const { return impl_->options.threads; }

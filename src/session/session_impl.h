@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "chat/chat_templates.h"
 #include "detinfer/session.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -37,6 +38,12 @@ struct DeterministicSession::Impl {
   std::shared_ptr<ResultShortcut> result_shortcut;  // set before the first request
   // Caches, metrics, recorder, monitor and replay (session_services.h); set at open.
   std::shared_ptr<SessionServices> services;
+  // Chat templates and generation defaults of the model folder; the tokenizer hash the
+  // fingerprints record (with the chat template when it has its own file). session_chat.cpp.
+  chat::ChatTemplates chat_templates;
+  GenerationConfig generation_defaults;
+  Hash128 tokenizer_hash;
+  void load_chat(const std::string& model_dir);
 
   // The prompt's token ids, checked against the vocabulary and the context.
   std::vector<std::int32_t> tokenize_prompt(const Prompt& prompt, const ModelConfig& mc) const;

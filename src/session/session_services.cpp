@@ -115,7 +115,7 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
   s->base_.model.fingerprint = model.fingerprint();
   s->base_.model.architecture = to_string(model.config().architecture);
   s->base_.model.weight_dtype = kernels::to_string(model.config().weight_dtype);
-  if (session.tokenizer) s->base_.tokenizer_hash = session.tokenizer->hash();
+  if (session.tokenizer) s->base_.tokenizer_hash = session.tokenizer_hash;
 
   if (o.cache.prefix.enabled) {
     s->prefix_ = std::make_shared<PrefixCache>(o.cache.prefix, o.cache.redis);
@@ -269,6 +269,13 @@ void SessionServices::publish(const EngineRequest& r, const KvCachePool& pool,
                               const std::vector<std::int32_t>& table) {
   // restore() always runs first for a request and opens the namespace.
   publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+}
+
+void SessionServices::publish_sequence(const EngineRequest& /*r*/,
+                                       const std::vector<std::int32_t>& tokens,
+                                       const KvCachePool& pool,
+                                       const std::vector<std::int32_t>& table) {
+  publish_prefix_blocks(*prefix_, tokens, session_.options.cache_salt, pool, table);
 }
 
 // --- ResultShortcut -----------------------------------------------------------------------

@@ -48,6 +48,8 @@ class SessionServices final : public EngineObserver,
                        std::vector<std::int32_t>& table) override;
   void publish(const EngineRequest& r, const KvCachePool& pool,
                const std::vector<std::int32_t>& table) override;
+  void publish_sequence(const EngineRequest& r, const std::vector<std::int32_t>& tokens,
+                        const KvCachePool& pool, const std::vector<std::int32_t>& table) override;
 
   // ResultShortcut (caller's thread): a result-cache hit, recorded and streamed.
   std::optional<GenerationResult> lookup(const EngineRequest& r) override;

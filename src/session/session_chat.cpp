@@ -1,0 +1,62 @@
+// DeterministicSession's chat: templates from the model folder, generation defaults from
+// generation_config.json (docs/chat.md).
+#include "chat/generation_defaults.h"
+#include "chat/template_source.h"
+#include "core/check.h"
+#include "decode/config_check.h"
+#include "detinfer/session.h"
+#include "session/session_impl.h"
+
+namespace detinfer {
+
+void DeterministicSession::Impl::load_chat(const std::string& model_dir) {
+  const ModelConfig& mc = model->config();
+  chat_templates =
+      chat::ChatTemplates(chat::load_template_source(model_dir, options.chat_template_path));
+  const chat::GenerationDefaults d =
+      chat::load_generation_defaults(model_dir, mc.max_position_embeddings);
+  try {
+    decode::validate_config(d.config, {mc.vocab_size, mc.max_position_embeddings});
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kCorrupt, model_dir + "/generation_config.json: " + e.message(),
+                e.field());
+  }
+  generation_defaults = d.config;
+  if (!tokenizer) return;
+  tokenizer_hash = tokenizer->hash();
+  const chat::TemplateSource& src = chat_templates.source();
+  if (!chat_templates.empty() && !src.from_tokenizer_config) {
+    // The template has its own file: the tokenizer hash alone would not cover it.
+    Hasher h;
+    h.update_field("detinfer.tokenizer+chat_template.v1");
+    h.update_hash(tokenizer_hash).update_hash(src.hash);
+    tokenizer_hash = h.digest128();
+  }
+}
+
+std::string DeterministicSession::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                                      const ChatTemplateOptions& options) const {
+  return impl_->chat_templates.render(messages, options);
+}
+
+std::vector<std::int32_t> DeterministicSession::encode_chat(
+    const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
+  if (!impl_->tokenizer) fail(ErrorCode::kUnsupported, "the model folder has no tokenizer.json");
+  return impl_->tokenizer->encode(apply_chat_template(messages, options),
+                                  /*add_special_tokens=*/false);
+}
+
+GenerationResult DeterministicSession::chat(const std::vector<ChatMessage>& messages,
+                                            const GenerationConfig& config,
+                                            const ChatTemplateOptions& options,
+                                            TokenCallback on_token) {
+  return generate(encode_chat(messages, options), config, std::move(on_token));
+}
+
+bool DeterministicSession::has_chat_template() const { return !impl_->chat_templates.empty(); }
+
+GenerationConfig DeterministicSession::default_generation_config() const {
+  return impl_->generation_defaults;
+}
+
+}  // namespace detinfer
