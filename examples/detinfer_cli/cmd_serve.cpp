@@ -23,7 +23,11 @@
 #include "detinfer/hash.h"
 #include "detinfer/metrics.h"
 #include "detinfer/session.h"
+#include "fingerprint_log.h"
 #include "openai_protocol.h"
+#include "serve_metrics.h"
+#include "serve_policy.h"
+#include "session_flags.h"
 
 namespace {
 
@@ -35,11 +39,11 @@ struct ServeOptions {
   std::string model_name;  // default: the folder's name
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string port_file;  // written with the bound port (useful with --port 0)
-  std::string mode = "canonical";
-  std::int32_t threads = 0;
-  std::int32_t max_batch = 32;
-  std::int32_t max_queue = 256;
+  std::string port_file;                // written with the bound port (useful with --port 0)
+  detinfer_cli::ToolConfig config;      // session options and policies (session_flags.h)
+  std::uint64_t inject_mismatches = 0;  // testing: synthetic failed consistency checks
+  std::shared_ptr<detinfer_cli::SessionFlags> flags;
+  bool print_config = false;
   std::int32_t http_threads = 64;
   std::size_t max_body_bytes = 1 << 20;
   double shutdown_timeout_s = 10.0;
@@ -56,9 +60,13 @@ struct StreamQueue {
 
 class Server {
  public:
-  Server(const ServeOptions& o, detinfer::DeterministicSession& session)
+  Server(const ServeOptions& o, detinfer::DeterministicSession& session,
+         detinfer_cli::ConsistencyPolicy& policy)
       : o_(o),
         session_(session),
+        policy_(policy),
+        seed_log_(session.metrics()),
+        ops_metrics_(session),
         // The HTTP counters live in the session's registry, so /metrics is one render with
         // no duplicated family; the session itself counts requests, tokens and latencies.
         http_requests_ok_(http_counter("2xx")),
@@ -107,8 +115,20 @@ class Server {
     }
   }
 
+  // The consistency statistics the policy sees (plus --inject-consistency-mismatches).
+  detinfer::ConsistencyStats consistency_stats() const {
+    detinfer::ConsistencyStats s = session_.consistency_stats();
+    s.checks += o_.inject_mismatches;
+    s.mismatches += o_.inject_mismatches;
+    if (s.checks > 0) s.ratio = static_cast<double>(s.matches) / static_cast<double>(s.checks);
+    return s;
+  }
+
   const ServeOptions& o_;
   detinfer::DeterministicSession& session_;
+  detinfer_cli::ConsistencyPolicy& policy_;
+  detinfer_cli::SeedLog seed_log_;
+  detinfer_cli::ServeMetrics ops_metrics_;
   httplib::Server http_;
   detinfer::Counter http_requests_ok_, http_requests_4xx_, http_requests_5xx_;
   std::string fingerprint_;
@@ -180,10 +200,22 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
     send_error(res, e);
     return;
   }
+  if (auto e = detinfer_cli::check_expected_fingerprint(
+          req.get_header_value("X-Detinfer-Expect-Fingerprint"), fingerprint_)) {
+    send_error(res, *e);
+    return;
+  }
   detinfer_cli::ParseOutcome parsed =
       detinfer_cli::parse_completion_request(req.body, o_.model_name, session_);
   if (!parsed.request) {
     send_error(res, parsed.error);
+    return;
+  }
+  detinfer_cli::SeedSource seed_source = detinfer_cli::SeedSource::kDefault;
+  if (auto e =
+          detinfer_cli::apply_seed_policy(o_.config.policy, json::parse(req.body, nullptr, false),
+                                          parsed.request->config, &seed_source)) {
+    send_error(res, *e);
     return;
   }
   const bool full_fp = req.get_param_value("fingerprint") == "full" ||
@@ -203,6 +235,7 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         throw;
       }
       track(&handle, false);
+      seed_log_.record(ctx.id, result.seed, seed_source);
       res.set_content(detinfer_cli::completion_response(ctx, *creq, result, session_, full_fp)
                           .dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
@@ -233,7 +266,8 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
   track(handle.get(), true);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, queue, handle, creq, ctx](std::size_t, httplib::DataSink& sink) {
+      "text/event-stream",
+      [this, queue, handle, creq, ctx, seed_source](std::size_t, httplib::DataSink& sink) {
         auto write_event = [&](const json& j) {
           const std::string data =
               "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
@@ -270,6 +304,7 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         track(handle.get(), false);
         try {
           detinfer::GenerationResult result = fut.get();
+          seed_log_.record(ctx.id, result.seed, seed_source);
           for (std::size_t i = 0; i < result.sequences.size() && client_ok; ++i) {
             json last =
                 detinfer_cli::stream_chunk(ctx, static_cast<std::int32_t>(i), "",
@@ -341,12 +376,22 @@ int Server::run() {
                     "application/json");
   });
   http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ok = !stopping_ && !session_.closed();
-    res.status = ok ? 200 : 503;
-    res.set_content(json{{"status", ok ? "ok" : "shutting_down"}}.dump(), "application/json");
+    policy_.evaluate(consistency_stats());
+    json body = {{"status", "ok"}, {"system_fingerprint", fingerprint_}};
+    if (policy_.failed()) {
+      body["status"] = "inconsistent";
+      body["reason"] = policy_.reason();
+    } else if (stopping_ || session_.closed()) {
+      body["status"] = "shutting_down";
+    }
+    res.status = body["status"] == "ok" ? 200 : 503;
+    res.set_content(body.dump(), "application/json");
   });
   http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(session_.metrics_text(), detinfer::MetricsRegistry::content_type());
+    policy_.evaluate(consistency_stats());
+    ops_metrics_.update();
+    res.set_content(session_.metrics_text() + detinfer_cli::process_metrics_text(),
+                    detinfer::MetricsRegistry::content_type());
   });
 
   // cpp-httplib listens with a backlog of 5: a burst of clients overflows it and some
@@ -373,7 +418,9 @@ int Server::run() {
     std::filesystem::rename(tmp, o_.port_file);
   }
   std::cerr << "detinfer serve: listening on http://" << o_.host << ":" << port << " (model "
-            << o_.model_name << ", " << o_.mode << ", " << fingerprint_ << ")\n";
+            << o_.model_name << ", "
+            << (session_.mode() == detinfer::NumericsMode::kFast ? "fast" : "canonical") << ", "
+            << fingerprint_ << ")\n";
   http_.listen_after_bind();
   return 0;
 }
@@ -384,6 +431,8 @@ void Server::request_stop() {
 }
 
 int g_signal_pipe[2] = {-1, -1};
+// Written to the signal pipe when --exit-on-inconsistency stops the server.
+constexpr unsigned char kInconsistentWake = 0xFF;
 
 void on_signal(int sig) {
   const unsigned char b = static_cast<unsigned char>(sig);
@@ -409,13 +458,44 @@ int run_serve(ServeOptions o) {
       o.model_name = std::filesystem::path(o.model).parent_path().filename().string();
     }
   }
-  detinfer::SessionOptions so;
-  so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
-  so.threads = o.threads;
-  so.max_batch = o.max_batch;
-  so.max_queue = o.max_queue;
-  detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
-  Server server(o, session);
+  // The monitor's alarm reaches the policy, which exists once the session does.
+  auto policy_slot = std::make_shared<std::atomic<detinfer_cli::ConsistencyPolicy*>>(nullptr);
+  auto stats_slot = std::make_shared<std::atomic<detinfer::DeterministicSession*>>(nullptr);
+  o.config.session.consistency.alarm = [policy_slot, stats_slot](const detinfer::RunFingerprint& a,
+                                                                 const detinfer::RunFingerprint& b,
+                                                                 double ratio) {
+    detinfer_cli::ConsistencyPolicy* p = policy_slot->load();
+    detinfer::DeterministicSession* s = stats_slot->load();
+    if (p && s) p->alarm([s] { return s->consistency_stats(); })(a, b, ratio);
+  };
+  const auto fingerprint_log = detinfer_cli::attach_fingerprint_log(o.config);
+  detinfer::DeterministicSession session =
+      detinfer::DeterministicSession::open(o.model, o.config.session);
+  if (o.print_config) {
+    o.flags->print(o.config, session);
+    return 0;
+  }
+  const std::string ours = detinfer_cli::system_fingerprint(session);
+  if (!o.config.policy.expect_system_fingerprint.empty() &&
+      o.config.policy.expect_system_fingerprint != ours) {
+    std::cerr << "detinfer serve: error: this replica's system_fingerprint is " << ours
+              << ", --expect-system-fingerprint is " << o.config.policy.expect_system_fingerprint
+              << "; refusing to start\n";
+    return detinfer_cli::kExitFingerprintMismatch;
+  }
+  std::atomic<bool> inconsistent{false};
+  detinfer_cli::ConsistencyPolicy policy(
+      o.config.session.consistency.monitor.threshold, o.config.policy.fail_below,
+      o.config.session.consistency.monitor.min_checks, session.metrics(),
+      [&inconsistent, exit = o.config.policy.exit_on_inconsistency](const std::string&) {
+        if (!exit || inconsistent.exchange(true)) return;
+        std::cerr << "detinfer serve: --exit-on-inconsistency: draining and exiting with code "
+                  << detinfer_cli::kExitInconsistent << "\n";
+        (void)!write(g_signal_pipe[1], &kInconsistentWake, 1);
+      });
+  policy_slot->store(&policy);
+  stats_slot->store(&session);
+  Server server(o, session, policy);
 
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -431,7 +511,9 @@ int run_serve(ServeOptions o) {
       std::lock_guard<std::mutex> lock(stop_mu);
       if (exiting) return;
     }
-    std::cerr << "detinfer serve: signal " << static_cast<int>(sig) << ", shutting down\n";
+    if (sig != kInconsistentWake) {
+      std::cerr << "detinfer serve: signal " << static_cast<int>(sig) << ", shutting down\n";
+    }
     server.request_stop();
     std::unique_lock<std::mutex> lock(stop_mu);
     const auto timeout =
@@ -461,9 +543,10 @@ int run_serve(ServeOptions o) {
     throw;
   }
   finish_signal_thread();
+  policy_slot->store(nullptr);
   session.close();
   std::cerr << "detinfer serve: stopped\n";
-  return rc;
+  return inconsistent ? detinfer_cli::kExitInconsistent : rc;
 }
 
 const detinfer_cli::RegisterCommand kRegister(
@@ -477,17 +560,6 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(0, 65535));
       sub.add_option("--port-file", o->port_file, "Write the bound port to this file");
-      sub.add_option("--mode", o->mode, "Numerics mode")
-          ->check(CLI::IsMember({"canonical", "fast"}))
-          ->capture_default_str();
-      sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
-          ->check(CLI::Range(0, 1024));
-      sub.add_option("--max-batch", o->max_batch, "Sequences per decode step")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 4096));
-      sub.add_option("--max-queue", o->max_queue, "Waiting requests before 429")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 1048576));
       sub.add_option("--http-threads", o->http_threads, "Concurrent HTTP connections")
           ->capture_default_str()
           ->check(CLI::Range(1, 4096));
@@ -496,7 +568,16 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--shutdown-timeout", o->shutdown_timeout_s,
                      "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
           ->capture_default_str();
-      sub.callback([o, &exit_code] { exit_code = run_serve(*o); });
+      sub.add_option("--inject-consistency-mismatches", o->inject_mismatches,
+                     "Testing: count N synthetic mismatched consistency checks")
+          ->group("");
+      auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, true);
+      sub.callback([o, flags, &exit_code] {
+        o->config = flags->resolve();
+        o->flags = flags;
+        o->print_config = flags->print_config();
+        exit_code = run_serve(*o);
+      });
     });
 
 }  // namespace
