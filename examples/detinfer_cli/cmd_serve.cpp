@@ -176,6 +176,12 @@ ApiError from_error(const detinfer::Error& e) {
       a.status = 400;
       break;
     case detinfer::ErrorCode::kResourceExhausted:
+      if (e.field() == "kv_budget_bytes") {  // can never fit: not worth a retry
+        a.status = 413;
+        a.param = "max_tokens";
+        a.code = "context_exceeds_kv_budget";
+        break;
+      }
       a.status = 429;
       a.type = "rate_limit_error";
       a.code = "queue_full";

@@ -264,6 +264,14 @@ std::vector<ConfigField> observability_rows() {
       "Rotated fingerprint logs kept (FILE.1 .. FILE.N)",
       [](C & c) -> auto& { return c.fingerprint_log.keep; }));
   t.push_back(row(
+      "distribution.interval", "--distribution-interval",
+      "Top-1 probability/entropy metrics of every Nth token (0 = off)",
+      [](C & c) -> auto& { return c.session.distribution_interval; }));
+  t.push_back(row(
+      "distribution.window", "--distribution-window",
+      "Sampled tokens the top-1 variance gauge covers",
+      [](C & c) -> auto& { return c.session.distribution_window; }));
+  t.push_back(row(
       "consistency.enabled", "--consistency-monitor",
       "Shadow-replay a sample of requests and track the consistency ratio",
       [](C & c) -> auto& { return c.session.consistency.enabled; }));
