@@ -101,7 +101,7 @@ struct Engine::Impl {
       : model(m),
         tokenizer(t),
         options(o),
-        pool(m.config(), o.kv_block_size, o.kv_budget_bytes),
+        pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend()),
         vocab(m.config().vocab_size) {}
 
   std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {

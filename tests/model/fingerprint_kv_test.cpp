@@ -18,7 +18,7 @@ using testing::tiny_options;
 using testing::write_bytes;
 
 std::string fingerprint_of(const std::string& dir, NumericsMode mode = NumericsMode::kCanonical) {
-  return Model::load(dir, {mode, 1})->fingerprint().hex();
+  return Model::load(dir, {mode, 1, {}})->fingerprint().hex();
 }
 
 TEST(ModelFingerprint, StableAcrossRunsModesAndFolders) {
