@@ -92,7 +92,7 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
     throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
                           "give --prompt TEXT or --prompt-ids IDS", "prompt");
   }
-  const std::string mode = session.mode() == detinfer::NumericsMode::kFast ? "fast" : "canonical";
+  const std::string mode = detinfer::to_string(session.mode());
   detinfer::GenerationConfig c;
   c.max_new_tokens = o.max_new_tokens;
   c.temperature = o.temperature;

@@ -424,9 +424,8 @@ int Server::run() {
     std::filesystem::rename(tmp, o_.port_file);
   }
   std::cerr << "detinfer serve: listening on http://" << o_.host << ":" << port << " (model "
-            << o_.model_name << ", "
-            << (session_.mode() == detinfer::NumericsMode::kFast ? "fast" : "canonical") << ", "
-            << fingerprint_ << ")\n";
+            << o_.model_name << ", " << detinfer::to_string(session_.mode()) << ", " << fingerprint_
+            << ")\n";
   http_.listen_after_bind();
   return 0;
 }

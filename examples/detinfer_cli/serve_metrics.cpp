@@ -29,7 +29,7 @@ ServeMetrics::ServeMetrics(detinfer::DeterministicSession& session)
               {"spec", std::to_string(e.numerics_spec_version)},
               {"git", e.git_revision},
               {"compiler", e.compiler},
-              {"mode", session.mode() == detinfer::NumericsMode::kFast ? "fast" : "canonical"}})
+              {"mode", detinfer::to_string(session.mode())}})
       .set(1);
   session.metrics()
       .gauge("detinfer_max_queue", "Waiting requests the server accepts before 429 (max_queue)")

@@ -94,14 +94,14 @@ std::vector<ConfigField> session_rows() {
   using C = ToolConfig;
   std::vector<ConfigField> t;
   t.push_back(enum_row(
-      "mode", "--mode", "Numerics mode: canonical | fast",
-      [](const C& c) {
-        return c.session.mode == detinfer::NumericsMode::kFast ? "fast" : "canonical";
-      },
+      "mode", "--mode", "Numerics mode: canonical | fast | device_invariant",
+      [](const C& c) { return std::string(detinfer::to_string(c.session.mode)); },
       [](C& c, const std::string& v) {
-        if (v != "canonical" && v != "fast") bad("mode", "expected canonical or fast, got " + v);
-        c.session.mode =
-            v == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+        try {
+          c.session.mode = detinfer::parse_numerics_mode(v);
+        } catch (const detinfer::Error&) {
+          bad("mode", "expected canonical, fast or device_invariant, got " + v);
+        }
       }));
   t.push_back(row(
       "threads", "--threads", "Kernel threads 1..1024 (0 = all cores)",
