@@ -176,10 +176,11 @@ ApiError from_error(const detinfer::Error& e) {
       a.status = 400;
       break;
     case detinfer::ErrorCode::kResourceExhausted:
-      if (e.field() == "kv_budget_bytes") {  // can never fit: not worth a retry
-        a.status = 413;
+      // With a field the request can never fit (KV pool, context): retrying cannot help.
+      if (!e.field().empty()) {
+        a.status = 400;
+        a.code = "request_too_large";
         a.param = "max_tokens";
-        a.code = "context_exceeds_kv_budget";
         break;
       }
       a.status = 429;

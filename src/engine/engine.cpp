@@ -162,12 +162,13 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
   g->width = std::max(request.config.num_beams, request.config.num_return_sequences);
   g->req = std::move(request);
   if (g->reserve > impl_->pool.capacity()) {
+    // Never fits (unlike a full queue): the field tells servers it is not transient.
     throw Error(ErrorCode::kResourceExhausted,
                 str_cat("request needs ", g->reserve, " KV blocks (", g->req.prompt.size(),
                         " prompt tokens + max_new_tokens ", g->req.config.max_new_tokens, ", ",
                         g->width, " sequences) but the KV pool holds ", impl_->pool.capacity(),
                         "; raise SessionOptions.kv_budget_bytes"),
-                "kv_budget_bytes");
+                "max_new_tokens");
   }
   std::future<GenerationResult> f = g->promise.get_future();
   {

@@ -149,7 +149,8 @@ EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
     r.seed = *config.seed;
   } else if (config.temperature > 0.0f) {
     const PhiloxCounter c = philox_block(seed_key, seed_counter.fetch_add(1), 0);
-    r.seed = (static_cast<std::uint64_t>(c[1]) << 32) | c[0];
+    // 53 bits: a drawn seed survives JSON parsers that read numbers as doubles.
+    r.seed = ((static_cast<std::uint64_t>(c[1]) << 32) | c[0]) & ((std::uint64_t{1} << 53) - 1);
   }
   r.config.seed = r.seed;
   r.id = next_id.fetch_add(1);
