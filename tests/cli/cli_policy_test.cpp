@@ -60,7 +60,8 @@ std::vector<std::string> flag_args(const ConfigField& f, const json& v) {
 }
 
 std::string write_config(const std::string& name, const json& j) {
-  const std::string path = detinfer::testing::scratch_dir("cli-policy") + "/" + name;
+  static const std::string dir = detinfer::testing::scratch_dir("cli-policy");
+  const std::string path = dir + "/" + name;
   std::ofstream(path) << j.dump();
   return path;
 }
