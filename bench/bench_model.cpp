@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "model/model.h"
 #include "qwen05b_shape.h"
 

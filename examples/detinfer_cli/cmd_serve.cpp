@@ -153,17 +153,13 @@ void Server::send_error(httplib::Response& res, const ApiError& e) {
 
 // The request parameter an engine error names: "GenerationConfig.max_new_tokens must be
 // ..." is the client's max_tokens; "the prompt has 3000 tokens ..." is the prompt.
-std::string param_of(const std::string& message) {
-  const std::string prefix = "GenerationConfig.";
-  if (message.rfind(prefix, 0) == 0) {
-    const auto end = message.find_first_of(" /:+", prefix.size());
-    const std::string field = message.substr(prefix.size(), end - prefix.size());
-    if (field == "max_new_tokens") return "max_tokens";
-    if (field == "num_return_sequences") return "n";
-    if (field == "stop_strings") return "stop";
-    return field;
-  }
-  return message.find("prompt") != std::string::npos ? "prompt" : "";
+// The OpenAI parameter of a GenerationConfig field named by Error::field() (the same name
+// unless the OpenAI API spells it differently).
+std::string openai_param(const std::string& field) {
+  if (field == "max_new_tokens") return "max_tokens";
+  if (field == "num_return_sequences") return "n";
+  if (field == "stop_strings") return "stop";
+  return field;
 }
 
 ApiError from_error(const detinfer::Error& e) {
@@ -196,7 +192,7 @@ ApiError from_error(const detinfer::Error& e) {
       a.status = 500;
       a.type = "server_error";
   }
-  if (a.status == 400) a.param = param_of(a.message);
+  if (a.status == 400) a.param = openai_param(e.field());
   return a;
 }
 

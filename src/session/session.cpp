@@ -109,39 +109,54 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   return DeterministicSession(std::move(impl));
 }
 
-EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
-                                                  const GenerationConfig& config,
-                                                  TokenCallback on_token) {
-  if (closed.load()) fail(ErrorCode::kUnavailable, "the session is closed");
-  const ModelConfig& mc = model->config();
-  EngineRequest r;
+std::vector<std::int32_t> DeterministicSession::Impl::tokenize_prompt(const Prompt& prompt,
+                                                                      const ModelConfig& mc) const {
+  std::vector<std::int32_t> ids;
   if (prompt.is_text()) {
     if (!tokenizer) {
       fail(ErrorCode::kUnsupported,
            "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
            "token ids");
     }
-    r.prompt = tokenizer->encode(prompt.text());
+    ids = tokenizer->encode(prompt.text());
   } else {
-    r.prompt = prompt.ids();
+    ids = prompt.ids();
   }
-  if (r.prompt.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
-  for (std::size_t i = 0; i < r.prompt.size(); ++i) {
-    if (r.prompt[i] < 0 || r.prompt[i] >= mc.vocab_size) {
-      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", r.prompt[i],
+  if (ids.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= mc.vocab_size) {
+      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", ids[i],
            ", outside the vocabulary [0, ", mc.vocab_size, ")");
     }
   }
+  const auto len = static_cast<std::int64_t>(ids.size());
+  if (len >= mc.max_position_embeddings) {
+    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
+         mc.max_position_embeddings, " (prompt + generated)");
+  }
+  return ids;
+}
+
+EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
+                                                  const GenerationConfig& config,
+                                                  TokenCallback on_token) {
+  if (closed.load()) fail(ErrorCode::kUnavailable, "the session is closed");
+  const ModelConfig& mc = model->config();
+  EngineRequest r;
+  try {
+    r.prompt = tokenize_prompt(prompt, mc);
+  } catch (const Error& e) {
+    if (!e.field().empty()) throw;
+    throw Error(e.code(), e.message(), "prompt");
+  }
   const auto len = static_cast<std::int64_t>(r.prompt.size());
   const std::int64_t ctx = mc.max_position_embeddings;
-  if (len >= ctx) {
-    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
-         ctx, " (prompt + generated)");
-  }
   decode::validate_config(config, {mc.vocab_size, ctx});
   if (len + config.max_new_tokens > ctx) {
-    fail(ErrorCode::kInvalidArgument, "GenerationConfig.max_new_tokens must be in [1, ", ctx - len,
-         "] for this ", len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens);
+    throw Error(ErrorCode::kInvalidArgument,
+                str_cat("GenerationConfig.max_new_tokens must be in [1, ", ctx - len, "] for this ",
+                        len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens),
+                "max_new_tokens");
   }
   r.config = config;
   if (!r.config.stop_token_ids) r.config.stop_token_ids = mc.eos_token_ids;

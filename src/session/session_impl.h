@@ -38,7 +38,10 @@ struct DeterministicSession::Impl {
   // Caches, metrics, recorder, monitor and replay (session_services.h); set at open.
   std::shared_ptr<SessionServices> services;
 
-  // Validates and normalizes a request (stop ids resolved, seed chosen).
+  // The prompt's token ids, checked against the vocabulary and the context.
+  std::vector<std::int32_t> tokenize_prompt(const Prompt& prompt, const ModelConfig& mc) const;
+  // Validates and normalizes a request (stop ids resolved, seed chosen). Errors name the
+  // offending field in Error::field() ("prompt", or a GenerationConfig key).
   EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,
                         TokenCallback on_token);
 };

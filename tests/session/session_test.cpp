@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "detinfer/error.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "kernels/kernels.h"
 #include "session/tiny_session.h"
 
