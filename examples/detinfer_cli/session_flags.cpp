@@ -2,12 +2,11 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <type_traits>
 
+#include "core/json_reader.h"
 #include "detinfer/error.h"
 
 namespace detinfer_cli {
@@ -447,22 +446,13 @@ ToolConfig SessionFlags::resolve() const {
   ToolConfig c;
   given_.clear();
   if (!config_file_.empty()) {
-    std::ifstream in(config_file_, std::ios::binary);
-    if (!in) {
-      throw detinfer::Error(detinfer::ErrorCode::kNotFound, "--config: cannot open " + config_file_,
-                            "config");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (text.str().size() > (1u << 20)) {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            config_file_ + ": larger than 1 MiB", "config");
-    }
-    const json j = json::parse(text.str(), nullptr, false);
-    if (j.is_discarded()) {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            config_file_ + ": not valid JSON", "config");
-    }
+    // The hardened reader every parse site uses: size, depth, UTF-8, duplicate keys.
+    const std::string text = detinfer::core::read_file_bounded(config_file_, 1u << 20, "config");
+    detinfer::core::JsonLimits limits;
+    limits.max_bytes = 1u << 20;
+    limits.max_depth = 16;
+    const json j =
+        detinfer::core::parse_json(text, limits, detinfer::ErrorCode::kInvalidArgument, "config");
     apply_config_json(c, j, config_file_, &given_);
     for (const auto& key : given_) {
       for (const auto& f : config_fields()) {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "detinfer/error.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/philox.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 
 namespace detinfer {
 namespace {
