@@ -23,10 +23,9 @@
 #include "detinfer/hash.h"
 #include "detinfer/metrics.h"
 #include "detinfer/session.h"
-#include "fingerprint_log.h"
 #include "openai_protocol.h"
-#include "serve_metrics.h"
 #include "serve_policy.h"
+#include "serve_runtime.h"
 #include "session_flags.h"
 
 namespace {
@@ -61,12 +60,10 @@ struct StreamQueue {
 class Server {
  public:
   Server(const ServeOptions& o, detinfer::DeterministicSession& session,
-         detinfer_cli::ConsistencyPolicy& policy)
+         detinfer_cli::ServeHooks& hooks)
       : o_(o),
         session_(session),
-        policy_(policy),
-        seed_log_(session.metrics()),
-        ops_metrics_(session),
+        hooks_(hooks),
         // The HTTP counters live in the session's registry, so /metrics is one render with
         // no duplicated family; the session itself counts requests, tokens and latencies.
         http_requests_ok_(http_counter("2xx")),
@@ -115,20 +112,9 @@ class Server {
     }
   }
 
-  // The consistency statistics the policy sees (plus --inject-consistency-mismatches).
-  detinfer::ConsistencyStats consistency_stats() const {
-    detinfer::ConsistencyStats s = session_.consistency_stats();
-    s.checks += o_.inject_mismatches;
-    s.mismatches += o_.inject_mismatches;
-    if (s.checks > 0) s.ratio = static_cast<double>(s.matches) / static_cast<double>(s.checks);
-    return s;
-  }
-
   const ServeOptions& o_;
   detinfer::DeterministicSession& session_;
-  detinfer_cli::ConsistencyPolicy& policy_;
-  detinfer_cli::SeedLog seed_log_;
-  detinfer_cli::ServeMetrics ops_metrics_;
+  detinfer_cli::ServeHooks& hooks_;  // fleet check, seed policy, /health, /metrics
   httplib::Server http_;
   detinfer::Counter http_requests_ok_, http_requests_4xx_, http_requests_5xx_;
   std::string fingerprint_;
@@ -203,11 +189,6 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
     send_error(res, e);
     return;
   }
-  if (auto e = detinfer_cli::check_expected_fingerprint(
-          req.get_header_value("X-Detinfer-Expect-Fingerprint"), fingerprint_)) {
-    send_error(res, *e);
-    return;
-  }
   detinfer_cli::ParseOutcome parsed =
       detinfer_cli::parse_completion_request(req.body, o_.model_name, session_);
   if (!parsed.request) {
@@ -215,9 +196,8 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
     return;
   }
   detinfer_cli::SeedSource seed_source = detinfer_cli::SeedSource::kDefault;
-  if (auto e =
-          detinfer_cli::apply_seed_policy(o_.config.policy, json::parse(req.body, nullptr, false),
-                                          parsed.request->config, &seed_source)) {
+  if (auto e = hooks_.admit(req.get_header_value("X-Detinfer-Expect-Fingerprint"), req.body,
+                            parsed.request->config, &seed_source)) {
     send_error(res, *e);
     return;
   }
@@ -238,7 +218,7 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         throw;
       }
       track(&handle, false);
-      seed_log_.record(ctx.id, result.seed, seed_source);
+      hooks_.finished(ctx.id, result.seed, seed_source);
       res.set_content(detinfer_cli::completion_response(ctx, *creq, result, session_, full_fp)
                           .dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
@@ -307,7 +287,7 @@ void Server::handle_completions(const httplib::Request& req, httplib::Response& 
         track(handle.get(), false);
         try {
           detinfer::GenerationResult result = fut.get();
-          seed_log_.record(ctx.id, result.seed, seed_source);
+          hooks_.finished(ctx.id, result.seed, seed_source);
           for (std::size_t i = 0; i < result.sequences.size() && client_ok; ++i) {
             json last =
                 detinfer_cli::stream_chunk(ctx, static_cast<std::int32_t>(i), "",
@@ -379,22 +359,12 @@ int Server::run() {
                     "application/json");
   });
   http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    policy_.evaluate(consistency_stats());
-    json body = {{"status", "ok"}, {"system_fingerprint", fingerprint_}};
-    if (policy_.failed()) {
-      body["status"] = "inconsistent";
-      body["reason"] = policy_.reason();
-    } else if (stopping_ || session_.closed()) {
-      body["status"] = "shutting_down";
-    }
-    res.status = body["status"] == "ok" ? 200 : 503;
+    const auto [status, body] = hooks_.health(stopping_);
+    res.status = status;
     res.set_content(body.dump(), "application/json");
   });
   http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    policy_.evaluate(consistency_stats());
-    ops_metrics_.update();
-    res.set_content(session_.metrics_text() + detinfer_cli::process_metrics_text(),
-                    detinfer::MetricsRegistry::content_type());
+    res.set_content(hooks_.metrics_text(), detinfer::MetricsRegistry::content_type());
   });
 
   // cpp-httplib listens with a backlog of 5: a burst of clients overflows it and some
@@ -460,44 +430,16 @@ int run_serve(ServeOptions o) {
       o.model_name = std::filesystem::path(o.model).parent_path().filename().string();
     }
   }
-  // The monitor's alarm reaches the policy, which exists once the session does.
-  auto policy_slot = std::make_shared<std::atomic<detinfer_cli::ConsistencyPolicy*>>(nullptr);
-  auto stats_slot = std::make_shared<std::atomic<detinfer::DeterministicSession*>>(nullptr);
-  o.config.session.consistency.alarm = [policy_slot, stats_slot](const detinfer::RunFingerprint& a,
-                                                                 const detinfer::RunFingerprint& b,
-                                                                 double ratio) {
-    detinfer_cli::ConsistencyPolicy* p = policy_slot->load();
-    detinfer::DeterministicSession* s = stats_slot->load();
-    if (p && s) p->alarm([s] { return s->consistency_stats(); })(a, b, ratio);
-  };
-  const auto fingerprint_log = detinfer_cli::attach_fingerprint_log(o.config);
-  detinfer::DeterministicSession session =
-      detinfer::DeterministicSession::open(o.model, o.config.session);
+  detinfer_cli::ServeRuntime runtime(o.model, o.config, o.inject_mismatches, [] {
+    (void)!write(g_signal_pipe[1], &kInconsistentWake, 1);  // drain like SIGTERM
+  });
   if (o.print_config) {
-    o.flags->print(o.config, session);
+    o.flags->print(runtime.config(), runtime.session());
     return 0;
   }
-  const std::string ours = detinfer_cli::system_fingerprint(session);
-  if (!o.config.policy.expect_system_fingerprint.empty() &&
-      o.config.policy.expect_system_fingerprint != ours) {
-    std::cerr << "detinfer serve: error: this replica's system_fingerprint is " << ours
-              << ", --expect-system-fingerprint is " << o.config.policy.expect_system_fingerprint
-              << "; refusing to start\n";
-    return detinfer_cli::kExitFingerprintMismatch;
-  }
-  std::atomic<bool> inconsistent{false};
-  detinfer_cli::ConsistencyPolicy policy(
-      o.config.session.consistency.monitor.threshold, o.config.policy.fail_below,
-      o.config.session.consistency.monitor.min_checks, session.metrics(),
-      [&inconsistent, exit = o.config.policy.exit_on_inconsistency](const std::string&) {
-        if (!exit || inconsistent.exchange(true)) return;
-        std::cerr << "detinfer serve: --exit-on-inconsistency: draining and exiting with code "
-                  << detinfer_cli::kExitInconsistent << "\n";
-        (void)!write(g_signal_pipe[1], &kInconsistentWake, 1);
-      });
-  policy_slot->store(&policy);
-  stats_slot->store(&session);
-  Server server(o, session, policy);
+  if (!runtime.fingerprint_accepted()) return detinfer_cli::kExitFingerprintMismatch;
+  detinfer::DeterministicSession& session = runtime.session();
+  Server server(o, session, runtime.hooks());
 
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -545,10 +487,9 @@ int run_serve(ServeOptions o) {
     throw;
   }
   finish_signal_thread();
-  policy_slot->store(nullptr);
   session.close();
   std::cerr << "detinfer serve: stopped\n";
-  return inconsistent ? detinfer_cli::kExitInconsistent : rc;
+  return runtime.exit_code(rc);
 }
 
 const detinfer_cli::RegisterCommand kRegister(

@@ -171,3 +171,51 @@ std::string ConsistencyPolicy::reason() const {
 }
 
 }  // namespace detinfer_cli
+
+namespace detinfer_cli {
+
+ServeHooks::ServeHooks(const ServePolicyOptions& policy, std::uint64_t inject_mismatches,
+                       detinfer::DeterministicSession& session, ConsistencyPolicy& consistency,
+                       std::string system_fingerprint)
+    : policy_(policy),
+      inject_(inject_mismatches),
+      session_(session),
+      consistency_(consistency),
+      fingerprint_(std::move(system_fingerprint)),
+      seed_log_(session.metrics()),
+      metrics_(session) {}
+
+std::optional<ApiError> ServeHooks::admit(const std::string& expect_header, const std::string& body,
+                                          detinfer::GenerationConfig& config,
+                                          SeedSource* source) const {
+  if (auto e = check_expected_fingerprint(expect_header, fingerprint_)) return e;
+  return apply_seed_policy(policy_, nlohmann::json::parse(body, nullptr, false), config, source);
+}
+
+detinfer::ConsistencyStats ServeHooks::consistency_stats() const {
+  detinfer::ConsistencyStats s = session_.consistency_stats();
+  s.checks += inject_;
+  s.mismatches += inject_;
+  if (s.checks > 0) s.ratio = static_cast<double>(s.matches) / static_cast<double>(s.checks);
+  return s;
+}
+
+std::pair<int, nlohmann::json> ServeHooks::health(bool stopping) {
+  consistency_.evaluate(consistency_stats());
+  nlohmann::json body = {{"status", "ok"}, {"system_fingerprint", fingerprint_}};
+  if (consistency_.failed()) {
+    body["status"] = "inconsistent";
+    body["reason"] = consistency_.reason();
+  } else if (stopping || session_.closed()) {
+    body["status"] = "shutting_down";
+  }
+  return {body["status"] == "ok" ? 200 : 503, body};
+}
+
+std::string ServeHooks::metrics_text() {
+  consistency_.evaluate(consistency_stats());
+  metrics_.update();
+  return session_.metrics_text() + process_metrics_text();
+}
+
+}  // namespace detinfer_cli

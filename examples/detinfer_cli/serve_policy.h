@@ -15,7 +15,9 @@
 #include "detinfer/consistency_monitor.h"
 #include "detinfer/generation.h"
 #include "detinfer/metrics.h"
+#include "detinfer/session.h"
 #include "openai_protocol.h"
+#include "serve_metrics.h"
 #include "session_flags.h"
 
 namespace detinfer_cli {
@@ -84,6 +86,47 @@ class ConsistencyPolicy {
   bool alerting_ = false;
   bool failed_ = false;
   std::string reason_;
+};
+
+}  // namespace detinfer_cli
+
+namespace detinfer_cli {
+
+// Everything the server's routes call into, transport-independent: the fleet check and
+// seed policy before a completion, the seed log after it, /health and /metrics.
+class ServeHooks {
+ public:
+  ServeHooks(const ServePolicyOptions& policy, std::uint64_t inject_mismatches,
+             detinfer::DeterministicSession& session, ConsistencyPolicy& consistency,
+             std::string system_fingerprint);
+  // 421 for an X-Detinfer-Expect-Fingerprint of another fleet, else the seed policy on
+  // the parsed request (`body` is the request's JSON text).
+  std::optional<ApiError> admit(const std::string& expect_header, const std::string& body,
+                                detinfer::GenerationConfig& config, SeedSource* source) const;
+  void finished(const std::string& request_id, std::uint64_t seed, SeedSource source) {
+    seed_log_.record(request_id, seed, source);
+  }
+  // /health: 200 {"status": "ok"}, or 503 "inconsistent" with the reason, or 503
+  // "shutting_down".
+  std::pair<int, nlohmann::json> health(bool stopping);
+  // /metrics: the session's registry (with the server's families) and process_*.
+  std::string metrics_text();
+  // The session's consistency alarm (the monitor's thread): feeds the policy.
+  void on_alarm(const detinfer::RunFingerprint& original, const detinfer::RunFingerprint& replayed,
+                double ratio) {
+    consistency_.alarm([this] { return consistency_stats(); })(original, replayed, ratio);
+  }
+  // The statistics the policy sees (plus the injected mismatches).
+  detinfer::ConsistencyStats consistency_stats() const;
+
+ private:
+  const ServePolicyOptions& policy_;
+  std::uint64_t inject_;
+  detinfer::DeterministicSession& session_;
+  ConsistencyPolicy& consistency_;
+  std::string fingerprint_;
+  SeedLog seed_log_;
+  ServeMetrics metrics_;
 };
 
 }  // namespace detinfer_cli
