@@ -130,16 +130,17 @@ int run_bench(const BenchOptions& o) {
     batches.push_back(v);
   }
   for (const auto& m : modes) {
-    if (m != "canonical" && m != "fast") {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            "--modes takes canonical and/or fast, got '" + m + "'");
+    if (m != "canonical" && m != "fast" && m != "device_invariant") {
+      throw detinfer::Error(
+          detinfer::ErrorCode::kInvalidArgument,
+          "--modes takes canonical, fast and/or device_invariant, got '" + m + "'");
     }
   }
   std::vector<Row> rows;
   std::int32_t threads_used = 0;
   for (const auto& m : modes) {
     detinfer::SessionOptions so = o.session;
-    so.mode = m == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+    so.mode = detinfer::parse_numerics_mode(m);
     so.max_batch = *std::max_element(batches.begin(), batches.end());
     so.prefill_chunk_tokens = std::max(256, o.prompt_tokens * so.max_batch);
     detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
@@ -211,7 +212,8 @@ const detinfer_cli::RegisterCommand kRegister(
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<BenchOptions>();
       sub.add_option("--model", o->model, "Model folder")->required();
-      sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast")->capture_default_str();
+      sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast,device_invariant")
+          ->capture_default_str();
       sub.add_option("--batch", o->batches, "Comma-separated batch sizes")->capture_default_str();
       sub.add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for prefill")
           ->capture_default_str()

@@ -103,6 +103,9 @@ std::vector<ConfigField> session_rows() {
         }
       }));
   t.push_back(row(
+      "device", "--device", "cpu | cuda | cuda:N (weights, KV cache, kernels)",
+      [](C & c) -> auto& { return c.session.device; }));
+  t.push_back(row(
       "threads", "--threads", "Kernel threads 1..1024 (0 = all cores)",
       [](C & c) -> auto& { return c.session.threads; }));
   t.push_back(row(

@@ -640,6 +640,8 @@ GenerationResult Engine::Impl::build_result(Group& g) {
 
 void Engine::Impl::release_group(Group& g) {
   for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  // Counted before the result is delivered, so a caller holding every result sees 0.
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());
   g.done = true;
   std::lock_guard<std::mutex> lk(mu);
   reserved -= g.reserve;

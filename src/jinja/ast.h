@@ -15,7 +15,8 @@ enum class NodeKind : std::uint8_t {
   kText,         // name: the text
   kPrint,        // args[0]: expression
   kIf,           // args[0]: condition; body; else_body (an elif is a nested kIf)
-  kFor,          // names: targets; args[0]: iterable, args[1]: filter or null; body; else_body
+  kFor,          // names: targets; args[0]: iterable, args[1]: filter or null; body; else_body;
+                 // flag: the body mentions `loop` (else no loop object is built)
   kSet,          // name: variable, attr: namespace attribute or ""; names: unpack targets;
                  // args[0]: value
   kSetBlock,     // name, attr; args: filters (kFilter with a null operand); body

@@ -183,6 +183,23 @@ NodePtr Parser::parse_if(std::size_t offset) {
   return node;
 }
 
+namespace {
+// Whether `loop` is named anywhere below (recursion bounded by the parse depth limit).
+bool mentions_loop(const NodePtr& node);
+bool mentions_loop(const NodeList& nodes) {
+  for (const auto& n : nodes) {
+    if (mentions_loop(n)) return true;
+  }
+  return false;
+}
+bool mentions_loop(const NodePtr& node) {
+  if (!node) return false;
+  if (node->kind == NodeKind::kName && node->name == "loop") return true;
+  return mentions_loop(node->args) || mentions_loop(node->kwargs) || mentions_loop(node->body) ||
+         mentions_loop(node->else_body);
+}
+}  // namespace
+
 NodePtr Parser::parse_for(std::size_t offset) {
   auto node = std::make_unique<Node>(NodeKind::kFor, offset);
   const bool paren = skip_op("(");
@@ -204,6 +221,7 @@ NodePtr Parser::parse_for(std::size_t offset) {
   expect_block_end();
   std::string end;
   node->body = parse_body({"endfor", "else"}, &end);
+  node->flag = mentions_loop(node->body) || (node->args[1] && mentions_loop(node->args[1]));
   if (end == "else") {
     expect_block_end();
     node->else_body = parse_body({"endfor"}, &end);

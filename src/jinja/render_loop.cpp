@@ -26,27 +26,28 @@ void bind_targets(Scope& scope, const std::vector<std::string>& names, const Val
   for (std::size_t k = 0; k < names.size(); ++k) scope.set(names[k], parts[k]);
 }
 
-void put(Object& o, const char* key, Value v) {
-  o.entries.emplace_back(Value::string(key), std::move(v));
-}
-
 }  // namespace
 
 Value Evaluator::make_loop(const Array& items, std::size_t index) {
+  static const char* const kKeys[] = {"index",  "index0",   "revindex", "revindex0",
+                                      "first",  "last",     "length",   "depth",
+                                      "depth0", "previtem", "nextitem", "cycle"};
+  static const std::vector<Value> keys = [] {
+    std::vector<Value> v;
+    for (const char* k : kKeys) v.push_back(Value::string(k));
+    return v;
+  }();
   auto loop = std::make_shared<Object>();
+  loop->entries.reserve(12);
   const auto n = static_cast<std::int64_t>(items.size());
   const auto k = static_cast<std::int64_t>(index);
-  put(*loop, "index", Value::integer(k + 1));
-  put(*loop, "index0", Value::integer(k));
-  put(*loop, "revindex", Value::integer(n - k));
-  put(*loop, "revindex0", Value::integer(n - k - 1));
-  put(*loop, "first", Value::boolean(k == 0));
-  put(*loop, "last", Value::boolean(k == n - 1));
-  put(*loop, "length", Value::integer(n));
-  put(*loop, "depth", Value::integer(1));
-  put(*loop, "depth0", Value::integer(0));
-  if (index > 0) put(*loop, "previtem", items[index - 1]);
-  if (index + 1 < items.size()) put(*loop, "nextitem", items[index + 1]);
+  const Value values[] = {
+      Value::integer(k + 1),     Value::integer(k),      Value::integer(n - k),
+      Value::integer(n - k - 1), Value::boolean(k == 0), Value::boolean(k == n - 1),
+      Value::integer(n),         Value::integer(1),      Value::integer(0)};
+  for (std::size_t f = 0; f < 9; ++f) loop->entries.emplace_back(keys[f], values[f]);
+  if (index > 0) loop->entries.emplace_back(keys[9], items[index - 1]);
+  if (index + 1 < items.size()) loop->entries.emplace_back(keys[10], items[index + 1]);
   auto cycle = std::make_shared<Function>();
   cycle->name = "cycle";
   cycle->call = [index](Evaluator&, const CallArgs& args) -> Value {
@@ -56,7 +57,7 @@ Value Evaluator::make_loop(const Array& items, std::size_t index) {
   Value fn;
   fn.kind = Kind::kFunction;
   fn.fn = std::move(cycle);
-  put(*loop, "cycle", std::move(fn));
+  loop->entries.emplace_back(keys[11], std::move(fn));
   return Value::dictionary(std::move(loop));
 }
 
@@ -77,12 +78,16 @@ Flow Evaluator::exec_for(const Node& node, std::string& out) {
     items = std::move(kept);
   }
   if (items.empty()) return exec_body(node.else_body, out);
+  // One scope for the loop, emptied at each iteration (variables set in an iteration do
+  // not survive it, as in Jinja2).
+  auto iteration = std::make_shared<Scope>();
+  iteration->parent = saved;
   for (std::size_t k = 0; k < items.size(); ++k) {
     charge_iterations(1);
-    scope_ = std::make_shared<Scope>();
-    scope_->parent = saved;
-    bind_targets(*scope_, node.names, items[k]);
-    scope_->set("loop", make_loop(items, k));
+    iteration->vars.clear();
+    bind_targets(*iteration, node.names, items[k]);
+    if (node.flag) iteration->set("loop", make_loop(items, k));
+    scope_ = iteration;
     const Flow flow = exec_body(node.body, out);
     scope_ = saved;
     if (flow == Flow::kBreak) break;

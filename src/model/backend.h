@@ -79,6 +79,14 @@ class BackendLinear {
   virtual std::size_t bytes() const = 0;  // memory the backend keeps for it
 };
 
+// The device a backend runs on, as a run fingerprint records it.
+struct DeviceInfo {
+  std::string device = "cpu";      // "cpu" | "cuda"
+  std::string name;                // GPU model, e.g. "NVIDIA H200" ("" for the CPU)
+  std::string compute_capability;  // e.g. "9.0"
+  std::string driver;              // CUDA driver version, e.g. "13.0"
+};
+
 // The KV pools of one layer and their block geometry.
 struct KvLayer {
   float* k_pool = nullptr;
@@ -95,7 +103,7 @@ class Backend {
   // "cpu", "cuda:0".
   virtual std::string name() const = 0;
   // The facts a run fingerprint records: device model, driver, compute capability.
-  virtual std::string description() const = 0;
+  virtual DeviceInfo device_info() const = 0;
   virtual NumericsMode numerics() const = 0;
 
   // --- memory (allocations are zero-filled; copies are synchronous) ---

@@ -39,9 +39,10 @@ struct Activations {
 
 class CanonicalModel final : public TransformerBase, private WeightSink {
  public:
-  CanonicalModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options)
+  CanonicalModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options,
+                 std::shared_ptr<Backend> backend)
       : TransformerBase(config, options),
-        backend_(make_backend(options)),
+        backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
         biases_(layers_.size()) {
     const LoadedWeights w = stream_weights(config_, store, *this);
@@ -60,7 +61,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
-  std::string device_description() const override { return backend_->description(); }
+  DeviceInfo device_info() const override { return backend_->device_info(); }
 
  private:
   BackendBuffer upload_f32(const WeightSpec& s, TensorDType dtype, const void* data) {
@@ -233,8 +234,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
 
 std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
                                                       const TensorStore& store,
-                                                      const ModelOptions& options) {
-  return std::make_unique<CanonicalModel>(config, store, options);
+                                                      const ModelOptions& options,
+                                                      std::shared_ptr<Backend> backend) {
+  return std::make_unique<CanonicalModel>(config, store, options, std::move(backend));
 }
 
 }  // namespace detinfer

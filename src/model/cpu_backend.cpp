@@ -44,7 +44,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int threads) : pool_(threads) {}
 
   std::string name() const override { return "cpu"; }
-  std::string description() const override { return "cpu"; }
+  DeviceInfo device_info() const override { return {}; }
   NumericsMode numerics() const override { return NumericsMode::kCanonical; }
 
   void upload(void* dst, const void* host, std::size_t bytes) override {

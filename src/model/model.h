@@ -108,9 +108,8 @@ class Model {
   virtual ModelLoadStats load_stats() const { return {}; }
   // Where the KV pool must live for forward() (null: host memory).
   virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }
-  // The device the forward pass runs on: "cpu", or e.g. "NVIDIA H200 (sm_90, ...), driver
-  // 13.0, runtime 13.0" (recorded in run fingerprints).
-  virtual std::string device_description() const { return "cpu"; }
+  // The device the forward pass runs on (recorded in run fingerprints).
+  virtual DeviceInfo device_info() const { return {}; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure

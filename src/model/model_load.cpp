@@ -18,4 +18,11 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   return model;
 }
 
+std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions& options,
+                                     std::shared_ptr<Backend> backend) {
+  const ModelConfig config = load_model_config(dir);
+  const TensorStore store = TensorStore::open(dir);
+  return make_canonical_model(config, store, options, std::move(backend));
+}
+
 }  // namespace detinfer

@@ -36,6 +36,11 @@ SessionOptions resolve_options(SessionOptions o) {
   check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
   check_range("distribution_interval", o.distribution_interval, 0, 1 << 20);
   check_range("distribution_window", o.distribution_window, 2, 1 << 20);
+  try {
+    o.device = to_string(parse_device(o.device));
+  } catch (const Error& e) {
+    throw Error(e.code(), "SessionOptions." + e.message(), "device");
+  }
   return o;
 }
 
@@ -76,6 +81,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   ModelOptions mo;
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
+  mo.device = parse_device(impl->options.device);
   impl->model = Model::load(model_dir, mo);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
@@ -102,9 +108,8 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
          impl->options.kv_budget_bytes, ") is smaller than one KV block");
   }
   impl->services = SessionServices::attach(*impl);
-  logger().info("session opened: {} ({}), mode {}, {} threads, {} KV blocks", model_dir,
-                to_string(mc.architecture),
-                impl->options.mode == NumericsMode::kCanonical ? "canonical" : "fast",
+  logger().info("session opened: {} ({}), mode {}, device {}, {} threads, {} KV blocks", model_dir,
+                to_string(mc.architecture), to_string(impl->options.mode), impl->options.device,
                 impl->options.threads, impl->engine->kv_capacity_blocks());
   return DeterministicSession(std::move(impl));
 }

@@ -30,8 +30,8 @@ struct DeterministicSession::Impl {
   std::unique_ptr<Engine> engine;
   std::atomic<bool> closed{false};
   std::atomic<std::uint64_t> next_id{1};
-  // Seeds drawn for requests without one: Philox(seed_key, counter), seed_key from
-  // std::random_device at open.
+  // Seeds drawn for requests without one: the low 53 bits of Philox(seed_key, counter),
+  // seed_key from std::random_device at open (53 bits: exact as a JSON double).
   std::uint64_t seed_key = 0;
   std::atomic<std::uint64_t> seed_counter{0};
   std::shared_ptr<ResultShortcut> result_shortcut;  // set before the first request

@@ -11,7 +11,9 @@ std::string ConnectionWriter::head(int status, const std::string& content_type,
   for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
   const bool close =
       !keep_alive_ || host_.shutting_down() || (length_of == nullptr && version_minor_ == 0);
-  if (length_of != nullptr) {
+  if (length_of != nullptr && status == 204) {
+    // no body, no length (RFC 9110 8.6)
+  } else if (length_of != nullptr) {
     h += "Content-Length: " + std::to_string(length_of->size()) + "\r\n";
   } else if (version_minor_ >= 1) {
     h += "Transfer-Encoding: chunked\r\n";

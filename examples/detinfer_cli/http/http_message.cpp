@@ -33,13 +33,14 @@ int hex_value(char c) {
   if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
   return -1;
 }
+}  // namespace
 
 std::string percent_decode(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() + 0 && hex_value(s[i + 1]) >= 0 &&
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
                hex_value(s[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
       i += 2;
@@ -49,7 +50,6 @@ std::string percent_decode(std::string_view s) {
   }
   return out;
 }
-}  // namespace
 
 std::string Request::query_param(std::string_view key) const {
   std::string_view rest(query);

@@ -75,6 +75,9 @@ class ResponseWriter {
 // loop.
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
+// Decodes %XX escapes (and '+' as space, as in a query string).
+std::string percent_decode(std::string_view s);
+
 // The standard reason phrase of `status` ("OK", "Bad Request", ...).
 const char* reason_phrase(int status);
 

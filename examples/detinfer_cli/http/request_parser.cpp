@@ -97,7 +97,8 @@ std::size_t RequestParser::feed_head(std::string_view data) {
   if (end == std::string::npos) {
     head_scan_ = head_.size() >= 3 ? head_.size() - 3 : 0;
     const std::size_t line_end = head_.find("\r\n");
-    if (line_end == std::string::npos && head_.size() > limits_.max_request_line) {
+    const std::size_t line_len = line_end == std::string::npos ? head_.size() : line_end;
+    if (line_len > limits_.max_request_line) {
       fail(414, "request line longer than " + std::to_string(limits_.max_request_line) + " bytes");
     } else if (head_.size() > limits_.max_header_bytes) {
       fail(431,
