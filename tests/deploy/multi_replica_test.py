@@ -139,7 +139,7 @@ defaults
   timeout server 120s
   retries 3
   option redispatch 1
-  retry-on conn-failure empty-response response-timeout 503
+  retry-on conn-failure empty-response junk-response response-timeout 503
 frontend fe
   bind 127.0.0.1:%d
   default_backend be
