@@ -137,7 +137,8 @@ defaults
   timeout connect 1s
   timeout client 120s
   timeout server 120s
-  retries 3
+  retries 10
+  option http-buffer-request
   option redispatch 1
   retry-on conn-failure empty-response junk-response response-timeout 503
 frontend fe
