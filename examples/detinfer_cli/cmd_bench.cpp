@@ -18,6 +18,8 @@
 #include "command_registry.h"
 #include "detinfer/error.h"
 #include "detinfer/session.h"
+#include "fingerprint_log.h"
+#include "session_flags.h"
 
 namespace {
 
@@ -26,9 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
   std::string model;
-  std::int32_t threads = 0;
+  detinfer::SessionOptions session;  // from the session flags (session_flags.h)
   std::string modes = "canonical,fast";
-  std::string device = "cpu";
   std::string batches = "1,4,16";
   std::int32_t prompt_tokens = 128;
   std::int32_t decode_tokens = 32;
@@ -151,10 +152,8 @@ struct BenchResult {
 void measure_mode(const BenchOptions& o, const std::string& m, const std::vector<int>& batches,
                   BenchResult& out) {
   reset_peak_rss();
-  detinfer::SessionOptions so;
+  detinfer::SessionOptions so = o.session;
   so.mode = detinfer::parse_numerics_mode(m);
-  so.device = o.device;
-  so.threads = o.threads;
   so.max_batch = *std::max_element(batches.begin(), batches.end());
   so.prefill_chunk_tokens = std::max(256, o.prompt_tokens * so.max_batch);
   detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
@@ -280,11 +279,8 @@ const detinfer_cli::RegisterCommand kRegister(
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<BenchOptions>();
       sub.add_option("--model", o->model, "Model folder")->required();
-      sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
-          ->check(CLI::Range(0, 1024));
       sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast,device_invariant")
           ->capture_default_str();
-      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
       sub.add_option("--batch", o->batches, "Comma-separated batch sizes")->capture_default_str();
       sub.add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for prefill")
           ->capture_default_str()
@@ -296,7 +292,19 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(1, 1000));
       sub.add_flag("--json", o->json, "Machine-readable output");
-      sub.callback([o, &exit_code] { exit_code = run_bench(*o); });
+      // The bench sizes the batch and the prefill chunk from --batch and --prompt-tokens.
+      auto flags = std::make_shared<detinfer_cli::SessionFlags>(
+          sub, false, std::set<std::string>{"mode", "max_batch", "prefill_chunk_tokens"});
+      sub.callback([o, flags, &exit_code] {
+        detinfer_cli::ToolConfig tc = flags->resolve();
+        const auto log = detinfer_cli::attach_fingerprint_log(tc);
+        o->session = tc.session;
+        if (flags->print_config()) {
+          flags->print(tc, detinfer::DeterministicSession::open(o->model, tc.session));
+          return;
+        }
+        exit_code = run_bench(*o);
+      });
     });
 
 }  // namespace

@@ -21,6 +21,8 @@
 #include "command_registry.h"
 #include "detinfer/error.h"
 #include "detinfer/session.h"
+#include "fingerprint_log.h"
+#include "session_flags.h"
 
 namespace {
 
@@ -37,9 +39,8 @@ struct ConsistencyOptions {
   std::optional<std::uint64_t> seed;
   std::int32_t concurrency = 4;  // background request streams
   std::int32_t background_max_tokens = 16;
-  std::string mode = "canonical";  // canonical | fast | both
-  std::int32_t threads = 0;
-  std::int32_t max_batch = 32;
+  std::string mode = "canonical";    // canonical | fast | both
+  detinfer::SessionOptions session;  // from the session flags (session_flags.h)
   std::uint64_t traffic_seed = 1;
   bool json = false;
 };
@@ -142,10 +143,8 @@ std::vector<Output> run_under_load(
 
 ModeReport run_local(const ConsistencyOptions& o, detinfer::NumericsMode mode,
                      const std::string& name) {
-  detinfer::SessionOptions so;
+  detinfer::SessionOptions so = o.session;
   so.mode = mode;
-  so.threads = o.threads;
-  so.max_batch = o.max_batch;
   detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
   detinfer::GenerationConfig c;
   c.max_new_tokens = o.max_new_tokens;
@@ -327,15 +326,25 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--mode", o->mode, "canonical, fast or both")
           ->check(CLI::IsMember({"canonical", "fast", "both"}))
           ->capture_default_str();
-      sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
-          ->check(CLI::Range(0, 1024));
-      sub.add_option("--max-batch", o->max_batch, "Sequences per decode step")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 4096));
       sub.add_option("--traffic-seed", o->traffic_seed, "Seed of the background traffic")
           ->capture_default_str();
       sub.add_flag("--json", o->json, "Machine-readable output");
-      sub.callback([o, &exit_code] { exit_code = run_consistency(*o); });
+      auto flags =
+          std::make_shared<detinfer_cli::SessionFlags>(sub, false, std::set<std::string>{"mode"});
+      sub.callback([o, flags, &exit_code] {
+        detinfer_cli::ToolConfig tc = flags->resolve();
+        const auto log = detinfer_cli::attach_fingerprint_log(tc);
+        o->session = tc.session;
+        if (flags->print_config()) {
+          if (o->model.empty()) {
+            throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                                  "--print-config needs --model", "model");
+          }
+          flags->print(tc, detinfer::DeterministicSession::open(o->model, tc.session));
+          return;
+        }
+        exit_code = run_consistency(*o);
+      });
     });
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
+#include "fingerprint_log.h"
+#include "session_flags.h"
 
 namespace {
 
@@ -30,13 +32,9 @@ struct GenerateOptions {
   std::vector<std::string> stop;
   std::int32_t logprobs = 0;
   bool ignore_eos = false;
-  std::string mode = "canonical";
-  std::string device = "cpu";
-  std::int32_t threads = 0;
   bool json = false;
   bool stream = false;
   std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
-  std::string fingerprint_level = "steps";
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& s) {
@@ -75,15 +73,26 @@ nlohmann::json sequence_json(const detinfer::Sequence& s) {
   return j;
 }
 
-int run_generate(const GenerateOptions& o) {
-  detinfer::SessionOptions so;
-  so.mode = detinfer::parse_numerics_mode(o.mode);
-  so.device = o.device;
-  so.threads = o.threads;
-  so.recorder.level = o.fingerprint.empty() ? detinfer::RecordLevel::kOff
-                                            : detinfer::parse_record_level(o.fingerprint_level);
-  so.recorder.path = o.fingerprint;
-  detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
+int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& flags) {
+  detinfer_cli::ToolConfig tc = flags.resolve();
+  // Without a file to write to, recording would only cost time.
+  if (o.fingerprint.empty() && tc.fingerprint_log.path.empty() &&
+      !flags.given("fingerprint.level")) {
+    tc.session.recorder.level = detinfer::RecordLevel::kOff;
+  }
+  tc.session.recorder.path = o.fingerprint;
+  const auto log = detinfer_cli::attach_fingerprint_log(tc);
+  detinfer::DeterministicSession session =
+      detinfer::DeterministicSession::open(o.model, tc.session);
+  if (flags.print_config()) {
+    flags.print(tc, session);
+    return 0;
+  }
+  if (o.prompt.empty() && o.prompt_ids.empty()) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "give --prompt TEXT or --prompt-ids IDS", "prompt");
+  }
+  const std::string mode = detinfer::to_string(session.mode());
   detinfer::GenerationConfig c;
   c.max_new_tokens = o.max_new_tokens;
   c.temperature = o.temperature;
@@ -115,7 +124,7 @@ int run_generate(const GenerateOptions& o) {
     j["seed"] = r.seed;
     j["prompt_tokens"] = r.prompt_tokens;
     j["model_fingerprint"] = session.model_fingerprint();
-    j["mode"] = o.mode;
+    j["mode"] = mode;
     j["timings"] = {{"queue_ms", r.timings.queue_ms},
                     {"time_to_first_token_ms", r.timings.time_to_first_token_ms},
                     {"total_ms", r.timings.total_ms}};
@@ -138,7 +147,7 @@ int run_generate(const GenerateOptions& o) {
   const detinfer::Sequence& s0 = r.sequences.at(0);
   std::cerr << "finish_reason=" << detinfer::to_string(s0.finish_reason) << " seed=" << r.seed
             << " tokens=" << s0.tokens.size() << " digest=" << detinfer::hex64(s0.digest)
-            << " mode=" << o.mode << "\n";
+            << " mode=" << mode << "\n";
   return 0;
 }
 
@@ -169,26 +178,12 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--logprobs", o->logprobs, "Top-N logprobs per step (0..20)")
           ->capture_default_str();
       sub.add_flag("--ignore-eos", o->ignore_eos, "Generate max-new-tokens even past eos");
-      sub.add_option("--mode", o->mode, "canonical | fast | device_invariant (CUDA)")
-          ->check(CLI::IsMember({"canonical", "fast", "device_invariant"}))
-          ->capture_default_str();
-      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
-      sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
-          ->capture_default_str();
       sub.add_flag("--json", o->json, "Print one JSON object");
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
       sub.add_option("--fingerprint", o->fingerprint,
                      "Append the run fingerprint (one JSON line) to this file");
-      sub.add_option("--fingerprint-level", o->fingerprint_level, "final | steps | logits")
-          ->check(CLI::IsMember({"final", "steps", "logits"}))
-          ->capture_default_str();
-      sub.callback([o, &exit_code] {
-        if (o->prompt.empty() && o->prompt_ids.empty()) {
-          throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                                "give --prompt TEXT or --prompt-ids IDS");
-        }
-        exit_code = run_generate(*o);
-      });
+      auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, false);
+      sub.callback([o, flags, &exit_code] { exit_code = run_generate(*o, *flags); });
     });
 
 }  // namespace

@@ -21,6 +21,8 @@
 #include "detinfer/session.h"
 #include "http/http_server.h"
 #include "serve_app.h"
+#include "serve_runtime.h"
+#include "session_flags.h"
 
 namespace {
 
@@ -29,12 +31,10 @@ struct ServeOptions {
   std::string model_name;  // default: the folder's name
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string port_file;  // written with the bound port (useful with --port 0)
-  std::string mode = "canonical";
-  std::string device = "cpu";
-  std::int32_t threads = 0;
-  std::int32_t max_batch = 32;
-  std::int32_t max_queue = 256;
+  std::string port_file;                // written with the bound port (useful with --port 0)
+  detinfer_cli::ToolConfig config;      // session options and policies (session_flags.h)
+  std::uint64_t inject_mismatches = 0;  // testing: synthetic failed consistency checks
+  std::shared_ptr<detinfer_cli::SessionFlags> flags;
   std::int32_t http_threads = 64;  // requests handled at once (worker threads)
   detinfer_http::HttpLimits limits;
   std::size_t max_connections = 4096;
@@ -47,6 +47,9 @@ struct ServeOptions {
 };
 
 int g_signal_pipe[2] = {-1, -1};
+// Written to the signal pipe when --exit-on-inconsistency stops the server: a drain like
+// the first SIGTERM's.
+constexpr unsigned char kInconsistentWake = 0xFF;
 
 void on_signal(int sig) {
   const unsigned char b = static_cast<unsigned char>(sig);
@@ -128,6 +131,11 @@ class Shutdown {
       std::unique_lock<std::mutex> lock(mu_);
       if (sig == 0 && exiting_) return;
       if (sig == 0) continue;
+      if (sig == kInconsistentWake) {
+        signalled_ = true;
+        cv_.notify_all();
+        continue;
+      }
       if (++received >= 2) {
         std::cerr << "detinfer serve: second signal, exiting now\n";
         std::_Exit(128 + sig);
@@ -191,14 +199,15 @@ int run_serve(ServeOptions o) {
       o.model_name = std::filesystem::path(o.model).parent_path().filename().string();
     }
   }
-  detinfer::SessionOptions so;
-  so.mode = detinfer::parse_numerics_mode(o.mode);
-  so.device = o.device;
-  so.threads = o.threads;
-  so.max_batch = o.max_batch;
-  so.max_queue = o.max_queue;
-  detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
-  detinfer_cli::ServeApp app(o.model_name, session);
+  detinfer_cli::ServeRuntime runtime(o.model, o.config, o.inject_mismatches,
+                                     [] { (void)!write(g_signal_pipe[1], &kInconsistentWake, 1); });
+  if (o.flags->print_config()) {
+    o.flags->print(runtime.config(), runtime.session());
+    return 0;
+  }
+  if (!runtime.fingerprint_accepted()) return detinfer_cli::kExitFingerprintMismatch;
+  detinfer::DeterministicSession& session = runtime.session();
+  detinfer_cli::ServeApp app(o.model_name, session, &runtime.hooks());
   detinfer_http::CorsOptions cors;
   cors.allowed_origins = o.cors_origins;
   detinfer_http::Router router(
@@ -213,14 +222,15 @@ int run_serve(ServeOptions o) {
   const int port = http.bind();
   if (!o.port_file.empty()) write_port_file(o.port_file, port);
   std::cerr << "detinfer serve: listening on http://" << o.host << ":" << port << " (model "
-            << o.model_name << ", " << o.mode << ", " << app.fingerprint() << ")\n";
+            << o.model_name << ", " << detinfer::to_string(session.mode()) << ", "
+            << app.fingerprint() << ")\n";
   {
     Shutdown shutdown(o, app, http);
     http.run();  // returns once stopped and every handler has finished
   }
   session.close();
   std::cerr << "detinfer serve: stopped\n";
-  return 0;
+  return runtime.exit_code(0);
 }
 
 void add_limit_options(CLI::App& sub, ServeOptions& o) {
@@ -274,23 +284,19 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(0, 65535));
       sub.add_option("--port-file", o->port_file, "Write the bound port to this file");
-      sub.add_option("--mode", o->mode, "Numerics mode")
-          ->check(CLI::IsMember({"canonical", "fast", "device_invariant"}))
-          ->capture_default_str();
-      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
-      sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
-          ->check(CLI::Range(0, 1024));
-      sub.add_option("--max-batch", o->max_batch, "Sequences per decode step")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 4096));
-      sub.add_option("--max-queue", o->max_queue, "Waiting requests before 429")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 1048576));
       add_limit_options(sub, *o);
       sub.add_option("--shutdown-timeout", o->shutdown_timeout_s,
                      "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
           ->capture_default_str();
-      sub.callback([o, &exit_code] { exit_code = run_serve(*o); });
+      sub.add_option("--inject-consistency-mismatches", o->inject_mismatches,
+                     "Testing: count N synthetic mismatched consistency checks")
+          ->group("");
+      auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, true);
+      sub.callback([o, flags, &exit_code] {
+        o->config = flags->resolve();
+        o->flags = flags;
+        exit_code = run_serve(*o);
+      });
     });
 
 }  // namespace

@@ -66,9 +66,11 @@ ApiError from_error(const detinfer::Error& e) {
   return a;
 }
 
-ServeApp::ServeApp(std::string model_name, detinfer::DeterministicSession& session)
+ServeApp::ServeApp(std::string model_name, detinfer::DeterministicSession& session,
+                   ServeHooks* hooks)
     : model_name_(std::move(model_name)),
       session_(session),
+      hooks_(hooks),
       // The HTTP counters live in the session's registry, so /metrics is one render
       // with no duplicated family.
       http_ok_(http_counter("2xx")),

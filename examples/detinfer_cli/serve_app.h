@@ -14,6 +14,7 @@
 #include "detinfer/session.h"
 #include "http/router.h"
 #include "openai_protocol.h"
+#include "serve_policy.h"
 
 namespace detinfer_cli {
 
@@ -26,7 +27,10 @@ struct ChatRequest;  // chat_protocol.h
 
 class ServeApp {
  public:
-  ServeApp(std::string model_name, detinfer::DeterministicSession& session);
+  // `hooks` (optional, must outlive the app): the fleet check and seed policy before each
+  // completion, the seed log after it, /health and /metrics (serve_policy.h).
+  ServeApp(std::string model_name, detinfer::DeterministicSession& session,
+           ServeHooks* hooks = nullptr);
 
   void add_routes(detinfer_http::Router& router);
   // An OpenAI-shaped error response (also for transport errors: 400, 408, 413, 431...).
@@ -43,7 +47,7 @@ class ServeApp {
 
  private:
   void completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
-  void stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx,
+  void stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx, SeedSource seed,
               detinfer_http::ResponseWriter& w);
   // /v1/chat/completions (chat_routes.cpp, docs/chat.md "Server").
   void chat_completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
@@ -60,6 +64,7 @@ class ServeApp {
 
   std::string model_name_;
   detinfer::DeterministicSession& session_;
+  ServeHooks* hooks_;
   detinfer::Counter http_ok_, http_4xx_, http_5xx_;
   std::string fingerprint_;
   std::atomic<std::uint64_t> next_id_{0};

@@ -53,12 +53,20 @@ void ServeApp::completions(const Request& req, ResponseWriter& w) {
     w.respond(error_response(parsed.error));
     return;
   }
+  SeedSource seed = SeedSource::kDefault;
+  if (hooks_ != nullptr) {
+    if (auto e = hooks_->admit(req.header("X-Detinfer-Expect-Fingerprint"), req.body,
+                               parsed.request->config, &seed)) {
+      w.respond(error_response(*e));
+      return;
+    }
+  }
   const bool full_fp =
       req.query_param("fingerprint") == "full" || req.header("X-Detinfer-Fingerprint") == "full";
   auto creq = std::make_shared<CompletionRequest>(std::move(*parsed.request));
   const ResponseContext ctx = context();
   if (creq->stream) {
-    stream(creq, ctx, w);
+    stream(creq, ctx, seed, w);
     return;
   }
   auto handle = std::make_shared<detinfer::RequestHandle>();
@@ -74,6 +82,7 @@ void ServeApp::completions(const Request& req, ResponseWriter& w) {
   try {
     const detinfer::GenerationResult result = handle->get();
     track(handle.get(), false);
+    if (hooks_ != nullptr) hooks_->finished(ctx.id, result.seed, seed);
     Response r;
     r.body = dump(completion_response(ctx, *creq, result, session_, full_fp));
     w.respond(std::move(r));
@@ -84,7 +93,7 @@ void ServeApp::completions(const Request& req, ResponseWriter& w) {
 }
 
 void ServeApp::stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx,
-                      ResponseWriter& w) {
+                      SeedSource seed, ResponseWriter& w) {
   // Submit first so that validation errors are still plain HTTP errors.
   auto queue = std::make_shared<StreamQueue>();
   auto handle = std::make_shared<detinfer::RequestHandle>();
@@ -143,6 +152,7 @@ void ServeApp::stream(std::shared_ptr<CompletionRequest> creq, const ResponseCon
   track(handle.get(), false);
   try {
     const detinfer::GenerationResult result = fut.get();
+    if (hooks_ != nullptr) hooks_->finished(ctx.id, result.seed, seed);
     for (std::size_t i = 0; i < result.sequences.size() && i < choices.size(); ++i) {
       json last = stream_final_chunk(ctx, static_cast<std::int32_t>(i), result, *creq, choices[i],
                                      session_);
@@ -188,6 +198,11 @@ void ServeApp::models(const Request& req, ResponseWriter& w) {
 }
 
 void ServeApp::health(const Request&, ResponseWriter& w) {
+  if (hooks_ != nullptr) {
+    const auto [status, body] = hooks_->health(stopping_);
+    w.respond(json_response(status, body));
+    return;
+  }
   const bool ok = !stopping_ && !session_.closed();
   w.respond(json_response(ok ? 200 : 503, {{"status", ok ? "ok" : "shutting_down"}}));
 }
@@ -195,7 +210,7 @@ void ServeApp::health(const Request&, ResponseWriter& w) {
 void ServeApp::metrics(const Request&, ResponseWriter& w) {
   Response r;
   r.content_type = detinfer::MetricsRegistry::content_type();
-  r.body = session_.metrics_text();
+  r.body = hooks_ != nullptr ? hooks_->metrics_text() : session_.metrics_text();
   w.respond(std::move(r));
 }
 

@@ -44,8 +44,8 @@ struct SessionOptions {
   // (docs/cuda.md). Sampling, caches and fingerprints run on the host either way.
   std::string device = "cpu";
   std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores
-  std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto (min(256 MiB, max_batch
-                                            // sequences of min(context, 4096) tokens))
+  std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto: max_batch full contexts,
+                                            // at most 1/4 of the memory limit (cgroup)
   std::int32_t kv_block_size = 16;          // tokens per KV block: 1..1024
   std::int32_t max_batch = 32;              // sequences decoded per step: 1..4096
   std::int32_t prefill_chunk_tokens = 256;  // prompt tokens per step: 1..1048576
@@ -68,6 +68,12 @@ struct SessionOptions {
   // per request: ~40 us for 64 tokens; "off" saves it).
   RecorderOptions recorder{RecordLevel::kSteps, {}, {}, true};
   ConsistencyOptions consistency;  // off by default
+
+  // Next-token distribution metrics (docs/metrics.md): the top-1 probability and entropy
+  // of every Nth generated token per sequence (histograms) and the variance of the top-1
+  // probability over the last `distribution_window` of them (gauge).
+  std::int32_t distribution_interval = 8;   // 0 = off; else 1..1048576
+  std::int32_t distribution_window = 1024;  // 2..1048576
 };
 
 // A prompt as text (encoded with the model's tokenizer) or as token ids.

@@ -1,7 +1,5 @@
 #include "cache/cache_clock.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -24,13 +22,6 @@ class SteadyCacheClock final : public CacheClock {
 std::shared_ptr<CacheClock> steady_cache_clock() {
   static const std::shared_ptr<CacheClock> clock = std::make_shared<SteadyCacheClock>();
   return clock;
-}
-
-std::int64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return 0;
-  return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page_size);
 }
 
 RateLimitedLog::RateLimitedLog(std::shared_ptr<CacheClock> clock, double interval_seconds)

@@ -21,9 +21,6 @@ class CacheClock {
 // std::chrono::steady_clock; shared, stateless.
 std::shared_ptr<CacheClock> steady_cache_clock();
 
-// Bytes of physical memory (sysconf), or 0 when unknown.
-std::int64_t physical_memory_bytes();
-
 // Logs a tier failure at most once per interval, counting what it held back, so that a
 // dead backend cannot flood the log. Thread-safe.
 class RateLimitedLog {

@@ -8,6 +8,7 @@
 #include "cache/memory_store.h"
 #include "cache/redis_store.h"
 #include "core/check.h"
+#include "core/memory_limits.h"
 
 namespace detinfer {
 
@@ -16,7 +17,7 @@ PrefixCache::PrefixCache(const PrefixCacheOptions& options, const RedisOptions& 
   if (!options.enabled) return;
   if (options.memory.enabled) {
     std::int64_t budget = options.memory.budget_bytes;
-    if (budget == 0) budget = physical_memory_bytes() / 5;
+    if (budget == 0) budget = memory_limit_bytes() / 5;
     tiers_.push_back(
         {kMemory, std::make_unique<MemoryStore>(budget, options.memory.ttl_seconds, clock)});
   }

@@ -7,11 +7,13 @@ namespace detinfer {
 
 std::map<std::string, std::string> relevant_env_vars() {
   // Variables that can change which kernels run, how many threads they use, or what a
-  // GPU library computes. DETINFER_LOG_LEVEL and the like are deliberately absent.
+  // GPU library computes, and DETINFER_PACKAGES (the package set of a deploy/ image).
+  // DETINFER_LOG_LEVEL and the like are deliberately absent.
   static const char* const kNames[] = {
       "DETINFER_CPU_ISA",        "DETINFER_THREADS",     "OMP_NUM_THREADS",
       "MKL_NUM_THREADS",         "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
-      "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"};
+      "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+      "DETINFER_PACKAGES"};
   std::map<std::string, std::string> vars;
   for (const char* name : kNames) {
     if (const char* v = std::getenv(name)) vars[name] = v;

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/memory_limits.h"
 #include "decode/config_check.h"
 #include "detinfer/philox.h"
 #include "model/model_config.h"
@@ -33,6 +34,8 @@ SessionOptions resolve_options(SessionOptions o) {
   check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
   check_range("max_queue", o.max_queue, 1, 1 << 20);
   check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
+  check_range("distribution_interval", o.distribution_interval, 0, 1 << 20);
+  check_range("distribution_window", o.distribution_window, 2, 1 << 20);
   try {
     o.device = to_string(parse_device(o.device));
   } catch (const Error& e) {
@@ -41,10 +44,15 @@ SessionOptions resolve_options(SessionOptions o) {
   return o;
 }
 
+// Enough for max_batch sequences of a full context, but at most a quarter of the memory
+// this process may use (cgroup limit or physical memory; 256 MiB when both are unknown).
+// The pool is allocated zero-filled by the backend, so untouched blocks cost no RAM.
 std::int64_t auto_kv_budget(const ModelConfig& c, const SessionOptions& o) {
   const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
-  const std::int64_t tokens = std::min<std::int64_t>(c.max_position_embeddings, 4096);
-  return std::min<std::int64_t>(std::int64_t{256} << 20, o.max_batch * tokens * per_token);
+  const std::int64_t limit = memory_limit_bytes();
+  const std::int64_t cap = limit > 0 ? limit / 4 : std::int64_t{256} << 20;
+  const std::int64_t want = std::int64_t{o.max_batch} * c.max_position_embeddings * per_token;
+  return std::max<std::int64_t>(std::min(want, cap), per_token * o.kv_block_size);
 }
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "detinfer/version.h"
 #include "kernels/kernels.h"
 #include "model/model_config.h"
+#include "session/distribution_stats.h"
 
 namespace detinfer {
 
@@ -143,6 +144,10 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
         o.consistency.alarm, &s->metrics_);
   }
   session.engine->add_observer(s);
+  if (o.distribution_interval > 0) {
+    session.engine->add_observer(std::make_shared<DistributionStats>(
+        s->registry_, o.distribution_interval, o.distribution_window));
+  }
   return s;
 }
 

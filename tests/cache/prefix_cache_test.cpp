@@ -8,6 +8,7 @@
 #include "cache/disk_store.h"
 #include "cache/memory_store.h"
 #include "cache_test_util.h"
+#include "core/memory_limits.h"
 #include "detinfer/error.h"
 
 namespace detinfer {
@@ -227,8 +228,8 @@ TEST(PrefixCache, DefaultMemoryBudgetIsAFifthOfPhysicalMemory) {
   PrefixCacheOptions o;
   PrefixCache cache(o);
   EXPECT_TRUE(cache.enabled());
-  EXPECT_GT(physical_memory_bytes(), 0);
-  EXPECT_EQ(cache.stats().memory.budget_bytes, physical_memory_bytes() / 5);
+  EXPECT_GT(memory_limit_bytes(), 0);
+  EXPECT_EQ(cache.stats().memory.budget_bytes, memory_limit_bytes() / 5);
 }
 
 }  // namespace

@@ -1,0 +1,29 @@
+// How much memory this process may use: physical memory, capped by the memory limit of
+// its cgroup (v2 memory.max, v1 memory.limit_in_bytes) so that budgets sized as a
+// fraction of "memory" fit a container's limit instead of the host's RAM.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace detinfer {
+
+// Where the cgroup file systems and the process's cgroup membership are read from;
+// tests point these at a fake tree.
+struct CgroupPaths {
+  std::string root = "/sys/fs/cgroup";            // v2 unified root, or the v1 controllers' parent
+  std::string self_cgroup = "/proc/self/cgroup";  // "<id>:<controllers>:<path>" lines
+};
+
+// The smallest memory limit set on the process's cgroup or any ancestor (v2: the
+// unified hierarchy's memory.max, "max" = none; v1: the memory controller's
+// memory.limit_in_bytes, values >= 2^62 = none). 0 when no limit is set or readable.
+std::int64_t cgroup_memory_limit_bytes(const CgroupPaths& paths = {});
+
+// Physical memory (sysconf), or 0 when unknown.
+std::int64_t physical_memory_bytes();
+
+// min(physical memory, cgroup limit), ignoring whichever is unknown; 0 when both are.
+std::int64_t memory_limit_bytes(const CgroupPaths& paths = {});
+
+}  // namespace detinfer

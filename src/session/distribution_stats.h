@@ -1,0 +1,43 @@
+// Next-token distribution metrics (docs/metrics.md, "Distribution statistics"): for
+// every Nth generated token of each sequence, the top-1 probability and the entropy of
+// the softmax of its raw logits row, as histograms, and the variance of the top-1
+// probability over a sliding window as a gauge (alert-ready: a model, input or numerics
+// change moves it). Metrics never feed numerics.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "detinfer/metrics.h"
+#include "engine/engine_hooks.h"
+
+namespace detinfer {
+
+// Softmax statistics of one logits row: top-1 probability and entropy (nats).
+struct RowDistribution {
+  double top1 = 0;
+  double entropy = 0;
+};
+// Computed in double from the row's maximum; -inf entries count as probability 0.
+RowDistribution row_distribution(const float* row, std::int64_t vocab);
+
+class DistributionStats final : public EngineObserver {
+ public:
+  // Observes tokens whose step is a multiple of `interval` (>= 1); the variance covers
+  // the last `window` (>= 2) observations.
+  DistributionStats(MetricsRegistry& registry, std::int32_t interval, std::int32_t window);
+  bool wants_logits() const override { return true; }
+  void on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
+                 const float* row, std::int64_t vocab) override;
+
+ private:
+  Histogram top1_;
+  Histogram entropy_;
+  Gauge variance_;
+  std::int32_t interval_;
+  std::vector<double> ring_;  // engine thread only
+  std::size_t next_ = 0;
+  std::size_t count_ = 0;
+};
+
+}  // namespace detinfer
