@@ -16,7 +16,7 @@
 #include "cache/cache_prefix_provider.h"
 #include "cache/cache_test_util.h"
 #include "cache/prefix_cache.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "ttft_workload.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 #include "qwen05b_shape.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "model/model.h"
 #include "qwen05b_shape.h"
 
@@ -61,7 +61,7 @@ LoadFigures load_in_child(const std::string& dir, NumericsMode mode) {
     ::close(fds[0]);
     LoadFigures f;
     {
-      const auto m = Model::load(dir, {mode, 1});
+      const auto m = Model::load(dir, {mode, 1, {}});
       f.load_s = m->load_stats().load_seconds;
       f.fingerprint_s = m->load_stats().fingerprint_seconds;
       f.weight_bytes = m->weight_bytes();
@@ -116,7 +116,7 @@ struct SpeedFigures {
 };
 
 SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int threads, int reps) {
-  const auto model = Model::load(dir, {mode, threads});
+  const auto model = Model::load(dir, {mode, threads, {}});
   const auto& c = model->config();
   // Per decode token every linear's weights are read once; the embedding row gather is
   // negligible. Canonical keeps a copy of the embedding table besides the packed lm_head.

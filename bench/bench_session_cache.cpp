@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cache/cache_test_util.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 #include "ttft_workload.h"
 
 namespace detinfer {

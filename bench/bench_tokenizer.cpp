@@ -19,9 +19,9 @@
 
 #include "detinfer/philox.h"
 #include "detinfer/tokenizer.h"
-#include "tokenizer/bpe_trainer.h"
+#include "devtools/bpe_trainer.h"
+#include "devtools/tiny_tokenizer.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/tiny_tokenizer.h"
 
 namespace {
 

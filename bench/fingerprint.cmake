@@ -4,5 +4,5 @@
 add_executable(bench_fingerprint ${CMAKE_CURRENT_LIST_DIR}/bench_fingerprint.cpp)
 target_link_libraries(bench_fingerprint PRIVATE detinfer_flags benchmark::benchmark
   Threads::Threads)
-target_include_directories(bench_fingerprint PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_include_directories(bench_fingerprint PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 detinfer_link_modules(bench_fingerprint fingerprint kernels)

@@ -1,3 +1,7 @@
+# Compares against libtorch (torch::mm / the fast mode): only with DETINFER_WITH_TORCH.
+if(NOT DETINFER_HAVE_TORCH)
+  return()
+endif()
 # bench_kernels: canonical CPU kernels vs a plain read bandwidth and vs torch::mm
 # (OpenBLAS), each ratio measured in the same run (docs/performance.md, "Kernels").
 add_executable(bench_kernels

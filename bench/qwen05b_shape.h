@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 
 namespace detinfer_bench {
 

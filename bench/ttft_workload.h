@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 
 namespace detinfer::bench {
 

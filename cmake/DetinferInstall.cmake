@@ -16,14 +16,14 @@ set(DETINFER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/detinfer)
 set(DETINFER_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # Only detinfer's public headers: include/detinfer/*.h (no internal or third-party ones).
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/detinfer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/detinfer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 install(FILES ${DETINFER_GENERATED_DIR}/include/detinfer/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/detinfer)
 
 # The shared library exports only the DETINFER_API symbols (hidden visibility) and, via
 # this version script, nothing from the C++ standard library templates it instantiates.
-set(DETINFER_VERSION_SCRIPT ${CMAKE_SOURCE_DIR}/cmake/detinfer.map)
+set(DETINFER_VERSION_SCRIPT ${PROJECT_SOURCE_DIR}/cmake/detinfer.map)
 target_link_options(detinfer PRIVATE "LINKER:--version-script=${DETINFER_VERSION_SCRIPT}")
 set_property(TARGET detinfer APPEND PROPERTY LINK_DEPENDS ${DETINFER_VERSION_SCRIPT})
 
@@ -122,14 +122,14 @@ install(EXPORT detinferTargets NAMESPACE detinfer:: DESTINATION ${DETINFER_INSTA
 install(EXPORT detinferStaticTargets NAMESPACE detinfer::
   DESTINATION ${DETINFER_INSTALL_CMAKEDIR})
 
-configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/detinferConfig.cmake.in
-  ${CMAKE_BINARY_DIR}/package/detinferConfig.cmake
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/detinferConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/package/detinferConfig.cmake
   INSTALL_DESTINATION ${DETINFER_INSTALL_CMAKEDIR})
 # 0.x releases make no compatibility promise across minor versions.
-write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/detinferConfigVersion.cmake
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/detinferConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_BINARY_DIR}/package/detinferConfig.cmake
-  ${CMAKE_BINARY_DIR}/package/detinferConfigVersion.cmake
+install(FILES ${PROJECT_BINARY_DIR}/package/detinferConfig.cmake
+  ${PROJECT_BINARY_DIR}/package/detinferConfigVersion.cmake
   DESTINATION ${DETINFER_INSTALL_CMAKEDIR})
 
 # pkg-config files locate the prefix relative to themselves, so an installed tree can be
@@ -138,6 +138,6 @@ file(RELATIVE_PATH DETINFER_PC_TO_PREFIX
   /prefix/${DETINFER_INSTALL_PKGCONFIGDIR} /prefix)
 string(REGEX REPLACE "/$" "" DETINFER_PC_TO_PREFIX "${DETINFER_PC_TO_PREFIX}")
 foreach(pc detinfer detinfer-static)
-  configure_file(${CMAKE_SOURCE_DIR}/cmake/${pc}.pc.in ${CMAKE_BINARY_DIR}/package/${pc}.pc @ONLY)
-  install(FILES ${CMAKE_BINARY_DIR}/package/${pc}.pc DESTINATION ${DETINFER_INSTALL_PKGCONFIGDIR})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/package/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/package/${pc}.pc DESTINATION ${DETINFER_INSTALL_PKGCONFIGDIR})
 endforeach()

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# GPU check for the CUDA kernels (issue 11), for a machine with an NVIDIA GPU (written for
-# one H200 and 16 cores; nothing is downloaded). In under 8 minutes it:
+# GPU check for the CUDA kernels and device=cuda sessions (issues 11, 19), for a machine
+# with an NVIDIA GPU (written for one H200 and 16 cores; nothing is downloaded). In under 8
+# minutes it:
+#   0. fails at once (exit 2, with the reason) when there is no usable NVIDIA GPU, unless
+#      DETINFER_GPU_DRY_RUN=1 (to check the build path on a machine without one),
 #   1. records the machine (date, GPU, driver, nvcc, git revision),
 #   2. configures a separate build dir with ninja against a CUDA libtorch when pip's torch
 #      is importable (torch.utils.cmake_prefix_path), else the system (Debian, CPU)
 #      libtorch, with the CUDA architecture narrowed to the GPU at hand,
-#   3. builds only the CUDA tests and benchmarks,
-#   4. runs the ctest labels cuda and gpu, then compute-sanitizer (memcheck, racecheck) on
-#      a few tests when it is installed,
-#   5. runs the GPU benchmarks and prints a short table last.
+#   3. builds only the CUDA tests and benchmarks and the detinfer program,
+#   4. runs the ctest labels cuda and gpu (kernels, emulated and real end-to-end sessions)
+#      and generate_cli_tests (detinfer generate --device cuda = --device cpu), then
+#      compute-sanitizer (memcheck, racecheck) on a few tests when it is installed,
+#   5. runs the GPU kernel benchmarks and `detinfer bench --device cuda` (tokens/s at batch
+#      1 and 16 in the three numerics modes) and prints a short table last.
 # Logs and JSON go to $BUILD/gpu-check/ and are copied to $OUT/gpu-check/ when $OUT is set.
 # With no nvcc but an already built $BUILD (carried from another machine), steps 2-3 are
 # skipped. Exit status: non-zero when a build step or a test failed.
@@ -65,6 +70,23 @@ copy_out() {
 }
 trap copy_out EXIT
 
+# --- 0. is there a GPU? ------------------------------------------------------------------
+if [[ "${DETINFER_GPU_DRY_RUN:-0}" != 1 ]]; then
+  reason=""
+  if ! command -v nvidia-smi >/dev/null; then
+    reason="nvidia-smi not found (no NVIDIA driver on this machine)"
+  elif ! GPUS="$(timeout 30 nvidia-smi -L 2>&1)"; then
+    reason="nvidia-smi failed: $GPUS"
+  elif ! grep -q '^GPU ' <<<"$GPUS"; then
+    reason="nvidia-smi lists no GPU: $GPUS"
+  fi
+  if [[ -n "$reason" ]]; then
+    say "FAILED: no usable NVIDIA GPU: $reason"
+    say "(set DETINFER_GPU_DRY_RUN=1 to run the configure/build/skip path anyway)"
+    exit 2
+  fi
+fi
+
 # --- 1. machine -------------------------------------------------------------------------
 NVCC="$(command -v nvcc || true)"
 [[ -z "$NVCC" && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
@@ -94,7 +116,8 @@ if [[ -z "${DETINFER_GPU_ARCH:-}" ]] && command -v nvidia-smi >/dev/null; then
 fi
 
 # --- 2-3. configure and build -----------------------------------------------------------
-TARGETS=(cuda_host_tests cuda_emulation_tests cuda_gpu_tests bench_cuda)
+TARGETS=(cuda_host_tests cuda_emulation_tests cuda_model_emulation_tests cuda_gpu_tests bench_cuda
+  detinfer_cli generate_cli_tests)
 if [[ -n "$NVCC" ]]; then
   TORCH_PREFIX="$(timeout 60 python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
   TORCH_CUDA="$(timeout 60 python3 -c 'import torch; print(torch.version.cuda)' 2>/dev/null || true)"
@@ -133,7 +156,9 @@ ABS_LOGS="$(cd "$LOGS" && pwd)"
 if [[ -x "$GPU_TESTS" ]]; then
   if [[ -n "$NVCC" ]]; then # configured here: the ctest labels (XML per program in $LOGS)
     run ctest-cuda-gpu 150 env GTEST_OUTPUT="xml:$ABS_LOGS/" \
-      ctest --test-dir "$BUILD" -L 'cuda|gpu' -V --output-on-failure
+      ctest --test-dir "$BUILD" -L 'cuda|gpu' -V --output-on-failure -j 4
+    run ctest-generate-cli 60 ctest --test-dir "$BUILD" -R '^generate_cli_tests$' -V \
+      --output-on-failure
   else # carried binaries: ctest files hold the other machine's paths, run them directly
     run cuda-host-tests 60 "$BUILD/tests/cuda/cuda_host_tests" --gtest_output="xml:$ABS_LOGS/"
     run cuda-gpu-tests 150 "$GPU_TESTS" --gtest_output="xml:$ABS_LOGS/"
@@ -147,7 +172,7 @@ if [[ -x "$GPU_TESTS" ]]; then
   [[ -z "$SANITIZER" && -x /usr/local/cuda/bin/compute-sanitizer ]] && SANITIZER=/usr/local/cuda/bin/compute-sanitizer
   if [[ -n "$SANITIZER" ]]; then
     # A few tests that cover every kernel family without long runs under instrumentation.
-    MEM='CudaGpu.CanonicalLinearUnalignedWeightsEqualReference:CudaGpu.CanonicalRopeEqualsReference:CudaGpu.AddAndKvWriteAreExact:CudaGpu.SampleDrawEqualsCpuDraw:CudaGpu.EmbeddingWidensExactlyAndFlagsBadIds:CudaGpu.CanonicalAttentionEqualsReference:CudaGpu.SplitAttentionIsInvariantToBatchChunkingAndLayout'
+    MEM='CudaGpu.CanonicalLinearUnalignedWeightsEqualReference:CudaGpu.CanonicalRopeEqualsReference:CudaGpu.AddAndKvWriteAreExact:CudaGpu.SampleDrawEqualsCpuDraw:CudaGpu.EmbeddingWidensExactlyAndFlagsBadIds:CudaGpu.CanonicalAttentionEqualsReference:CudaGpu.SplitAttentionIsInvariantToBatchChunkingAndLayout:CudaSessionGpu.DeviceInvariantOutputIgnoresBatchingChunkingAndCacheHits'
     RACE='CudaGpu.CanonicalSoftmaxAndLogSoftmaxEqualReference:CudaGpu.ArgmaxTiesToLowestIndexAndNanIsAnError:CudaGpu.CanonicalAttentionEqualsReference:CudaGpu.FastRmsNormIsBatchInvariantAndAccurate'
     run sanitizer-memcheck 100 "$SANITIZER" --tool memcheck --error-exitcode 1 "$GPU_TESTS" --gtest_filter="$MEM"
     run sanitizer-racecheck 100 "$SANITIZER" --tool racecheck --error-exitcode 1 "$GPU_TESTS" --gtest_filter="$RACE"
@@ -166,6 +191,23 @@ for b in bench_cuda bench_cuda_cublas; do
       --benchmark_out="$LOGS/$b.json" --benchmark_out_format=json
   fi
 done
+
+# End to end: a Qwen2.5-0.5B-wide random model (8 layers, bf16, byte vocabulary: no
+# tokenizer needed, the bench feeds token ids), tokens/s in the three numerics modes.
+CLI="$BUILD/examples/detinfer_cli/detinfer"
+[[ -x "$CLI" ]] || CLI="$(find "$BUILD" -name detinfer -type f -perm -u+x 2>/dev/null | head -n 1)"
+if [[ -n "$CLI" && -x "$CLI" ]]; then
+  E2E_MODEL="$BUILD/gpu-check-model"
+  run make-e2e-model 60 "$CLI" make-tiny-model --arch qwen2 --dtype bf16 --hidden 896 \
+    --intermediate 4864 --layers 8 --heads 14 --kv-heads 2 --vocab 258 --max-positions 4096 \
+    --tie-word-embeddings --seed 1 --out "$E2E_MODEL" &&
+    run bench-e2e 150 bash -c 'out=$1; shift; exec "$@" >"$out"' _ "$LOGS/bench_e2e.json" \
+      "$CLI" bench --model "$E2E_MODEL" --device cuda --modes canonical,device_invariant,fast \
+      --batch 1,16 --prompt-tokens 128 --decode-tokens 32 --repeats 3 --json
+else
+  say "missing the detinfer program: end-to-end benchmark skipped"
+  STATUS=1
+fi
 
 # --- table (last) -------------------------------------------------------------------------
 say "done in $(($(date +%s) - START_S))s, status $STATUS (logs and JSON in $LOGS)"
@@ -229,6 +271,18 @@ for n in (1, 16, 4096):
     if a and c:
         rows.append(("rows=%d n=3584" % n, a, c, c / a))
 section("fast vs canonical RMSNorm", ("fast us", "canon us", "speedup"), rows)
+e2e = os.path.join(logs, "bench_e2e.json")
+if os.path.exists(e2e):
+    try:
+        text = open(e2e).read()
+        res = json.loads(text[text.index("{"):]).get("results", [])
+        print("%-34s %12s %12s" % ("end to end (cuda)", "prefill t/s", "decode t/s"))
+        for r in res:
+            print("%-34s %12.1f %12.1f" % ("%s batch=%d" % (r["mode"], r["batch"]),
+                                           r["prefill_tokens_per_s"], r["decode_tokens_per_s"]))
+        print()
+    except (ValueError, KeyError) as e:
+        print("(end-to-end results unreadable: %s)" % e)
 if not runs:
     print("(no benchmark results)")
 PY

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libtorch-dev libxxhash-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libhiredis-dev redis-server
-  libcpp-httplib-dev libopenblas0-pthread python3 python3-torch python3-jinja2
+  libcpp-httplib-dev libopenblas0-pthread python3 python3-torch clang-format python3-jinja2
 )
 
 missing=()

@@ -26,6 +26,7 @@ struct BenchOptions {
   std::string model;
   std::int32_t threads = 0;
   std::string modes = "canonical,fast";
+  std::string device = "cpu";
   std::string batches = "1,4,16";
   std::int32_t prompt_tokens = 128;
   std::int32_t decode_tokens = 32;
@@ -128,16 +129,18 @@ int run_bench(const BenchOptions& o) {
     batches.push_back(v);
   }
   for (const auto& m : modes) {
-    if (m != "canonical" && m != "fast") {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            "--modes takes canonical and/or fast, got '" + m + "'");
+    if (m != "canonical" && m != "fast" && m != "device_invariant") {
+      throw detinfer::Error(
+          detinfer::ErrorCode::kInvalidArgument,
+          "--modes takes canonical, fast and/or device_invariant, got '" + m + "'");
     }
   }
   std::vector<Row> rows;
   std::int32_t threads_used = 0;
   for (const auto& m : modes) {
     detinfer::SessionOptions so;
-    so.mode = m == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+    so.mode = detinfer::parse_numerics_mode(m);
+    so.device = o.device;
     so.threads = o.threads;
     so.max_batch = *std::max_element(batches.begin(), batches.end());
     so.prefill_chunk_tokens = std::max(256, o.prompt_tokens * so.max_batch);
@@ -212,7 +215,9 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--model", o->model, "Model folder")->required();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->check(CLI::Range(0, 1024));
-      sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast")->capture_default_str();
+      sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast,device_invariant")
+          ->capture_default_str();
+      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
       sub.add_option("--batch", o->batches, "Comma-separated batch sizes")->capture_default_str();
       sub.add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for prefill")
           ->capture_default_str()

@@ -1,7 +1,6 @@
 // `detinfer env`: the build and machine facts that run fingerprints record.
-#include <nlohmann/json.hpp>
-
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "command_registry.h"
 #include "detinfer/environment.h"
@@ -47,13 +46,14 @@ void print_env(const EnvOptions& opts) {
             << "cuda_compiled:         " << (e.cuda_compiled ? "yes" : "no") << "\n";
 }
 
-const detinfer_cli::RegisterCommand kRegister(
-    "env", "Print the library and environment report", [](CLI::App& sub, int& exit_code) {
-      auto opts = std::make_shared<EnvOptions>();
-      sub.add_flag("--json", opts->json, "Print one JSON object");
-      sub.callback([opts, &exit_code] {
-        print_env(*opts);
-        exit_code = 0;
-      });
-    });
+const detinfer_cli::RegisterCommand kRegister("env", "Print the library and environment report",
+                                              [](CLI::App& sub, int& exit_code) {
+                                                auto opts = std::make_shared<EnvOptions>();
+                                                sub.add_flag("--json", opts->json,
+                                                             "Print one JSON object");
+                                                sub.callback([opts, &exit_code] {
+                                                  print_env(*opts);
+                                                  exit_code = 0;
+                                                });
+                                              });
 }  // namespace

@@ -31,6 +31,7 @@ struct GenerateOptions {
   std::int32_t logprobs = 0;
   bool ignore_eos = false;
   std::string mode = "canonical";
+  std::string device = "cpu";
   std::int32_t threads = 0;
   bool json = false;
   bool stream = false;
@@ -76,7 +77,8 @@ nlohmann::json sequence_json(const detinfer::Sequence& s) {
 
 int run_generate(const GenerateOptions& o) {
   detinfer::SessionOptions so;
-  so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+  so.mode = detinfer::parse_numerics_mode(o.mode);
+  so.device = o.device;
   so.threads = o.threads;
   so.recorder.level = o.fingerprint.empty() ? detinfer::RecordLevel::kOff
                                             : detinfer::parse_record_level(o.fingerprint_level);
@@ -167,9 +169,10 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--logprobs", o->logprobs, "Top-N logprobs per step (0..20)")
           ->capture_default_str();
       sub.add_flag("--ignore-eos", o->ignore_eos, "Generate max-new-tokens even past eos");
-      sub.add_option("--mode", o->mode, "canonical | fast")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+      sub.add_option("--mode", o->mode, "canonical | fast | device_invariant (CUDA)")
+          ->check(CLI::IsMember({"canonical", "fast", "device_invariant"}))
           ->capture_default_str();
+      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->capture_default_str();
       sub.add_flag("--json", o->json, "Print one JSON object");

@@ -8,7 +8,7 @@
 
 #include "command_registry.h"
 #include "detinfer/error.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 
 namespace {
 struct LogitsOptions {

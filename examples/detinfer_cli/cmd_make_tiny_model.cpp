@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "command_registry.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 
 namespace {
 struct MakeTinyOptions {

@@ -1,34 +1,28 @@
 // `detinfer serve`: an OpenAI-compatible HTTP server over one DeterministicSession.
 // Every request goes through the same session, so concurrent requests are batched
-// together — and stay bitwise reproducible in canonical mode.
-#include <httplib.h>
+// together — and stay bitwise reproducible in canonical mode. The transport is
+// http/http_server.h (epoll, limits and deadlines); the routes are serve_app.h.
 #include <signal.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "command_registry.h"
 #include "detinfer/error.h"
-#include "detinfer/hash.h"
-#include "detinfer/metrics.h"
 #include "detinfer/session.h"
-#include "openai_protocol.h"
+#include "http/http_server.h"
+#include "serve_app.h"
 
 namespace {
-
-using detinfer_cli::ApiError;
-using nlohmann::json;
 
 struct ServeOptions {
   std::string model;
@@ -37,351 +31,20 @@ struct ServeOptions {
   int port = 8080;
   std::string port_file;  // written with the bound port (useful with --port 0)
   std::string mode = "canonical";
+  std::string device = "cpu";
   std::int32_t threads = 0;
   std::int32_t max_batch = 32;
   std::int32_t max_queue = 256;
-  std::int32_t http_threads = 64;
-  std::size_t max_body_bytes = 1 << 20;
+  std::int32_t http_threads = 64;  // requests handled at once (worker threads)
+  detinfer_http::HttpLimits limits;
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_client = 1024;
+  double request_timeout_s = 10;
+  double keep_alive_timeout_s = 30;
+  double write_timeout_s = 30;
+  std::vector<std::string> cors_origins;  // empty: CORS off
   double shutdown_timeout_s = 10.0;
 };
-
-// Events of one streamed request, handed from the engine thread to the HTTP thread so
-// that a slow client never stalls the engine.
-struct StreamQueue {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::pair<std::int32_t, std::string>> pieces;  // (choice index, text)
-  bool done = false;
-};
-
-class Server {
- public:
-  Server(const ServeOptions& o, detinfer::DeterministicSession& session)
-      : o_(o),
-        session_(session),
-        // The HTTP counters live in the session's registry, so /metrics is one render with
-        // no duplicated family; the session itself counts requests, tokens and latencies.
-        http_requests_ok_(http_counter("2xx")),
-        http_requests_4xx_(http_counter("4xx")),
-        http_requests_5xx_(http_counter("5xx")) {
-    fingerprint_ = detinfer_cli::system_fingerprint(session_);
-  }
-
-  int run();
-  void request_stop();
-
- private:
-  void handle_completions(const httplib::Request& req, httplib::Response& res);
-  void send_error(httplib::Response& res, const ApiError& e);
-  detinfer::Counter http_counter(const char* status_class) {
-    return session_.metrics().counter("detinfer_http_requests_total",
-                                      "HTTP requests answered by the server, by status class",
-                                      {{"class", status_class}});
-  }
-  void count(int status) {
-    if (status < 400) {
-      http_requests_ok_.inc();
-    } else if (status < 500) {
-      http_requests_4xx_.inc();
-    } else {
-      http_requests_5xx_.inc();
-    }
-  }
-  detinfer_cli::ResponseContext context() {
-    detinfer_cli::ResponseContext ctx;
-    const std::uint64_t n = next_id_.fetch_add(1);
-    ctx.id = "cmpl-" + detinfer::hex64(detinfer::xxh3_64(&n, sizeof n, start_ns_));
-    ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-    ctx.model = o_.model_name;
-    ctx.system_fingerprint = fingerprint_;
-    return ctx;
-  }
-  void track(const detinfer::RequestHandle* h, bool add) {
-    std::lock_guard<std::mutex> lock(inflight_mu_);
-    if (add) {
-      inflight_.insert(h);
-    } else {
-      inflight_.erase(h);
-    }
-  }
-
-  const ServeOptions& o_;
-  detinfer::DeterministicSession& session_;
-  httplib::Server http_;
-  detinfer::Counter http_requests_ok_, http_requests_4xx_, http_requests_5xx_;
-  std::string fingerprint_;
-  std::atomic<std::uint64_t> next_id_{0};
-  std::uint64_t start_ns_ =
-      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::atomic<bool> stopping_{false};
-  std::mutex inflight_mu_;
-  std::set<const detinfer::RequestHandle*> inflight_;
-
- public:
-  void cancel_inflight() {
-    std::lock_guard<std::mutex> lock(inflight_mu_);
-    for (const auto* h : inflight_) h->cancel();
-  }
-};
-
-void Server::send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(detinfer_cli::error_body(e).dump(), "application/json");
-}
-
-// The request parameter an engine error names: "GenerationConfig.max_new_tokens must be
-// ..." is the client's max_tokens; "the prompt has 3000 tokens ..." is the prompt.
-std::string param_of(const std::string& message) {
-  const std::string prefix = "GenerationConfig.";
-  if (message.rfind(prefix, 0) == 0) {
-    const auto end = message.find_first_of(" /:+", prefix.size());
-    const std::string field = message.substr(prefix.size(), end - prefix.size());
-    if (field == "max_new_tokens") return "max_tokens";
-    if (field == "num_return_sequences") return "n";
-    if (field == "stop_strings") return "stop";
-    return field;
-  }
-  return message.find("prompt") != std::string::npos ? "prompt" : "";
-}
-
-ApiError from_error(const detinfer::Error& e) {
-  ApiError a;
-  a.message = e.message();
-  switch (e.code()) {
-    case detinfer::ErrorCode::kInvalidArgument:
-    case detinfer::ErrorCode::kNotFound:
-    case detinfer::ErrorCode::kUnsupported:
-      a.status = 400;
-      break;
-    case detinfer::ErrorCode::kResourceExhausted:
-      a.status = 429;
-      a.type = "rate_limit_error";
-      a.code = "queue_full";
-      break;
-    case detinfer::ErrorCode::kUnavailable:
-      a.status = 503;
-      a.type = "server_error";
-      a.code = "unavailable";
-      break;
-    default:
-      a.status = 500;
-      a.type = "server_error";
-  }
-  if (a.status == 400) a.param = param_of(a.message);
-  return a;
-}
-
-void Server::handle_completions(const httplib::Request& req, httplib::Response& res) {
-  if (stopping_) {
-    ApiError e{503, "the server is shutting down", "", "server_error", "unavailable"};
-    res.set_header("Retry-After", "1");
-    send_error(res, e);
-    return;
-  }
-  detinfer_cli::ParseOutcome parsed =
-      detinfer_cli::parse_completion_request(req.body, o_.model_name, session_);
-  if (!parsed.request) {
-    send_error(res, parsed.error);
-    return;
-  }
-  const bool full_fp = req.get_param_value("fingerprint") == "full" ||
-                       req.get_header_value("X-Detinfer-Fingerprint") == "full";
-  auto creq = std::make_shared<detinfer_cli::CompletionRequest>(std::move(*parsed.request));
-  const detinfer_cli::ResponseContext ctx = context();
-
-  if (!creq->stream) {
-    try {
-      detinfer::RequestHandle handle = session_.submit(creq->prompt, creq->config);
-      track(&handle, true);
-      detinfer::GenerationResult result;
-      try {
-        result = handle.get();
-      } catch (...) {
-        track(&handle, false);
-        throw;
-      }
-      track(&handle, false);
-      res.set_content(detinfer_cli::completion_response(ctx, *creq, result, session_, full_fp)
-                          .dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
-    } catch (const detinfer::Error& e) {
-      const ApiError a = from_error(e);
-      if (a.status == 429 || a.status == 503) res.set_header("Retry-After", "1");
-      send_error(res, a);
-    }
-    return;
-  }
-
-  // Streaming: submit now so that validation errors are still plain HTTP errors.
-  auto queue = std::make_shared<StreamQueue>();
-  auto handle = std::make_shared<detinfer::RequestHandle>();
-  try {
-    *handle = session_.submit(creq->prompt, creq->config, [queue](const detinfer::TokenEvent& ev) {
-      std::lock_guard<std::mutex> lock(queue->mu);
-      queue->pieces.emplace_back(ev.sample_index, ev.text);
-      queue->cv.notify_one();
-      return true;
-    });
-  } catch (const detinfer::Error& e) {
-    const ApiError a = from_error(e);
-    if (a.status == 429 || a.status == 503) res.set_header("Retry-After", "1");
-    send_error(res, a);
-    return;
-  }
-  track(handle.get(), true);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, queue, handle, creq, ctx](std::size_t, httplib::DataSink& sink) {
-        auto write_event = [&](const json& j) {
-          const std::string data =
-              "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
-          return sink.write(data.data(), data.size());
-        };
-        bool client_ok = true;
-        if (creq->echo) {
-          for (std::int32_t i = 0; i < creq->config.num_return_sequences && client_ok; ++i) {
-            client_ok = write_event(detinfer_cli::stream_chunk(ctx, i, creq->prompt_text, nullptr));
-          }
-        }
-        auto& fut = handle->future();
-        for (;;) {
-          std::deque<std::pair<std::int32_t, std::string>> batch;
-          bool finished = false;
-          {
-            std::unique_lock<std::mutex> lock(queue->mu);
-            queue->cv.wait_for(lock, std::chrono::milliseconds(20),
-                               [&] { return !queue->pieces.empty(); });
-            batch.swap(queue->pieces);
-          }
-          for (auto& [index, text] : batch) {
-            if (!client_ok || text.empty()) continue;
-            client_ok = write_event(detinfer_cli::stream_chunk(ctx, index, text, nullptr));
-          }
-          if (!client_ok) handle->cancel();
-          finished = fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-          if (finished) {
-            std::lock_guard<std::mutex> lock(queue->mu);
-            if (!queue->pieces.empty()) continue;  // drain what arrived meanwhile
-            break;
-          }
-        }
-        track(handle.get(), false);
-        try {
-          detinfer::GenerationResult result = fut.get();
-          for (std::size_t i = 0; i < result.sequences.size() && client_ok; ++i) {
-            json last =
-                detinfer_cli::stream_chunk(ctx, static_cast<std::int32_t>(i), "",
-                                           detinfer::to_string(result.sequences[i].finish_reason));
-            last["detinfer"] = {{"seed", result.seed},
-                                {"digest", detinfer::hex64(result.sequences[i].digest)}};
-            client_ok = write_event(last);
-          }
-        } catch (const detinfer::Error& e) {
-          if (client_ok) client_ok = write_event(detinfer_cli::error_body(from_error(e)));
-        }
-        if (client_ok) {
-          const std::string done = "data: [DONE]\n\n";
-          sink.write(done.data(), done.size());
-        }
-        sink.done();
-        return true;
-      });
-}
-
-int Server::run() {
-  const std::size_t http_threads = static_cast<std::size_t>(o_.http_threads);
-  http_.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
-  http_.set_payload_max_length(o_.max_body_bytes);
-  http_.set_read_timeout(30, 0);
-  http_.set_write_timeout(30, 0);
-  http_.set_keep_alive_timeout(5);
-  http_.set_logger(
-      [this](const httplib::Request&, const httplib::Response& res) { count(res.status); });
-  http_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e;
-    e.status = res.status;
-    e.message = res.status == 413   ? "request body too large"
-                : res.status == 404 ? "no such endpoint"
-                                    : "request failed with HTTP " + std::to_string(res.status);
-    res.set_content(detinfer_cli::error_body(e).dump(), "application/json");
-  });
-  http_.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        ApiError e;
-        e.status = 500;
-        e.type = "server_error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& ex) {
-          e.message = ex.what();
-        } catch (...) {
-          e.message = "unknown error";
-        }
-        res.status = 500;
-        res.set_content(detinfer_cli::error_body(e).dump(), "application/json");
-      });
-
-  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completions(req, res);
-  });
-  http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", o_.model_name},
-              {"object", "model"},
-              {"created", 0},
-              {"owned_by", "detinfer"},
-              {"detinfer",
-               {{"model_fingerprint", session_.model_fingerprint()},
-                {"architecture", session_.architecture()},
-                {"context_length", session_.context_length()},
-                {"system_fingerprint", fingerprint_}}}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
-                    "application/json");
-  });
-  http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ok = !stopping_ && !session_.closed();
-    res.status = ok ? 200 : 503;
-    res.set_content(json{{"status", ok ? "ok" : "shutting_down"}}.dump(), "application/json");
-  });
-  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(session_.metrics_text(), detinfer::MetricsRegistry::content_type());
-  });
-
-  // cpp-httplib listens with a backlog of 5: a burst of clients overflows it and some
-  // connections fail. Keep the listening socket (SO_REUSEADDR as httplib's default) and
-  // listen() on it again with the system's limit once bound.
-  int listen_fd = -1;
-  http_.set_socket_options([&listen_fd](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd = sock;
-  });
-  const int port = o_.port == 0 ? http_.bind_to_any_port(o_.host) : o_.port;
-  if (o_.port != 0 && !http_.bind_to_port(o_.host, o_.port)) {
-    throw detinfer::Error(detinfer::ErrorCode::kUnavailable,
-                          "cannot listen on " + o_.host + ":" + std::to_string(o_.port));
-  }
-  if (port < 0) {
-    throw detinfer::Error(detinfer::ErrorCode::kUnavailable, "cannot listen on " + o_.host);
-  }
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  if (!o_.port_file.empty()) {
-    const std::string tmp = o_.port_file + ".tmp";
-    std::ofstream(tmp) << port << "\n";
-    std::filesystem::rename(tmp, o_.port_file);
-  }
-  std::cerr << "detinfer serve: listening on http://" << o_.host << ":" << port << " (model "
-            << o_.model_name << ", " << o_.mode << ", " << fingerprint_ << ")\n";
-  http_.listen_after_bind();
-  return 0;
-}
-
-void Server::request_stop() {
-  stopping_ = true;
-  http_.stop();
-}
 
 int g_signal_pipe[2] = {-1, -1};
 
@@ -390,9 +53,9 @@ void on_signal(int sig) {
   (void)!write(g_signal_pipe[1], &b, 1);
 }
 
-int run_serve(ServeOptions o) {
+void install_signal_handlers() {
   // SIGINT/SIGTERM may land on any thread (libraries start their own), so the handler
-  // only writes to a pipe that the shutdown thread reads.
+  // only writes to a pipe that the signal thread reads.
   if (pipe(g_signal_pipe) != 0) {
     throw detinfer::Error(detinfer::ErrorCode::kInternal, "cannot create the signal pipe");
   }
@@ -402,7 +65,126 @@ int run_serve(ServeOptions o) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
 
+// One connection costs one descriptor: allow as many as the hard limit lets us.
+void raise_descriptor_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+detinfer_http::ServerOptions http_options(const ServeOptions& o, detinfer_cli::ServeApp& app) {
+  detinfer_http::ServerOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.limits = o.limits;
+  h.max_connections = o.max_connections;
+  h.max_connections_per_client = o.max_connections_per_client;
+  h.request_timeout_s = o.request_timeout_s;
+  h.keep_alive_timeout_s = o.keep_alive_timeout_s;
+  h.write_timeout_s = o.write_timeout_s;
+  h.worker_threads = o.http_threads;
+  h.error_response = [](int status, const std::string& message) {
+    return detinfer_cli::ServeApp::error_response(status, message);
+  };
+  h.on_response = [&app](int status) { app.count(status); };
+  return h;
+}
+
+// Graceful shutdown on the first SIGINT/SIGTERM: stop accepting, let in-flight requests
+// finish for --shutdown-timeout, cancel the rest, flush, end the loop. A second signal
+// exits at once.
+class Shutdown {
+ public:
+  Shutdown(const ServeOptions& o, detinfer_cli::ServeApp& app, detinfer_http::HttpServer& http)
+      : o_(o), app_(app), http_(http) {
+    signals_ = std::thread([this] { read_signals(); });
+    worker_ = std::thread([this] { drain(); });
+  }
+  ~Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      exiting_ = true;
+    }
+    cv_.notify_all();
+    const unsigned char wake = 0;
+    (void)!write(g_signal_pipe[1], &wake, 1);
+    signals_.join();
+    worker_.join();
+  }
+
+ private:
+  void read_signals() {
+    int received = 0;
+    for (;;) {
+      unsigned char sig = 0;
+      if (read(g_signal_pipe[0], &sig, 1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      if (sig == 0 && exiting_) return;
+      if (sig == 0) continue;
+      if (++received >= 2) {
+        std::cerr << "detinfer serve: second signal, exiting now\n";
+        std::_Exit(128 + sig);
+      }
+      std::cerr << "detinfer serve: signal " << static_cast<int>(sig) << ", shutting down\n";
+      signalled_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  void drain() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return signalled_ || exiting_; });
+      if (!signalled_) return;
+    }
+    app_.begin_shutdown();
+    http_.stop_accepting();
+    if (!wait_idle(o_.shutdown_timeout_s)) {
+      std::cerr << "detinfer serve: cancelling in-flight requests\n";
+      app_.cancel_inflight();
+      wait_idle(2.0);
+    }
+    http_.stop(1.0);
+  }
+
+  // Waits until no request is in flight (true) or `seconds` passed (false).
+  bool wait_idle(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+    std::unique_lock<std::mutex> lock(mu_);
+    while (http_.in_flight() > 0) {
+      if (std::chrono::steady_clock::now() >= deadline || exiting_) return false;
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+  const ServeOptions& o_;
+  detinfer_cli::ServeApp& app_;
+  detinfer_http::HttpServer& http_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool signalled_ = false;
+  bool exiting_ = false;
+  std::thread signals_, worker_;
+};
+
+void write_port_file(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::filesystem::rename(tmp, path);
+}
+
+int run_serve(ServeOptions o) {
+  install_signal_handlers();
+  raise_descriptor_limit();
   if (o.model_name.empty()) {
     o.model_name = std::filesystem::path(o.model).lexically_normal().filename().string();
     if (o.model_name.empty()) {
@@ -410,60 +192,75 @@ int run_serve(ServeOptions o) {
     }
   }
   detinfer::SessionOptions so;
-  so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+  so.mode = detinfer::parse_numerics_mode(o.mode);
+  so.device = o.device;
   so.threads = o.threads;
   so.max_batch = o.max_batch;
   so.max_queue = o.max_queue;
   detinfer::DeterministicSession session = detinfer::DeterministicSession::open(o.model, so);
-  Server server(o, session);
-
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool listening_done = false;
-  bool exiting = false;
-  // Waits for SIGINT/SIGTERM (or for the end of run()), stops accepting, lets in-flight
-  // requests finish for up to --shutdown-timeout seconds, then cancels them.
-  std::thread signal_thread([&] {
-    unsigned char sig = 0;
-    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
-    {
-      std::lock_guard<std::mutex> lock(stop_mu);
-      if (exiting) return;
-    }
-    std::cerr << "detinfer serve: signal " << static_cast<int>(sig) << ", shutting down\n";
-    server.request_stop();
-    std::unique_lock<std::mutex> lock(stop_mu);
-    const auto timeout =
-        std::chrono::milliseconds(static_cast<std::int64_t>(o.shutdown_timeout_s * 1000));
-    if (!stop_cv.wait_for(lock, timeout, [&] { return listening_done; })) {
-      std::cerr << "detinfer serve: cancelling in-flight requests\n";
-      server.cancel_inflight();
-    }
-  });
-  auto finish_signal_thread = [&] {
-    {
-      std::lock_guard<std::mutex> lock(stop_mu);
-      listening_done = true;
-      exiting = true;
-    }
-    stop_cv.notify_all();
-    const unsigned char wake = 0;
-    (void)!write(g_signal_pipe[1], &wake, 1);
-    signal_thread.join();
-  };
-  int rc = 0;
-  try {
-    // Returns once stopped and every in-flight handler has finished.
-    rc = server.run();
-  } catch (...) {
-    finish_signal_thread();
-    throw;
+  detinfer_cli::ServeApp app(o.model_name, session);
+  detinfer_http::CorsOptions cors;
+  cors.allowed_origins = o.cors_origins;
+  detinfer_http::Router router(
+      [](int status, const std::string& message) {
+        return detinfer_cli::ServeApp::error_response(status, message);
+      },
+      cors);
+  app.add_routes(router);
+  detinfer_http::HttpServer http(
+      http_options(o, app), [&router](const detinfer_http::Request& q,
+                                      detinfer_http::ResponseWriter& w) { router.handle(q, w); });
+  const int port = http.bind();
+  if (!o.port_file.empty()) write_port_file(o.port_file, port);
+  std::cerr << "detinfer serve: listening on http://" << o.host << ":" << port << " (model "
+            << o.model_name << ", " << o.mode << ", " << app.fingerprint() << ")\n";
+  {
+    Shutdown shutdown(o, app, http);
+    http.run();  // returns once stopped and every handler has finished
   }
-  finish_signal_thread();
   session.close();
   std::cerr << "detinfer serve: stopped\n";
-  return rc;
+  return 0;
+}
+
+void add_limit_options(CLI::App& sub, ServeOptions& o) {
+  sub.add_option("--http-threads", o.http_threads, "Requests handled at once (worker threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  sub.add_option("--max-body-bytes", o.limits.max_body_bytes,
+                 "Request body limit, any transfer encoding (413 above)")
+      ->capture_default_str();
+  sub.add_option("--max-header-bytes", o.limits.max_header_bytes,
+                 "Request line + header limit (431 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{256}, std::size_t{1} << 24));
+  sub.add_option("--max-request-line", o.limits.max_request_line, "Request line limit (414 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 24));
+  sub.add_option("--max-headers", o.limits.max_headers, "Header fields per request (431 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
+  sub.add_option("--max-connections", o.max_connections, "Open connections (503 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  sub.add_option("--max-connections-per-client", o.max_connections_per_client,
+                 "Open connections from one address (503 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  sub.add_option("--request-timeout", o.request_timeout_s,
+                 "Seconds from a request's first byte to its last (408 after)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  sub.add_option("--keep-alive-timeout", o.keep_alive_timeout_s,
+                 "Seconds an idle connection is kept between requests")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  sub.add_option("--write-timeout", o.write_timeout_s,
+                 "Seconds without progress writing a response before the connection is dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  sub.add_option("--cors-origin", o.cors_origins,
+                 "Origin allowed to call from a browser (repeatable; '*' = any; default none)");
 }
 
 const detinfer_cli::RegisterCommand kRegister(
@@ -478,8 +275,9 @@ const detinfer_cli::RegisterCommand kRegister(
           ->check(CLI::Range(0, 65535));
       sub.add_option("--port-file", o->port_file, "Write the bound port to this file");
       sub.add_option("--mode", o->mode, "Numerics mode")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+          ->check(CLI::IsMember({"canonical", "fast", "device_invariant"}))
           ->capture_default_str();
+      sub.add_option("--device", o->device, "cpu | cuda | cuda:N")->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->check(CLI::Range(0, 1024));
       sub.add_option("--max-batch", o->max_batch, "Sequences per decode step")
@@ -488,11 +286,7 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--max-queue", o->max_queue, "Waiting requests before 429")
           ->capture_default_str()
           ->check(CLI::Range(1, 1048576));
-      sub.add_option("--http-threads", o->http_threads, "Concurrent HTTP connections")
-          ->capture_default_str()
-          ->check(CLI::Range(1, 4096));
-      sub.add_option("--max-body-bytes", o->max_body_bytes, "Request body limit (413 above)")
-          ->capture_default_str();
+      add_limit_options(sub, *o);
       sub.add_option("--shutdown-timeout", o->shutdown_timeout_s,
                      "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
           ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "openai_protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,16 +98,15 @@ const char* kKnownFields[] = {"model",
 
 }  // namespace
 
+ModelLimits model_limits(const detinfer::DeterministicSession& session) {
+  return {session.vocab_size(), session.context_length(), session.tokenizer()};
+}
+
 ParseOutcome parse_completion_request(const std::string& body_text, const std::string& served_model,
-                                      const detinfer::DeterministicSession& session) {
+                                      const ModelLimits& model) {
   ParseOutcome out;
   try {
-    json body;
-    try {
-      body = json::parse(body_text);
-    } catch (const json::parse_error& e) {
-      reject("", std::string("request body is not valid JSON: ") + e.what());
-    }
+    const json body = parse_body(body_text);
     if (!body.is_object()) reject("", "request body must be a JSON object");
     for (auto it = body.begin(); it != body.end(); ++it) {
       bool known = false;
@@ -153,33 +153,33 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
           reject("prompt", "'prompt' token arrays must hold integers");
         }
         const std::int64_t v = t.get<std::int64_t>();
-        if (v < 0 || v >= session.vocab_size()) {
+        if (v < 0 || v >= model.vocab_size) {
           reject("prompt", "token id " + std::to_string(v) + " is out of range [0, " +
-                               std::to_string(session.vocab_size()) + ")");
+                               std::to_string(model.vocab_size) + ")");
         }
         ids.push_back(static_cast<std::int32_t>(v));
       }
       req.prompt_is_text = false;
       req.prompt = detinfer::Prompt(ids);
-      if (session.tokenizer() != nullptr) req.prompt_text = session.tokenizer()->decode(ids);
+      if (model.tokenizer != nullptr) req.prompt_text = model.tokenizer->decode(ids);
     } else if (p.is_array() && p.size() > 1) {
       reject("prompt", "only one prompt per request is supported");
     } else {
       reject("prompt", "'prompt' must be a string or an array of token ids");
     }
     if (req.prompt_is_text && req.prompt_text.empty()) reject("prompt", "'prompt' is empty");
-    if (req.prompt_is_text && session.tokenizer() == nullptr) {
+    if (req.prompt_is_text && model.tokenizer == nullptr) {
       reject("prompt", "this model has no tokenizer: send the prompt as token ids");
     }
 
     detinfer::GenerationConfig& c = req.config;
     c.max_new_tokens =
-        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, session.context_length(), 16));
+        static_cast<std::int32_t>(get_int(body, "max_tokens", 1, model.context_length, 16));
     c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
     c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
     if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
     c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
-    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, session.vocab_size(), 0));
+    c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, model.vocab_size, 0));
     c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
     c.repetition_penalty =
         static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));
@@ -220,15 +220,29 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
     if (body.contains("logprobs") && !body["logprobs"].is_null()) {
       req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
       req.logprobs_requested = true;
-      c.logprobs = req.logprobs;
+      // logprobs 0 still returns the sampled token's logprob (with empty top lists).
+      c.logprobs = std::max(req.logprobs, 1);
     }
     req.echo = get_bool(body, "echo", false);
     req.stream = get_bool(body, "stream", false);
+    if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+      const json& so = body["stream_options"];
+      if (!so.is_object()) reject("stream_options", "'stream_options' must be an object");
+      for (auto it = so.begin(); it != so.end(); ++it) {
+        if (it.key() != "include_usage") {
+          reject("stream_options", "unknown stream option '" + it.key() + "'");
+        }
+      }
+      if (!req.stream) reject("stream_options", "'stream_options' needs \"stream\": true");
+      req.include_usage = get_bool(so, "include_usage", false);
+    }
     if (req.stream && c.num_beams > 1)
       reject("stream", "'stream' cannot be used with num_beams > 1");
     out.request = std::move(req);
   } catch (const Reject& r) {
     out.error = r.error;
+  } catch (const ApiError& e) {
+    out.error = e;
   }
   return out;
 }
@@ -241,33 +255,6 @@ std::string system_fingerprint(const detinfer::DeterministicSession& session) {
   h.update_field(DETINFER_VERSION_STRING);
   return "fp_" + detinfer::hex64(h.digest64());
 }
-
-namespace {
-json logprobs_json(const detinfer::Sequence& s, const detinfer::DeterministicSession& session,
-                   std::size_t text_offset_base) {
-  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
-       offsets = json::array();
-  const detinfer::Tokenizer* tok = session.tokenizer();
-  auto piece = [&](std::int32_t id) {
-    return tok != nullptr ? tok->decode({id}) : std::to_string(id);
-  };
-  std::size_t offset = text_offset_base;
-  for (const auto& st : s.logprobs) {
-    const std::string p = piece(st.token);
-    tokens.push_back(p);
-    token_logprobs.push_back(st.logprob);
-    json t = json::object();
-    for (const auto& alt : st.top) t[piece(alt.token)] = alt.logprob;
-    top.push_back(t);
-    offsets.push_back(offset);
-    offset += p.size();
-  }
-  return json{{"tokens", tokens},
-              {"token_logprobs", token_logprobs},
-              {"top_logprobs", top},
-              {"text_offset", offsets}};
-}
-}  // namespace
 
 json completion_response(const ResponseContext& ctx, const CompletionRequest& req,
                          const detinfer::GenerationResult& result,
@@ -282,8 +269,10 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
     json choice = {{"text", prefix + s.text},
                    {"index", i},
                    {"finish_reason", detinfer::to_string(s.finish_reason)}};
-    choice["logprobs"] =
-        req.logprobs_requested ? logprobs_json(s, session, prefix.size()) : json(nullptr);
+    std::size_t offset = code_points(prefix);
+    choice["logprobs"] = req.logprobs_requested
+                             ? logprobs_json(s.logprobs, req.logprobs, session.tokenizer(), offset)
+                             : json(nullptr);
     choices.push_back(choice);
     digests.push_back(detinfer::hex64(s.digest));
   }
@@ -311,18 +300,6 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
   }
   r["detinfer"] = ext;
   return r;
-}
-
-json stream_chunk(const ResponseContext& ctx, std::int32_t index, const std::string& text,
-                  const char* finish_reason) {
-  json choice = {{"text", text}, {"index", index}, {"logprobs", nullptr}};
-  choice["finish_reason"] = finish_reason != nullptr ? json(finish_reason) : json(nullptr);
-  return json{{"id", ctx.id},
-              {"object", "text_completion"},
-              {"created", ctx.created},
-              {"model", ctx.model},
-              {"system_fingerprint", ctx.system_fingerprint},
-              {"choices", json::array({choice})}};
 }
 
 }  // namespace detinfer_cli

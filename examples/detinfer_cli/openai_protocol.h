@@ -31,8 +31,9 @@ struct CompletionRequest {
   detinfer::GenerationConfig config;
   bool echo = false;
   bool stream = false;
-  std::int32_t logprobs = 0;  // 0 = none
+  std::int32_t logprobs = 0;  // top entries per token (0: only the sampled token's logprob)
   bool logprobs_requested = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
 };
 
 // Parses and validates a /v1/completions body. `served_model` is the name clients may
@@ -41,8 +42,20 @@ struct ParseOutcome {
   std::optional<CompletionRequest> request;
   ApiError error;
 };
+// What request validation needs to know of the served model.
+struct ModelLimits {
+  std::int64_t vocab_size = 0;
+  std::int64_t context_length = 0;
+  const detinfer::Tokenizer* tokenizer = nullptr;  // nullptr: prompts must be token ids
+};
+ModelLimits model_limits(const detinfer::DeterministicSession& session);
 ParseOutcome parse_completion_request(const std::string& body, const std::string& served_model,
-                                      const detinfer::DeterministicSession& session);
+                                      const ModelLimits& model);
+inline ParseOutcome parse_completion_request(const std::string& body,
+                                             const std::string& served_model,
+                                             const detinfer::DeterministicSession& session) {
+  return parse_completion_request(body, served_model, model_limits(session));
+}
 
 // "fp_" + 16 hex digits derived from the model fingerprint, numerics mode and library
 // version: equal fingerprints mean the same numbers for the same request.
@@ -63,6 +76,43 @@ nlohmann::json completion_response(const ResponseContext& ctx, const CompletionR
 
 // One server-sent-events chunk (without the "data: " framing).
 nlohmann::json stream_chunk(const ResponseContext& ctx, std::int32_t index, const std::string& text,
-                            const char* finish_reason);
+                            const char* finish_reason,
+                            nlohmann::json logprobs = nlohmann::json(nullptr));
+
+// Unicode code points of UTF-8 text (OpenAI's text_offset counts the characters of a
+// Python str); bytes of an incomplete sequence count as the one character they start.
+std::size_t code_points(const std::string& utf8);
+
+// OpenAI's legacy logprobs object {tokens, token_logprobs, top_logprobs, text_offset} for
+// `steps`: `top_n` entries of each top list (0: empty objects), text offsets in code points
+// from `offset`, which is advanced past the tokens. top_logprobs keys are the tokens'
+// texts; an entry whose text is not valid UTF-8 or repeats an earlier key of the same
+// step is keyed "token_id:<id>" (vLLM's spelling), so no entry is ever lost.
+nlohmann::json logprobs_json(const std::vector<detinfer::StepLogprobs>& steps, std::int32_t top_n,
+                             const detinfer::Tokenizer* tokenizer, std::size_t& offset);
+
+// Per-choice state of a stream: the text offset so far and the logprobs of tokens whose
+// text was held back (they ride with the next chunk that carries text).
+struct StreamChoiceState {
+  std::size_t offset = 0;
+  std::vector<detinfer::StepLogprobs> pending;
+};
+nlohmann::json stream_text_chunk(const ResponseContext& ctx, std::int32_t index,
+                                 const std::string& text, const CompletionRequest& req,
+                                 StreamChoiceState& state,
+                                 const detinfer::DeterministicSession& session);
+// The last chunk of a choice: empty text (plus logprobs still pending), finish_reason and
+// detinfer {seed, digest}.
+nlohmann::json stream_final_chunk(const ResponseContext& ctx, std::int32_t index,
+                                  const detinfer::GenerationResult& result,
+                                  const CompletionRequest& req, StreamChoiceState& state,
+                                  const detinfer::DeterministicSession& session);
+// stream_options.include_usage: a chunk with empty choices and the usage totals.
+nlohmann::json stream_usage_chunk(const ResponseContext& ctx,
+                                  const detinfer::GenerationResult& result);
+
+// Parses a request body: JSON text that is valid UTF-8, has no NUL byte, nests at most 64
+// levels and has no number beyond a double (1e400). Throws ApiError (400) otherwise.
+nlohmann::json parse_body(const std::string& text);
 
 }  // namespace detinfer_cli

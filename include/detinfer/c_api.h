@@ -7,12 +7,16 @@
  *    the argument, field, file or value at fault; it is per thread and stays valid until
  *    the next failing call on that thread.
  *  - Option structs are initialized with their *_default() function, then edited. Their
- *    first field, struct_size, lets later versions add fields at the end.
+ *    first field, struct_size, lets later versions add fields at the end: the library
+ *    accepts the struct_size of every version of the struct (DTI_*_SIZE_V1 up to the
+ *    current sizeof) and fills the fields a caller's version lacks from the defaults.
  *  - Objects returned through an out-pointer belong to the caller and are released with
  *    the matching free function (dti_session_close, dti_result_free, dti_string_free).
  *    Pointers into a dti_result stay valid until it is freed.
  *  - A dti_session may be used from any number of threads at once; requests are batched
  *    together without changing a bit of any of them (canonical mode).
+ *  - The library never writes to stdout. Log records go to stderr, or to the callback
+ *    set with dti_log_set.
  */
 #ifndef DETINFER_C_API_H_
 #define DETINFER_C_API_H_
@@ -63,10 +67,25 @@ typedef struct dti_session_options {
   int32_t prefill_chunk_tokens; /* prompt tokens per step; 256 */
   int32_t max_queue;            /* waiting requests; 256 */
   int32_t log_level;            /* -1 = keep; 0 trace .. 5 critical, 6 off */
-  int32_t fingerprint_level;    /* run fingerprint JSON in every result: 0 off (default),
-                                   1 final (tokens + chain digests), 2 steps (+ per-step
-                                   digests); docs/fingerprint.md */
+  int32_t fingerprint_level;    /* run fingerprint JSON in every result: 0 off, 1 final
+                                   (tokens + chain digests), 2 steps (+ per-step digests;
+                                   the default, as in C++); docs/fingerprint.md */
+  /* --- v2: caches (docs/cache.md) --- */
+  int32_t prefix_cache;              /* KV-prefix cache: 1 on (default), 0 off */
+  int64_t prefix_cache_memory_bytes; /* its memory tier: 0 = 20% of RAM; -1 = no memory tier */
+  const char* disk_cache_dir;        /* its disk tier's folder; NULL = no disk tier */
+  int64_t disk_cache_bytes;          /* disk tier budget; 10 GiB */
+  int32_t prefix_cache_redis;        /* 1: Redis tier too (needs redis_host); 0 */
+  int32_t result_cache;              /* result cache: 0 off (default), 1 on */
+  int64_t result_cache_memory_bytes; /* 256 MiB */
+  int32_t result_cache_redis;        /* 1: the result cache also stores in Redis; 0 */
+  const char* redis_host;            /* NULL = no Redis (a Redis tier then fails) */
+  int32_t redis_port;                /* 6379 */
+  const char* cache_salt;            /* mixed into prefix-cache keys; NULL = "" */
 } dti_session_options;
+
+/* struct_size of the first version (0.1: up to fingerprint_level). */
+#define DTI_SESSION_OPTIONS_SIZE_V1 ((uint32_t)offsetof(dti_session_options, prefix_cache))
 
 DETINFER_API dti_session_options dti_session_options_default(void);
 
@@ -109,9 +128,13 @@ typedef struct dti_generation_config {
   size_t num_stop_token_ids;
   const char* const* stop_strings; /* num_stop_strings NUL-terminated strings */
   size_t num_stop_strings;
-  int32_t logprobs;   /* top-N logprobs per step 0..20 */
+  int32_t logprobs;   /* top-N logprobs per step 0..20 (dti_result_logprob) */
   int32_t ignore_eos; /* 0 */
 } dti_generation_config;
+
+/* struct_size of the first version (0.1: the whole struct above). */
+#define DTI_GENERATION_CONFIG_SIZE_V1 \
+  ((uint32_t)(offsetof(dti_generation_config, ignore_eos) + sizeof(int32_t)))
 
 DETINFER_API dti_generation_config dti_generation_config_default(void);
 
@@ -155,7 +178,79 @@ DETINFER_API const int32_t* dti_result_prompt_tokens(const dti_result* result, s
 DETINFER_API uint64_t dti_result_seed(const dti_result* result);
 /* The run fingerprint as one JSON line, "" when the session's fingerprint_level is 0. */
 DETINFER_API const char* dti_result_fingerprint_json(const dti_result* result);
+/* Logprobs of sequence i (when the config asked for logprobs > 0): the number of steps
+ * that carry them (0 otherwise or out of range). */
+DETINFER_API size_t dti_result_num_logprob_steps(const dti_result* result, size_t i);
+/* Step `step` of sequence i: rank 0 is the chosen token, rank r >= 1 the r-th entry of the
+ * top-N list (sorted by logprob desc, then token id). *token and *logprob get the entry.
+ * DTI_INVALID_ARGUMENT when i, step or rank is out of range (*num_top, when given, still
+ * gets the step's top-N size if step is valid). */
+DETINFER_API dti_status dti_result_logprob(const dti_result* result, size_t i, size_t step,
+                                           size_t rank, int32_t* token, float* logprob,
+                                           size_t* num_top);
 DETINFER_API void dti_result_free(dti_result* result);
+
+/* --- asynchronous requests ------------------------------------------------------------ */
+typedef struct dti_request dti_request;
+
+/* Queues a request and returns at once; on_token (may be NULL) is called on the engine
+ * thread and user_data must stay valid until the request is freed. Invalid input fails
+ * here (*out NULL); failures while running come from dti_request_wait. */
+DETINFER_API dti_status dti_submit_text(dti_session* session, const char* prompt,
+                                        const dti_generation_config* config,
+                                        dti_token_callback on_token, void* user_data,
+                                        dti_request** out);
+DETINFER_API dti_status dti_submit_tokens(dti_session* session, const int32_t* prompt_tokens,
+                                          size_t num_prompt_tokens,
+                                          const dti_generation_config* config,
+                                          dti_token_callback on_token, void* user_data,
+                                          dti_request** out);
+/* Thread-safe, any number of times: the request stops at its next step and finishes with
+ * DTI_FINISH_CANCELLED and what it generated so far. */
+DETINFER_API dti_status dti_request_cancel(dti_request* request);
+/* 1 when the request has finished (dti_request_wait will not block), else 0. */
+DETINFER_API int32_t dti_request_done(const dti_request* request);
+/* Blocks until the request finishes; on success *out is a new result. Once per request:
+ * a second call is DTI_INVALID_ARGUMENT. */
+DETINFER_API dti_status dti_request_wait(dti_request* request, dti_result** out);
+/* Cancels the request if it still runs, waits for it and frees it. NULL is a no-op. */
+DETINFER_API void dti_request_free(dti_request* request);
+
+/* --- tokenizer ------------------------------------------------------------------------ */
+/* Token ids of text[0..text_len) with the model's tokenizer (special tokens added as the
+ * tokenizer's post-processor says). *tokens is freed with dti_tokens_free. A model folder
+ * without tokenizer.json is DTI_UNSUPPORTED. */
+DETINFER_API dti_status dti_tokenize(const dti_session* session, const char* text, size_t text_len,
+                                     int32_t** tokens, size_t* count);
+/* Text of token ids (NUL-terminated, *len bytes; dti_string_free). Ids out of the
+ * vocabulary are DTI_INVALID_ARGUMENT. skip_special != 0 drops special tokens. */
+DETINFER_API dti_status dti_detokenize(const dti_session* session, const int32_t* tokens,
+                                       size_t count, int32_t skip_special, char** text,
+                                       size_t* len);
+DETINFER_API void dti_tokens_free(int32_t* tokens);
+
+/* --- replay (docs/session.md, "Replay") ---------------------------------------------- */
+typedef enum dti_replay_verdict {
+  DTI_REPLAY_REPRODUCED = 0, /* same tokens, finish reasons and every recorded digest */
+  DTI_REPLAY_DIVERGED = 1,   /* ran, but the output or the numerics mode differs */
+  DTI_REPLAY_REFUSED = 2     /* not run: model/tokenizer differ, no prompt ids, ... */
+} dti_replay_verdict;
+/* Re-runs the request one fingerprint JSON line records (dti_result_fingerprint_json) on
+ * this session and compares every digest. *verdict gets a dti_replay_verdict; *report
+ * (optional, may be NULL) the report as text for dti_string_free. A malformed
+ * fingerprint is DTI_INVALID_ARGUMENT or DTI_CORRUPT. */
+DETINFER_API dti_status dti_replay(dti_session* session, const char* fingerprint_json,
+                                   int32_t* verdict, char** report);
+
+/* --- logging -------------------------------------------------------------------------- */
+/* Receives each log record that passes the level (0 trace .. 5 critical) with its text
+ * (len bytes, NUL-terminated, valid during the call), on whichever thread logs. */
+typedef void (*dti_log_callback)(void* user_data, int32_t level, const char* message, size_t len);
+/* Sends every later record to callback instead of stderr; NULL restores stderr.
+ * Process-wide, as llama.cpp's llama_log_set. */
+DETINFER_API void dti_log_set(dti_log_callback callback, void* user_data);
+/* 0 trace .. 5 critical, 6 off; DTI_INVALID_ARGUMENT otherwise. */
+DETINFER_API dti_status dti_log_set_level(int32_t level);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -28,8 +28,8 @@ DETINFER_API PhiloxCounter philox_block(std::uint64_t seed, std::uint64_t stream
                                         std::uint64_t step) noexcept;
 
 // One 32-bit draw; lane must be 0..3 (throws Error(kInvalidArgument) otherwise).
-DETINFER_API std::uint32_t philox_bits(std::uint64_t seed, std::uint64_t stream,
-                                       std::uint64_t step, std::uint32_t lane);
+DETINFER_API std::uint32_t philox_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t step,
+                                       std::uint32_t lane);
 
 // The top 24 bits scaled by 2^-24: a float in [0, 1) with no rounding.
 DETINFER_API float uniform01(std::uint32_t bits) noexcept;

@@ -35,15 +35,21 @@ struct ConsistencyOptions {
 };
 
 struct SessionOptions {
-  NumericsMode mode = NumericsMode::kCanonical;  // kFast: libtorch kernels, no guarantee
-  std::int32_t threads = 0;                      // kernel threads 1..1024; 0 = all cores
-  std::int64_t kv_budget_bytes = 0;              // KV pool; 0 = auto (min(256 MiB, max_batch
-                                                 // sequences of min(context, 4096) tokens))
-  std::int32_t kv_block_size = 16;               // tokens per KV block: 1..1024
-  std::int32_t max_batch = 32;                   // sequences decoded per step: 1..4096
-  std::int32_t prefill_chunk_tokens = 256;       // prompt tokens per step: 1..1048576
-  std::int32_t max_queue = 256;                  // waiting requests: 1..1048576
-  std::optional<LogLevel> log_level;             // unset: keep the current level
+  // The numerics: kCanonical (bitwise = numerics spec v1 on any CPU or GPU), kFast (no
+  // guarantee: libtorch on the CPU, tensor cores on CUDA), kDeviceInvariant (CUDA only:
+  // invariant to batching, chunking and cache hits on one GPU model).
+  NumericsMode mode = NumericsMode::kCanonical;
+  // "cpu", "cuda" (= "cuda:0") or "cuda:N": where weights, KV cache and kernels live
+  // (docs/cuda.md). Sampling, caches and fingerprints run on the host either way.
+  std::string device = "cpu";
+  std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores
+  std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto (min(256 MiB, max_batch
+                                            // sequences of min(context, 4096) tokens))
+  std::int32_t kv_block_size = 16;          // tokens per KV block: 1..1024
+  std::int32_t max_batch = 32;              // sequences decoded per step: 1..4096
+  std::int32_t prefill_chunk_tokens = 256;  // prompt tokens per step: 1..1048576
+  std::int32_t max_queue = 256;             // waiting requests: 1..1048576
+  std::optional<LogLevel> log_level;        // unset: keep the current level
 
   // Caches (docs/cache.md). Defaults: the KV-prefix cache ON with only its memory tier
   // (budget 20% of physical memory, filled only as prompts are cached; TTL 3600 s) —

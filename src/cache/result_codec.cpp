@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
+#include "core/generation_fields.h"
 
 namespace detinfer {
 
 namespace {
 constexpr std::uint32_t kResultFormatVersion = 1;
-constexpr std::uint32_t kConfigFormatVersion = 1;
+// 2: every field of the table (core/generation_fields.h) as key + value; version 1
+// omitted first_sample_index, so a request differing only in it was served another's result.
+constexpr std::uint32_t kConfigFormatVersion = 2;
 
 class Writer {
  public:
@@ -113,8 +119,48 @@ class Reader {
 
 float canonical_zero(float v) { return v == 0.0f ? 0.0f : v; }
 
+// Stop ids and stop strings are sets.
+template <typename T>
+std::vector<T> sorted_unique(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+}  // namespace
+
+namespace {
+// Writes each field as its key then its value, so that no two configs share bytes.
+struct WriteField {
+  Writer& w;
+
+  template <typename T>
+  void operator()(const core::FieldSpec& f, const T& v) const {
+    if (!f.affects_output) return;
+    w.str(f.key);
+    if constexpr (std::is_same_v<T, bool>) {
+      w.u8(v ? 1 : 0);
+    } else if constexpr (std::is_same_v<T, float>) {
+      w.f32(canonical_zero(v));
+    } else if constexpr (std::is_same_v<T, std::int32_t>) {
+      w.i32(v);
+    } else if constexpr (std::is_same_v<T, std::uint32_t>) {
+      w.u32(v);
+    } else if constexpr (std::is_same_v<T, std::optional<std::uint64_t>>) {
+      w.u64(*v);  // resolved by the caller
+    } else if constexpr (std::is_same_v<T, std::optional<std::vector<std::int32_t>>>) {
+      w.u8(v ? 1 : 0);
+      if (v) w.ids(sorted_unique(*v));
+    } else {
+      static_assert(std::is_same_v<T, std::vector<std::string>>, "a new kind of field");
+      const std::vector<std::string> set = sorted_unique(v);
+      w.u64(set.size());
+      for (const auto& s : set) w.str(s);
+    }
+  }
+};
 }  // namespace
 
 std::string canonical_generation_config(const GenerationConfig& c) {
@@ -125,33 +171,7 @@ std::string canonical_generation_config(const GenerationConfig& c) {
   Bytes b;
   Writer w(&b);
   w.u32(kConfigFormatVersion);
-  w.i32(c.max_new_tokens);
-  w.f32(canonical_zero(c.temperature));
-  w.i32(c.top_k);
-  w.f32(canonical_zero(c.top_p));
-  w.f32(canonical_zero(c.min_p));
-  w.f32(canonical_zero(c.repetition_penalty));
-  w.f32(canonical_zero(c.presence_penalty));
-  w.f32(canonical_zero(c.frequency_penalty));
-  w.u64(*c.seed);
-  w.i32(c.num_return_sequences);
-  w.i32(c.num_beams);
-  w.f32(canonical_zero(c.length_penalty));
-  w.u8(c.early_stopping ? 1 : 0);
-  w.u8(c.stop_token_ids ? 1 : 0);
-  if (c.stop_token_ids) {
-    std::vector<std::int32_t> ids = *c.stop_token_ids;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    w.ids(ids);
-  }
-  std::vector<std::string> stops = c.stop_strings;
-  std::sort(stops.begin(), stops.end());
-  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
-  w.u64(stops.size());
-  for (const auto& s : stops) w.str(s);
-  w.i32(c.logprobs);
-  w.u8(c.ignore_eos ? 1 : 0);
+  core::for_each_field(c, WriteField{w});
   return std::string(b.begin(), b.end());
 }
 

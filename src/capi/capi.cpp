@@ -1,164 +1,22 @@
 // The C ABI (include/detinfer/c_api.h) over DeterministicSession. Every entry point
 // catches everything: a C caller gets a status and a thread-local message, never an
 // exception or an abort.
-#include <cstring>
-#include <exception>
-#include <new>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "detinfer/c_api.h"
-#include "detinfer/error.h"
-#include "detinfer/fingerprint_recorder.h"
-#include "detinfer/session.h"
+#include "capi/capi_internal.h"
 #include "detinfer/version.h"
 
-struct dti_session {
-  detinfer::DeterministicSession session;
-};
-
-struct dti_result {
-  detinfer::GenerationResult result;
-};
-
 namespace detinfer::capi {
+
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
 namespace {
-
-thread_local std::string last_error;
-
-dti_status set_error(dti_status status, std::string message) {
-  last_error = std::move(message);
-  return status;
-}
-
-// Runs fn (which returns a dti_status) and converts every exception into a status.
-template <typename F>
-dti_status guarded(const char* function, F&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const Error& e) {
-    return set_error(static_cast<dti_status>(e.code()), std::string(function) + ": " + e.what());
-  } catch (const std::bad_alloc&) {
-    return set_error(DTI_RESOURCE_EXHAUSTED, std::string(function) + ": out of memory");
-  } catch (const std::exception& e) {
-    return set_error(DTI_INTERNAL, std::string(function) + ": " + e.what());
-  } catch (...) {
-    return set_error(DTI_INTERNAL, std::string(function) + ": unknown exception");
-  }
-}
-
-dti_status null_argument(const char* function, const char* what) {
-  return set_error(DTI_INVALID_ARGUMENT, std::string(function) + ": " + what + " is NULL");
-}
-
-// Copies a string for dti_string_free.
-char* copy_string(const std::string& s) {
-  char* out = static_cast<char*>(::operator new(s.size() + 1));
-  std::memcpy(out, s.data(), s.size());
-  out[s.size()] = '\0';
-  return out;
-}
-
-dti_status check_size(const char* function, const char* type, std::uint32_t got, std::size_t want) {
-  if (got != want) {
-    return set_error(DTI_INVALID_ARGUMENT, std::string(function) + ": " + type +
-                                               ".struct_size is " + std::to_string(got) +
-                                               ", expected " + std::to_string(want) +
-                                               " (initialize it with " + type + "_default())");
-  }
-  return DTI_OK;
-}
-
-dti_status to_session_options(const dti_session_options& in, SessionOptions* out,
-                              RecordLevel* level) {
-  if (dti_status s = check_size("dti_session_open", "dti_session_options", in.struct_size,
-                                sizeof(dti_session_options));
-      s != DTI_OK) {
-    return s;
-  }
-  if (in.mode != DTI_MODE_CANONICAL && in.mode != DTI_MODE_FAST) {
-    return set_error(DTI_INVALID_ARGUMENT,
-                     "dti_session_open: dti_session_options.mode must be "
-                     "0 (canonical) or 1 (fast), got " +
-                         std::to_string(in.mode));
-  }
-  if (in.log_level < -1 || in.log_level > static_cast<int>(LogLevel::kOff)) {
-    return set_error(DTI_INVALID_ARGUMENT,
-                     "dti_session_open: dti_session_options.log_level must be in [-1, 6], got " +
-                         std::to_string(in.log_level));
-  }
-  if (in.fingerprint_level < 0 || in.fingerprint_level > 2) {
-    return set_error(DTI_INVALID_ARGUMENT,
-                     "dti_session_open: dti_session_options.fingerprint_level must be 0 (off), "
-                     "1 (final) or 2 (steps), got " +
-                         std::to_string(in.fingerprint_level));
-  }
-  *level = static_cast<RecordLevel>(in.fingerprint_level);
-  // The session's own recorder fills GenerationResult::fingerprint_json (in memory).
-  out->recorder.level = *level;
-  out->mode = in.mode == DTI_MODE_FAST ? NumericsMode::kFast : NumericsMode::kCanonical;
-  out->threads = in.threads;
-  out->kv_budget_bytes = in.kv_budget_bytes;
-  out->kv_block_size = in.kv_block_size;
-  out->max_batch = in.max_batch;
-  out->prefill_chunk_tokens = in.prefill_chunk_tokens;
-  out->max_queue = in.max_queue;
-  if (in.log_level >= 0) out->log_level = static_cast<LogLevel>(in.log_level);
-  return DTI_OK;
-}
-
-dti_status to_generation_config(const char* function, const dti_generation_config* in,
-                                GenerationConfig* out) {
-  if (in == nullptr) return DTI_OK;  // defaults
-  if (dti_status s = check_size(function, "dti_generation_config", in->struct_size,
-                                sizeof(dti_generation_config));
-      s != DTI_OK) {
-    return s;
-  }
-  out->max_new_tokens = in->max_new_tokens;
-  out->temperature = in->temperature;
-  out->top_k = in->top_k;
-  out->top_p = in->top_p;
-  out->min_p = in->min_p;
-  out->repetition_penalty = in->repetition_penalty;
-  out->presence_penalty = in->presence_penalty;
-  out->frequency_penalty = in->frequency_penalty;
-  if (in->has_seed != 0) out->seed = in->seed;
-  out->num_return_sequences = in->num_return_sequences;
-  out->first_sample_index = in->first_sample_index;
-  out->num_beams = in->num_beams;
-  out->length_penalty = in->length_penalty;
-  out->early_stopping = in->early_stopping != 0;
-  if (in->stop_token_ids != nullptr) {
-    out->stop_token_ids.emplace(in->stop_token_ids, in->stop_token_ids + in->num_stop_token_ids);
-  } else if (in->num_stop_token_ids != 0) {
-    return set_error(DTI_INVALID_ARGUMENT, std::string(function) +
-                                               ": stop_token_ids is NULL but num_stop_token_ids "
-                                               "is " +
-                                               std::to_string(in->num_stop_token_ids));
-  }
-  if (in->num_stop_strings != 0 && in->stop_strings == nullptr) {
-    return null_argument(function, "stop_strings");
-  }
-  for (std::size_t i = 0; i < in->num_stop_strings; ++i) {
-    if (in->stop_strings[i] == nullptr) {
-      return set_error(DTI_INVALID_ARGUMENT,
-                       std::string(function) + ": stop_strings[" + std::to_string(i) + "] is NULL");
-    }
-    out->stop_strings.emplace_back(in->stop_strings[i]);
-  }
-  out->logprobs = in->logprobs;
-  out->ignore_eos = in->ignore_eos != 0;
-  return DTI_OK;
-}
-
-TokenCallback to_callback(dti_token_callback cb, void* user_data) {
-  if (cb == nullptr) return {};
-  return [cb, user_data](const TokenEvent& e) {
-    return cb(user_data, e.token, e.text.c_str(), e.text.size(), e.sample_index, e.step) != 0;
-  };
-}
 
 dti_status generate(const char* function, dti_session* session, const Prompt& prompt,
                     const dti_generation_config* config, dti_token_callback on_token,
@@ -190,49 +48,9 @@ const char* dti_status_name(dti_status status) {
   return detinfer::to_string(static_cast<detinfer::ErrorCode>(status));
 }
 
-const char* dti_last_error(void) { return detinfer::capi::last_error.c_str(); }
+const char* dti_last_error(void) { return detinfer::capi::last_error().c_str(); }
 
 const char* dti_version(void) { return DETINFER_VERSION_STRING; }
-
-dti_session_options dti_session_options_default(void) {
-  const detinfer::SessionOptions d;
-  dti_session_options o{};
-  o.struct_size = sizeof(dti_session_options);
-  o.mode = DTI_MODE_CANONICAL;
-  o.threads = d.threads;
-  o.kv_budget_bytes = d.kv_budget_bytes;
-  o.kv_block_size = d.kv_block_size;
-  o.max_batch = d.max_batch;
-  o.prefill_chunk_tokens = d.prefill_chunk_tokens;
-  o.max_queue = d.max_queue;
-  o.log_level = -1;
-  o.fingerprint_level = 0;
-  return o;
-}
-
-dti_generation_config dti_generation_config_default(void) {
-  const detinfer::GenerationConfig d;
-  dti_generation_config c{};
-  c.struct_size = sizeof(dti_generation_config);
-  c.max_new_tokens = d.max_new_tokens;
-  c.temperature = d.temperature;
-  c.top_k = d.top_k;
-  c.top_p = d.top_p;
-  c.min_p = d.min_p;
-  c.repetition_penalty = d.repetition_penalty;
-  c.presence_penalty = d.presence_penalty;
-  c.frequency_penalty = d.frequency_penalty;
-  c.has_seed = 0;
-  c.seed = 0;
-  c.num_return_sequences = d.num_return_sequences;
-  c.first_sample_index = d.first_sample_index;
-  c.num_beams = d.num_beams;
-  c.length_penalty = d.length_penalty;
-  c.early_stopping = d.early_stopping ? 1 : 0;
-  c.logprobs = d.logprobs;
-  c.ignore_eos = d.ignore_eos ? 1 : 0;
-  return c;
-}
 
 dti_status dti_session_open(const char* model_dir, const dti_session_options* options,
                             dti_session** out) {
@@ -242,11 +60,7 @@ dti_status dti_session_open(const char* model_dir, const dti_session_options* op
   if (model_dir == nullptr) return null_argument(fn, "model_dir");
   return guarded(fn, [&] {
     detinfer::SessionOptions so;
-    detinfer::RecordLevel level = detinfer::RecordLevel::kOff;
-    const dti_session_options defaults = dti_session_options_default();
-    if (dti_status s =
-            detinfer::capi::to_session_options(options ? *options : defaults, &so, &level);
-        s != DTI_OK) {
+    if (dti_status s = detinfer::capi::to_session_options(fn, options, &so); s != DTI_OK) {
       return s;
     }
     auto session = std::make_unique<dti_session>(
@@ -365,6 +179,36 @@ uint64_t dti_result_seed(const dti_result* result) {
 
 const char* dti_result_fingerprint_json(const dti_result* result) {
   return result == nullptr ? "" : result->result.fingerprint_json.c_str();
+}
+
+size_t dti_result_num_logprob_steps(const dti_result* result, size_t i) {
+  const detinfer::Sequence* s = detinfer::capi::sequence_at(result, i);
+  return s ? s->logprobs.size() : 0;
+}
+
+dti_status dti_result_logprob(const dti_result* result, size_t i, size_t step, size_t rank,
+                              int32_t* token, float* logprob, size_t* num_top) {
+  const char* fn = "dti_result_logprob";
+  if (result == nullptr) return null_argument(fn, "result");
+  if (token == nullptr) return null_argument(fn, "token");
+  if (logprob == nullptr) return null_argument(fn, "logprob");
+  const detinfer::Sequence* s = detinfer::capi::sequence_at(result, i);
+  if (s == nullptr || step >= s->logprobs.size()) {
+    return detinfer::capi::set_error(
+        DTI_INVALID_ARGUMENT, std::string(fn) + ": no logprobs at sequence " + std::to_string(i) +
+                                  ", step " + std::to_string(step) + " (" +
+                                  std::to_string(s ? s->logprobs.size() : 0) + " steps)");
+  }
+  const detinfer::StepLogprobs& lp = s->logprobs[step];
+  if (num_top != nullptr) *num_top = lp.top.size();
+  if (rank > lp.top.size()) {
+    return detinfer::capi::set_error(DTI_INVALID_ARGUMENT,
+                                     std::string(fn) + ": rank " + std::to_string(rank) +
+                                         " > top-N size " + std::to_string(lp.top.size()));
+  }
+  *token = rank == 0 ? lp.token : lp.top[rank - 1].token;
+  *logprob = rank == 0 ? lp.logprob : lp.top[rank - 1].logprob;
+  return DTI_OK;
 }
 
 void dti_result_free(dti_result* result) { delete result; }

@@ -25,9 +25,9 @@ template <typename... Args>
 
 // Checks an internal invariant; a failure is a bug in detinfer, reported as kInternal
 // (never abort()).
-#define DETINFER_INTERNAL_CHECK(cond)                                                  \
-  do {                                                                                 \
-    if (!(cond))                                                                       \
-      ::detinfer::fail(::detinfer::ErrorCode::kInternal, __FILE__, ":", __LINE__,      \
-                       ": internal check failed: ", #cond);                            \
+#define DETINFER_INTERNAL_CHECK(cond)                                             \
+  do {                                                                            \
+    if (!(cond))                                                                  \
+      ::detinfer::fail(::detinfer::ErrorCode::kInternal, __FILE__, ":", __LINE__, \
+                       ": internal check failed: ", #cond);                       \
   } while (0)

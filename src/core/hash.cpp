@@ -33,8 +33,8 @@ std::string Hash128::hex() const {
 
 Hash128 Hash128::from_hex(std::string_view hex) {
   if (hex.size() != 32) {
-    fail(ErrorCode::kInvalidArgument, "Hash128 hex must have 32 digits, got ", hex.size(),
-         ": '", hex, "'");
+    fail(ErrorCode::kInvalidArgument, "Hash128 hex must have 32 digits, got ", hex.size(), ": '",
+         hex, "'");
   }
   Hash128 h;
   for (std::size_t i = 0; i < 32; ++i) {

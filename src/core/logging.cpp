@@ -1,3 +1,6 @@
+#include "detinfer/logging.h"
+
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
@@ -9,7 +12,6 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "detinfer/logging.h"
 
 namespace detinfer {
 
@@ -34,11 +36,64 @@ spdlog::level::level_enum to_spdlog(LogLevel l) {
   return spdlog::level::warn;
 }
 
+LogLevel from_spdlog(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace:
+      return LogLevel::kTrace;
+    case spdlog::level::debug:
+      return LogLevel::kDebug;
+    case spdlog::level::info:
+      return LogLevel::kInfo;
+    case spdlog::level::warn:
+      return LogLevel::kWarn;
+    case spdlog::level::err:
+      return LogLevel::kError;
+    case spdlog::level::critical:
+      return LogLevel::kCritical;
+    default:
+      return LogLevel::kOff;
+  }
+}
+
+// stderr, or the application's callback when one is set. base_sink's mutex serializes
+// records, so the callback sees one at a time.
+class CallbackOrStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void set_callback(LogCallback callback) {
+    std::lock_guard<std::mutex> g(mutex_);
+    callback_ = std::move(callback);
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (!callback_) {
+      stderr_.log(msg);
+      return;
+    }
+    try {
+      callback_(from_spdlog(msg.level), std::string_view(msg.payload.data(), msg.payload.size()));
+    } catch (...) {  // never propagate into the logging call site
+    }
+  }
+  void flush_() override {
+    if (!callback_) stderr_.flush();
+  }
+
+ private:
+  LogCallback callback_;
+  spdlog::sinks::stderr_color_sink_st stderr_;
+};
+
+// Created before the logger (make_logger asks for it), so destroyed after it.
+const std::shared_ptr<CallbackOrStderrSink>& sink() {
+  static const auto instance = std::make_shared<CallbackOrStderrSink>();
+  return instance;
+}
+
 std::shared_ptr<spdlog::logger> make_logger() {
-  // A private stderr logger, not registered globally, so that an application's own
-  // spdlog setup is left alone.
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  auto lg = std::make_shared<spdlog::logger>("detinfer", sink);
+  // A private logger, not registered globally, so that an application's own spdlog
+  // setup is left alone.
+  auto lg = std::make_shared<spdlog::logger>("detinfer", sink());
   LogLevel level = LogLevel::kWarn;
   if (const char* env = std::getenv("DETINFER_LOG_LEVEL"); env != nullptr && *env != '\0') {
     try {
@@ -59,23 +114,11 @@ spdlog::logger& logger() {
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
 
-LogLevel log_level() {
-  switch (logger().level()) {
-    case spdlog::level::trace:
-      return LogLevel::kTrace;
-    case spdlog::level::debug:
-      return LogLevel::kDebug;
-    case spdlog::level::info:
-      return LogLevel::kInfo;
-    case spdlog::level::warn:
-      return LogLevel::kWarn;
-    case spdlog::level::err:
-      return LogLevel::kError;
-    case spdlog::level::critical:
-      return LogLevel::kCritical;
-    default:
-      return LogLevel::kOff;
-  }
+LogLevel log_level() { return from_spdlog(logger().level()); }
+
+void set_log_callback(LogCallback callback) {
+  logger();  // the logger and its sink exist from here on
+  sink()->set_callback(std::move(callback));
 }
 
 LogLevel parse_log_level(std::string_view name) {

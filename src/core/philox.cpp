@@ -31,12 +31,11 @@ PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) noexcept {
   return c;
 }
 
-PhiloxCounter philox_block(std::uint64_t seed, std::uint64_t stream,
-                           std::uint64_t step) noexcept {
+PhiloxCounter philox_block(std::uint64_t seed, std::uint64_t stream, std::uint64_t step) noexcept {
   const PhiloxKey key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
-  const PhiloxCounter ctr = {static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32),
-                             static_cast<std::uint32_t>(stream),
-                             static_cast<std::uint32_t>(stream >> 32)};
+  const PhiloxCounter ctr = {
+      static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32),
+      static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)};
   return philox4x32_10(ctr, key);
 }
 

@@ -13,16 +13,9 @@ struct ConfigLimits {
 };
 
 // Throws Error(kInvalidArgument) naming the first field that is out of range or
-// contradicts another, with the allowed range. Fields that do not apply (top_k when
-// greedy, length_penalty without beams) are ignored, as in Hugging Face.
+// contradicts another, with the allowed range; Error::field() is the field's JSON key
+// ("temperature"). Ranges come from the field table (core/generation_fields.h). Fields that do not
+// apply (top_k when greedy, length_penalty without beams) are ignored, as in Hugging Face.
 void validate_config(const GenerationConfig& config, const ConfigLimits& limits);
-
-// Limits that are not part of the model.
-constexpr std::int32_t kMaxReturnSequences = 64;
-constexpr std::int32_t kMaxBeams = 64;
-constexpr std::int32_t kMaxLogprobs = 20;
-constexpr std::size_t kMaxStopStrings = 16;
-constexpr std::size_t kMaxStopStringBytes = 256;
-constexpr std::size_t kMaxStopTokenIds = 64;
 
 }  // namespace detinfer::decode

@@ -101,7 +101,7 @@ struct Engine::Impl {
       : model(m),
         tokenizer(t),
         options(o),
-        pool(m.config(), o.kv_block_size, o.kv_budget_bytes),
+        pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend()),
         vocab(m.config().vocab_size) {}
 
   std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {
@@ -162,10 +162,13 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
   g->width = std::max(request.config.num_beams, request.config.num_return_sequences);
   g->req = std::move(request);
   if (g->reserve > impl_->pool.capacity()) {
-    fail(ErrorCode::kResourceExhausted, "request needs ", g->reserve, " KV blocks (",
-         g->req.prompt.size(), " prompt tokens + max_new_tokens ", g->req.config.max_new_tokens,
-         ", ", g->width, " sequences) but the KV pool holds ", impl_->pool.capacity(),
-         "; raise SessionOptions.kv_budget_bytes");
+    // Never fits (unlike a full queue): the field tells servers it is not transient.
+    throw Error(ErrorCode::kResourceExhausted,
+                str_cat("request needs ", g->reserve, " KV blocks (", g->req.prompt.size(),
+                        " prompt tokens + max_new_tokens ", g->req.config.max_new_tokens, ", ",
+                        g->width, " sequences) but the KV pool holds ", impl_->pool.capacity(),
+                        "; raise SessionOptions.kv_budget_bytes"),
+                "max_new_tokens");
   }
   std::future<GenerationResult> f = g->promise.get_future();
   {
@@ -637,6 +640,8 @@ GenerationResult Engine::Impl::build_result(Group& g) {
 
 void Engine::Impl::release_group(Group& g) {
   for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  // Counted before the result is delivered, so a caller holding every result sees 0.
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());
   g.done = true;
   std::lock_guard<std::mutex> lk(mu);
   reserved -= g.reserve;

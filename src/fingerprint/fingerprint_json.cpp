@@ -1,10 +1,10 @@
 // RunFingerprint <-> JSON (schema detinfer.fingerprint/1, docs/fingerprint.schema.json).
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 #include "detinfer/fingerprint.h"
 #include "fingerprint/base64.h"
 #include "fingerprint/fingerprint_config_json.h"
@@ -21,6 +21,10 @@ using fingerprint_detail::json;
 using fingerprint_detail::ObjectReader;
 
 namespace {
+// The deepest valid fingerprint is a few levels; 32 leaves room and bounds every walk.
+constexpr std::int32_t kMaxFingerprintDepth = 32;
+constexpr std::size_t kMaxFingerprintBytes = std::size_t{256} << 20;    // one document
+constexpr std::size_t kMaxFingerprintFileBytes = std::size_t{1} << 30;  // a JSON Lines file
 constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 
@@ -328,7 +332,10 @@ std::string RunFingerprint::to_json(int indent) const {
 }
 
 RunFingerprint RunFingerprint::from_json(std::string_view text) {
-  return from_json_object(fingerprint_detail::parse_json(text, "fingerprint"));
+  core::JsonLimits limits;
+  limits.max_depth = kMaxFingerprintDepth;
+  limits.max_bytes = kMaxFingerprintBytes;
+  return from_json_object(core::parse_json(text, limits, ErrorCode::kCorrupt, "fingerprint"));
 }
 
 std::uint64_t RunFingerprint::request_key() const {
@@ -342,11 +349,8 @@ std::uint64_t RunFingerprint::request_key() const {
 }
 
 std::vector<RunFingerprint> load_fingerprints(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot open fingerprint file '", path, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text =
+      core::read_file_bounded(path, kMaxFingerprintFileBytes, "fingerprint file");
   std::vector<RunFingerprint> out;
   // One document (possibly pretty-printed) unless a line after the first starts a new
   // object: then JSON Lines, as the recorder writes.

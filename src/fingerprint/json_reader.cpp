@@ -2,55 +2,10 @@
 
 #include <cmath>
 #include <set>
-#include <vector>
 
 #include "core/check.h"
 
 namespace detinfer::fingerprint_detail {
-
-json parse_json(std::string_view text, std::string_view what, int max_depth) {
-  // Depth pre-scan outside strings, so that a hostile "[[[[..." cannot exhaust the
-  // stack of the recursive parser.
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        fail(ErrorCode::kCorrupt, what, ": JSON nested deeper than ", max_depth, " levels at byte ",
-             i);
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  // Duplicate keys would otherwise be resolved silently (the last one wins): reject them.
-  std::vector<std::set<std::string>> keys;  // one set per open object
-  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key && !keys.empty() &&
-               !keys.back().insert(parsed.get<std::string>()).second) {
-      fail(ErrorCode::kCorrupt, what, ": duplicate key \"", parsed.get<std::string>(), "\"");
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), on_event);
-  } catch (const json::exception& e) {
-    fail(ErrorCode::kCorrupt, what, ": malformed JSON: ", e.what());
-  }
-}
 
 namespace {
 const char* type_name(const json& v) { return v.type_name(); }

@@ -1,6 +1,6 @@
-// Strict, field-by-field reading of a JSON document: every access names the field's
-// path in the Error, unknown fields are rejected, and nothing is read by accident.
-// Every failure is Error(kCorrupt).
+// Strict, field-by-field reading of a parsed JSON document (parse it with
+// core::parse_json): every access names the field's path in the Error, unknown fields are
+// rejected, and nothing is read by accident. Every failure is Error(kCorrupt).
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,6 @@
 namespace detinfer::fingerprint_detail {
 
 using nlohmann::json;
-
-// Parses `text` into a json value; rejects nesting deeper than `max_depth` before
-// parsing (the parser recurses) and duplicate keys, and reports syntax errors with their
-// byte offset.
-json parse_json(std::string_view text, std::string_view what, int max_depth = 32);
 
 // A JSON object being read. Call done() after reading every field.
 class ObjectReader {

@@ -1,10 +1,11 @@
-// The canonical forward pass: every step is a kernels:: call (numerics spec v1), and
-// every kernel treats rows independently, so a row's result does not depend on which
-// other rows (chunks, sequences) share the step or on the thread count.
-#include <cstring>
+// The forward pass, written once over the Backend seam (model/backend.h): the CPU backend
+// runs kernels:: (numerics spec v1), the CUDA backend kernels::cuda:: (canonical: the same
+// bits; device-invariant: tensor cores). Every op treats rows independently, so a row's
+// result does not depend on which other rows (chunks, sequences) share the step, nor on
+// the thread count.
+#include <utility>
 
 #include "core/check.h"
-#include "core/thread_pool.h"
 #include "model/model_factories.h"
 #include "model/transformer_base.h"
 
@@ -12,9 +13,13 @@ namespace detinfer {
 namespace {
 
 struct Layer {
-  std::vector<float> input_norm, post_norm, q_norm, k_norm;
-  std::vector<float> q_bias, k_bias, v_bias;
-  kernels::PackedLinear q, k, v, o, gate, up, down;
+  BackendBuffer input_norm, post_norm, q_norm, k_norm;
+  std::unique_ptr<BackendLinear> q, k, v, o, gate, up, down;
+};
+
+// Host copies of the biases until their weight arrives (a bias sorts before its weight).
+struct LayerBiases {
+  std::vector<float> q, k, v;
 };
 
 std::vector<float> to_f32(const WeightSpec& spec, TensorDType dtype, const void* data) {
@@ -25,82 +30,98 @@ std::vector<float> to_f32(const WeightSpec& spec, TensorDType dtype, const void*
   return out;
 }
 
+// Activations of one step, in the backend's memory; grown, never shrunk.
+struct Activations {
+  BackendBuffer x, hn, tmp, q, k, v, k_tmp, attn, g, u, a, logits;
+  std::int64_t rows = 0;
+  std::int64_t logit_rows = 0;
+};
+
 class CanonicalModel final : public TransformerBase, private WeightSink {
  public:
-  CanonicalModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options)
+  CanonicalModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options,
+                 std::shared_ptr<Backend> backend)
       : TransformerBase(config, options),
-        pool_(options.threads),
-        layers_(static_cast<std::size_t>(config.num_layers)) {
+        backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
+        layers_(static_cast<std::size_t>(config.num_layers)),
+        biases_(layers_.size()) {
     const LoadedWeights w = stream_weights(config_, store, *this);
-    std::int64_t resident =
-        static_cast<std::int64_t>(embed_.size() + final_norm_.size() * 4 + lm_head_.packed_bytes());
+    biases_.clear();
+    auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
+                                              (lm_head_ ? lm_head_->bytes() : 0));
     for (const Layer& l : layers_) {
-      for (const auto* v :
-           {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm, &l.q_bias, &l.k_bias, &l.v_bias}) {
-        resident += static_cast<std::int64_t>(v->size() * 4);
+      for (const BackendBuffer* b : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm}) {
+        resident += static_cast<std::int64_t>(b->bytes());
       }
       for (const auto* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-        resident += static_cast<std::int64_t>(p->packed_bytes());
+        resident += static_cast<std::int64_t>((*p)->bytes());
       }
     }
     set_loaded(w, resident);
   }
 
+  std::shared_ptr<Backend> kv_backend() const override { return backend_; }
+  DeviceInfo device_info() const override { return backend_->device_info(); }
+
  private:
+  BackendBuffer upload_f32(const WeightSpec& s, TensorDType dtype, const void* data) {
+    const std::vector<float> v = to_f32(s, dtype, data);
+    return backend_->upload_new(v.data(), v.size() * sizeof(float));
+  }
+
   void take(const WeightSpec& s, TensorDType dtype, const void* data) override {
     const kernels::DType kd = to_kernel_dtype(dtype);
+    const auto li = static_cast<std::size_t>(s.layer);
     auto pack = [&](const std::vector<float>* bias) {
-      if (bias != nullptr) DETINFER_INTERNAL_CHECK(!bias->empty());  // bias sorts before weight
-      return kernels::PackedLinear::pack(data, kd, s.shape[0], s.shape[1],
-                                         bias != nullptr ? bias->data() : nullptr);
+      const bool with_bias = bias != nullptr && config_.attention_bias;
+      if (with_bias) DETINFER_INTERNAL_CHECK(!bias->empty());
+      return backend_->make_linear(data, kd, s.shape[0], s.shape[1],
+                                   with_bias ? bias->data() : nullptr);
     };
-    Layer* l = s.layer >= 0 ? &layers_[static_cast<std::size_t>(s.layer)] : nullptr;
-    const bool bias = config_.attention_bias;
+    Layer* l = s.layer >= 0 ? &layers_[li] : nullptr;
+    LayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
     switch (s.kind) {
-      case WeightKind::kEmbed: {
-        embed_dtype_ = dtype;
-        const std::size_t bytes =
-            static_cast<std::size_t>(s.shape[0] * s.shape[1]) * element_size(dtype);
-        embed_.assign(static_cast<const std::uint8_t*>(data),
-                      static_cast<const std::uint8_t*>(data) + bytes);
+      case WeightKind::kEmbed:
+        embed_dtype_ = kd;
+        embed_ = backend_->upload_new(
+            data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * element_size(dtype));
         if (config_.tie_word_embeddings) lm_head_ = pack(nullptr);
         break;
-      }
       case WeightKind::kLmHead:
         lm_head_ = pack(nullptr);
         break;
       case WeightKind::kFinalNorm:
-        final_norm_ = to_f32(s, dtype, data);
+        final_norm_ = upload_f32(s, dtype, data);
         break;
       case WeightKind::kInputNorm:
-        l->input_norm = to_f32(s, dtype, data);
+        l->input_norm = upload_f32(s, dtype, data);
         break;
       case WeightKind::kPostNorm:
-        l->post_norm = to_f32(s, dtype, data);
+        l->post_norm = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQNorm:
-        l->q_norm = to_f32(s, dtype, data);
+        l->q_norm = upload_f32(s, dtype, data);
         break;
       case WeightKind::kKNorm:
-        l->k_norm = to_f32(s, dtype, data);
+        l->k_norm = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQBias:
-        l->q_bias = to_f32(s, dtype, data);
+        b->q = to_f32(s, dtype, data);
         break;
       case WeightKind::kKBias:
-        l->k_bias = to_f32(s, dtype, data);
+        b->k = to_f32(s, dtype, data);
         break;
       case WeightKind::kVBias:
-        l->v_bias = to_f32(s, dtype, data);
+        b->v = to_f32(s, dtype, data);
         break;
       case WeightKind::kQ:
-        l->q = pack(bias ? &l->q_bias : nullptr);
+        l->q = pack(&b->q);
         break;
       case WeightKind::kK:
-        l->k = pack(bias ? &l->k_bias : nullptr);
+        l->k = pack(&b->k);
         break;
       case WeightKind::kV:
-        l->v = pack(bias ? &l->v_bias : nullptr);
+        l->v = pack(&b->v);
         break;
       case WeightKind::kO:
         l->o = pack(nullptr);
@@ -117,110 +138,105 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     }
   }
 
+  // Grows the activation buffers to hold `m` rows and `lr` logits rows.
+  void reserve(std::int64_t m, std::int64_t lr) {
+    const ModelConfig& c = config_;
+    Activations& a = act_;
+    auto grow = [&](BackendBuffer& b, std::int64_t floats) {
+      const auto bytes = static_cast<std::size_t>(floats) * sizeof(float);
+      if (b.bytes() < bytes) b = backend_->alloc(bytes);
+    };
+    if (m > a.rows) {
+      const std::int64_t qd = c.num_heads * c.head_dim, kd = c.num_kv_heads * c.head_dim;
+      for (BackendBuffer* b : {&a.x, &a.hn, &a.tmp}) grow(*b, m * c.hidden_size);
+      for (BackendBuffer* b : {&a.q, &a.attn}) grow(*b, m * qd);
+      for (BackendBuffer* b : {&a.k, &a.v, &a.k_tmp}) grow(*b, m * kd);
+      for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, m * c.intermediate_size);
+      a.rows = m;
+    }
+    if (lr > a.logit_rows) {
+      grow(a.logits, lr * c.vocab_size);
+      a.logit_rows = lr;
+    }
+  }
+
+  void run_layer(const Layer& l, KvCachePool& kv, std::int64_t li, std::int64_t m) {
+    const ModelConfig& c = config_;
+    Backend& be = *backend_;
+    Activations& a = act_;
+    const std::int64_t h = c.hidden_size, hd = c.head_dim;
+    const std::int64_t qd = c.num_heads * hd, kd = c.num_kv_heads * hd, inter = c.intermediate_size;
+    float* x = a.x.as<float>();
+    float* hn = a.hn.as<float>();
+    float* tmp = a.tmp.as<float>();
+    be.rms_norm(x, h, l.input_norm.as<float>(), c.rms_norm_eps, hn, h, m, h);
+    be.project_qkv(*l.q, *l.k, *l.v, hn, m, a.q.as<float>(), a.k.as<float>(), a.v.as<float>());
+    if (c.qk_norm) {
+      // Per-head RMSNorm: each head vector is one row of length head_dim.
+      be.rms_norm(a.q.as<float>(), hd, l.q_norm.as<float>(), c.rms_norm_eps, a.attn.as<float>(), hd,
+                  m * c.num_heads, hd);
+      std::swap(a.q, a.attn);
+      be.rms_norm(a.k.as<float>(), hd, l.k_norm.as<float>(), c.rms_norm_eps, a.k_tmp.as<float>(),
+                  hd, m * c.num_kv_heads, hd);
+      std::swap(a.k, a.k_tmp);
+    }
+    be.rope(a.q.as<float>(), qd, c.num_heads, hd);
+    be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd);
+    KvLayer layer;
+    layer.k_pool = kv.k_pool(li);
+    layer.v_pool = kv.v_pool(li);
+    layer.block_size = kv.block_size();
+    layer.num_kv_heads = c.num_kv_heads;
+    layer.head_dim = hd;
+    be.kv_write(a.k.as<float>(), a.v.as<float>(), kd, layer);
+    be.attention(a.q.as<float>(), qd, c.num_heads, layer, attention_scale_, a.attn.as<float>(), qd);
+    be.linear(*l.o, a.attn.as<float>(), qd, m, tmp, h);
+    be.add(x, tmp, x, m * h);
+    be.rms_norm(x, h, l.post_norm.as<float>(), c.rms_norm_eps, hn, h, m, h);
+    be.mlp_gate_up(*l.gate, *l.up, hn, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
+    be.linear(*l.down, a.a.as<float>(), inter, m, tmp, h);
+    be.add(x, tmp, x, m * h);
+  }
+
   void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {
     const ModelConfig& c = config_;
-    const std::int64_t m = plan.rows, h = c.hidden_size, hd = c.head_dim;
-    const std::int64_t qd = c.num_heads * hd, kd = c.num_kv_heads * hd, inter = c.intermediate_size;
-    x_.resize(static_cast<std::size_t>(m * h));
-    hn_.resize(x_.size());
-    tmp_.resize(x_.size());
-    q_.resize(static_cast<std::size_t>(m * qd));
-    attn_.resize(q_.size());
-    k_.resize(static_cast<std::size_t>(m * kd));
-    v_.resize(k_.size());
-    k_tmp_.resize(k_.size());
-    g_.resize(static_cast<std::size_t>(m * inter));
-    u_.resize(g_.size());
-    a_.resize(g_.size());
-    const std::size_t row_bytes = static_cast<std::size_t>(h) * element_size(embed_dtype_);
-    for (std::int64_t r = 0; r < m; ++r) {
-      widen_to_f32(embed_dtype_,
-                   embed_.data() + static_cast<std::size_t>(plan.tokens[r]) * row_bytes, h,
-                   x_.data() + r * h);
-    }
-    ThreadPool* pool = &pool_;
+    Backend& be = *backend_;
+    const std::int64_t m = plan.rows, h = c.hidden_size;
+    const auto rows = static_cast<std::int64_t>(plan.logit_rows.size());
+    reserve(m, rows);
+    be.begin_step(plan, rope_);
+    be.embedding(embed_.data(), embed_dtype_, c.vocab_size, h, act_.x.as<float>());
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
-      const Layer& l = layers_[static_cast<std::size_t>(li)];
-      kernels::rms_norm(x_.data(), h, l.input_norm.data(), c.rms_norm_eps, hn_.data(), h, m, h,
-                        pool);
-      l.q.run(hn_.data(), h, m, q_.data(), qd, pool);
-      l.k.run(hn_.data(), h, m, k_.data(), kd, pool);
-      l.v.run(hn_.data(), h, m, v_.data(), kd, pool);
-      if (c.qk_norm) {
-        // Per-head RMSNorm: each head vector is one row of length head_dim.
-        kernels::rms_norm(q_.data(), hd, l.q_norm.data(), c.rms_norm_eps, attn_.data(), hd,
-                          m * c.num_heads, hd, pool);
-        std::swap(q_, attn_);
-        kernels::rms_norm(k_.data(), hd, l.k_norm.data(), c.rms_norm_eps, k_tmp_.data(), hd,
-                          m * c.num_kv_heads, hd, pool);
-        std::swap(k_, k_tmp_);
-      }
-      float* kp = kv.k_pool(li);
-      float* vp = kv.v_pool(li);
-      for (std::int64_t r = 0; r < m; ++r) {
-        const std::int64_t pos = plan.positions[static_cast<std::size_t>(r)];
-        kernels::rope(q_.data() + r * qd, c.num_heads, hd, hd, rope_.cos(pos), rope_.sin(pos));
-        kernels::rope(k_.data() + r * kd, c.num_kv_heads, hd, hd, rope_.cos(pos), rope_.sin(pos));
-        const std::int64_t slot = plan.kv_slots[static_cast<std::size_t>(r)];
-        std::memcpy(kp + slot * kd, k_.data() + r * kd, static_cast<std::size_t>(kd) * 4);
-        std::memcpy(vp + slot * kd, v_.data() + r * kd, static_cast<std::size_t>(kd) * 4);
-      }
-      for (const BatchPlan::Seq& s : plan.seqs) {
-        kernels::PagedKvView view;
-        view.k_pool = kp;
-        view.v_pool = vp;
-        view.block_table = s.block_table;
-        view.num_blocks = s.num_blocks;
-        view.block_size = kv.block_size();
-        view.num_kv_heads = c.num_kv_heads;
-        view.head_dim = hd;
-        kernels::attention(q_.data() + s.row_begin * qd, qd, s.rows,
-                           plan.num_keys.data() + s.row_begin, c.num_heads, view, attention_scale_,
-                           attn_.data() + s.row_begin * qd, qd, pool);
-      }
-      l.o.run(attn_.data(), qd, m, tmp_.data(), h, pool);
-      add_into(x_.data(), tmp_.data(), m * h);
-      kernels::rms_norm(x_.data(), h, l.post_norm.data(), c.rms_norm_eps, hn_.data(), h, m, h,
-                        pool);
-      l.gate.run(hn_.data(), h, m, g_.data(), inter, pool);
-      l.up.run(hn_.data(), h, m, u_.data(), inter, pool);
-      kernels::silu_mul(g_.data(), u_.data(), a_.data(), m * inter);
-      l.down.run(a_.data(), inter, m, tmp_.data(), h, pool);
-      add_into(x_.data(), tmp_.data(), m * h);
+      run_layer(layers_[static_cast<std::size_t>(li)], kv, li, m);
     }
     // Final norm and lm_head only for the rows whose logits are wanted.
-    const auto rows = static_cast<std::int64_t>(plan.logit_rows.size());
-    for (std::int64_t i = 0; i < rows; ++i) {
-      std::memcpy(tmp_.data() + i * h, x_.data() + plan.logit_rows[static_cast<std::size_t>(i)] * h,
-                  static_cast<std::size_t>(h) * 4);
-    }
-    kernels::rms_norm(tmp_.data(), h, final_norm_.data(), c.rms_norm_eps, hn_.data(), h, rows, h,
-                      pool);
+    float* tmp = act_.tmp.as<float>();
+    float* hn = act_.hn.as<float>();
+    be.gather_logit_rows(act_.x.as<float>(), h, h, tmp);
+    be.rms_norm(tmp, h, final_norm_.as<float>(), c.rms_norm_eps, hn, h, rows, h);
+    be.linear(*lm_head_, hn, h, rows, act_.logits.as<float>(), c.vocab_size);
     const std::size_t base = logits.size();
     logits.resize(base + static_cast<std::size_t>(rows * c.vocab_size));
-    lm_head_.run(hn_.data(), h, rows, logits.data() + base, c.vocab_size, pool);
+    be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
   }
 
-  static void add_into(float* x, const float* y, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] + y[i];
-  }
-
-  ThreadPool pool_;
+  std::shared_ptr<Backend> backend_;
   std::vector<Layer> layers_;
-  std::vector<std::uint8_t> embed_;
-  TensorDType embed_dtype_ = TensorDType::kF32;
-  std::vector<float> final_norm_;
-  kernels::PackedLinear lm_head_;
-  // Activations, reused across steps.
-  std::vector<float> x_, hn_, tmp_, q_, k_, v_, k_tmp_, attn_, g_, u_, a_;
+  std::vector<LayerBiases> biases_;
+  BackendBuffer embed_;
+  kernels::DType embed_dtype_ = kernels::DType::kF32;
+  BackendBuffer final_norm_;
+  std::unique_ptr<BackendLinear> lm_head_;
+  Activations act_;
 };
 
 }  // namespace
 
 std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
                                                       const TensorStore& store,
-                                                      const ModelOptions& options) {
-  return std::make_unique<CanonicalModel>(config, store, options);
+                                                      const ModelOptions& options,
+                                                      std::shared_ptr<Backend> backend) {
+  return std::make_unique<CanonicalModel>(config, store, options, std::move(backend));
 }
 
 }  // namespace detinfer

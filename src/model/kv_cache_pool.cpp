@@ -6,8 +6,18 @@
 
 namespace detinfer {
 
+namespace {
+
+// Host memory for pools of models that run on the CPU (shared, stateless).
+std::shared_ptr<Backend> host_memory() {
+  static const std::shared_ptr<Backend> host = make_cpu_backend(1);
+  return host;
+}
+
+}  // namespace
+
 KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
-                         std::int64_t budget_bytes)
+                         std::int64_t budget_bytes, std::shared_ptr<Backend> backend)
     : block_size_(block_size),
       capacity_(0),
       num_layers_(config.num_layers),
@@ -24,12 +34,12 @@ KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
          " bytes is smaller than one block (", block_bytes(), " bytes)");
   }
   capacity_ = std::min<std::int64_t>(budget_bytes / block_bytes(), 0x7fffffff);
-  const auto floats = static_cast<std::size_t>(capacity_ * block_size_ * kv_stride());
-  k_.resize(static_cast<std::size_t>(num_layers_));
-  v_.resize(static_cast<std::size_t>(num_layers_));
+  backend_ = backend != nullptr ? std::move(backend) : host_memory();
+  const auto bytes =
+      static_cast<std::size_t>(capacity_ * block_size_ * kv_stride()) * sizeof(float);
   for (std::int64_t l = 0; l < num_layers_; ++l) {
-    k_[static_cast<std::size_t>(l)].assign(floats, 0.0f);
-    v_[static_cast<std::size_t>(l)].assign(floats, 0.0f);
+    k_.push_back(backend_->alloc(bytes));
+    v_.push_back(backend_->alloc(bytes));
   }
   refcount_.assign(static_cast<std::size_t>(capacity_), 0);
   // Handed out lowest id first (pop from the back), so allocation order is reproducible.
@@ -72,16 +82,16 @@ std::int32_t KvCachePool::refcount(std::int32_t block) const {
 }
 
 float* KvCachePool::k_pool(std::int64_t layer) {
-  return k_.at(static_cast<std::size_t>(layer)).data();
+  return k_.at(static_cast<std::size_t>(layer)).as<float>();
 }
 float* KvCachePool::v_pool(std::int64_t layer) {
-  return v_.at(static_cast<std::size_t>(layer)).data();
+  return v_.at(static_cast<std::size_t>(layer)).as<float>();
 }
 const float* KvCachePool::k_pool(std::int64_t layer) const {
-  return k_.at(static_cast<std::size_t>(layer)).data();
+  return k_.at(static_cast<std::size_t>(layer)).as<float>();
 }
 const float* KvCachePool::v_pool(std::int64_t layer) const {
-  return v_.at(static_cast<std::size_t>(layer)).data();
+  return v_.at(static_cast<std::size_t>(layer)).as<float>();
 }
 
 void KvCachePool::export_block(std::int32_t block, void* dst) const {
@@ -90,8 +100,8 @@ void KvCachePool::export_block(std::int32_t block, void* dst) const {
   const std::size_t off = static_cast<std::size_t>(block) * n;
   auto* out = static_cast<float*>(dst);
   for (std::size_t l = 0; l < k_.size(); ++l) {
-    std::memcpy(out, k_[l].data() + off, n * sizeof(float));
-    std::memcpy(out + n, v_[l].data() + off, n * sizeof(float));
+    backend_->download(out, k_[l].as<float>() + off, n * sizeof(float));
+    backend_->download(out + n, v_[l].as<float>() + off, n * sizeof(float));
     out += 2 * n;
   }
 }
@@ -102,8 +112,8 @@ void KvCachePool::import_block(std::int32_t block, const void* src) {
   const std::size_t off = static_cast<std::size_t>(block) * n;
   const auto* in = static_cast<const float*>(src);
   for (std::size_t l = 0; l < k_.size(); ++l) {
-    std::memcpy(k_[l].data() + off, in, n * sizeof(float));
-    std::memcpy(v_[l].data() + off, in + n, n * sizeof(float));
+    backend_->upload(k_[l].as<float>() + off, in, n * sizeof(float));
+    backend_->upload(v_[l].as<float>() + off, in + n, n * sizeof(float));
     in += 2 * n;
   }
 }

@@ -10,6 +10,7 @@
 #include "detinfer/hash.h"
 #include "detinfer/numerics.h"
 #include "kernels/kernels.h"
+#include "model/backend.h"
 #include "model/model_config.h"
 
 namespace detinfer {
@@ -18,7 +19,8 @@ class ThreadPool;
 
 struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
-  int threads = 1;                               // kernel threads (1..1024)
+  int threads = 1;                               // CPU kernel threads (1..1024)
+  DeviceSpec device;                             // where weights, KV and kernels live (cpu)
 };
 
 // Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are
@@ -26,8 +28,10 @@ struct ModelOptions {
 // sequences. Thread-compatible: the engine serializes access.
 class KvCachePool {
  public:
-  // f32 K and V, block_size tokens per block; capacity = budget / block_bytes().
-  KvCachePool(const ModelConfig& config, std::int64_t block_size, std::int64_t budget_bytes);
+  // f32 K and V, block_size tokens per block; capacity = budget / block_bytes(). The
+  // pools live in `backend`'s memory (host memory when null).
+  KvCachePool(const ModelConfig& config, std::int64_t block_size, std::int64_t budget_bytes,
+              std::shared_ptr<Backend> backend = nullptr);
 
   std::int64_t block_size() const { return block_size_; }
   std::int64_t capacity() const { return capacity_; }
@@ -42,7 +46,7 @@ class KvCachePool {
   void release(std::int32_t block);
   std::int32_t refcount(std::int32_t block) const;
 
-  // Layer views for the kernels.
+  // Layer views for the kernels (pointers into the backend's memory).
   float* k_pool(std::int64_t layer);
   float* v_pool(std::int64_t layer);
   const float* k_pool(std::int64_t layer) const;
@@ -62,8 +66,9 @@ class KvCachePool {
   std::int64_t num_layers_;
   std::int64_t num_kv_heads_;
   std::int64_t head_dim_;
-  std::vector<std::vector<float>> k_;  // per layer: capacity * block_size * kv_stride
-  std::vector<std::vector<float>> v_;
+  std::shared_ptr<Backend> backend_;
+  std::vector<BackendBuffer> k_;  // per layer: capacity * block_size * kv_stride floats
+  std::vector<BackendBuffer> v_;
   std::vector<std::int32_t> refcount_;
   std::vector<std::int32_t> free_;
 };
@@ -101,6 +106,10 @@ class Model {
   virtual std::int64_t weight_bytes() const = 0;
   virtual std::int64_t resident_bytes() const = 0;
   virtual ModelLoadStats load_stats() const { return {}; }
+  // Where the KV pool must live for forward() (null: host memory).
+  virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }
+  // The device the forward pass runs on (recorded in run fingerprints).
+  virtual DeviceInfo device_info() const { return {}; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure

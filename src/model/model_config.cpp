@@ -4,11 +4,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 #include "core/log.h"
 
 namespace detinfer {
@@ -16,17 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;  // bound on any size field
+// config.json and generation_config.json are small and shallow.
+constexpr core::JsonLimits kConfigLimits{/*max_depth=*/32, /*max_bytes=*/std::size_t{16} << 20,
+                                         /*reject_duplicate_keys=*/true};
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot open ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  if (s.size() > (std::size_t{16} << 20)) fail(ErrorCode::kCorrupt, path, " is too large");
-  return s;
-}
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;  // bound on any size field
 
 class Fields {
  public:
@@ -214,8 +208,8 @@ const char* to_string(Architecture a) {
 
 ModelConfig parse_model_config(const std::string& config_json, const std::string& generation_json,
                                const std::string& where) {
-  const json j = json::parse(config_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail(ErrorCode::kCorrupt, where, ": not a JSON object");
+  const json j = core::parse_json(config_json, kConfigLimits, ErrorCode::kCorrupt, where);
+  if (!j.is_object()) fail(ErrorCode::kCorrupt, where, ": not a JSON object");
   const Fields f(j, where);
   ModelConfig c;
   c.architecture = parse_architecture(f);
@@ -253,9 +247,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   c.eos_token_ids = f.token_ids("eos_token_id");
   if (!generation_json.empty()) {
     const std::string gwhere = where + " (generation_config.json)";
-    const json g = json::parse(generation_json, nullptr, false);
-    if (g.is_discarded() || !g.is_object())
-      fail(ErrorCode::kCorrupt, gwhere, ": not a JSON object");
+    const json g = core::parse_json(generation_json, kConfigLimits, ErrorCode::kCorrupt, gwhere);
+    if (!g.is_object()) fail(ErrorCode::kCorrupt, gwhere, ": not a JSON object");
     const Fields gf(g, gwhere);
     if (gf.has("bos_token_id")) c.bos_token_ids = gf.token_ids("bos_token_id");
     if (gf.has("eos_token_id")) c.eos_token_ids = gf.token_ids("eos_token_id");
@@ -276,7 +269,11 @@ ModelConfig load_model_config(const std::string& dir) {
   const std::string gen_path = dir + "/generation_config.json";
   struct stat st {};
   const bool has_gen = ::stat(gen_path.c_str(), &st) == 0;
-  return parse_model_config(read_small_file(path), has_gen ? read_small_file(gen_path) : "", path);
+  return parse_model_config(
+      core::read_file_bounded(path, kConfigLimits.max_bytes, "config.json"),
+      has_gen ? core::read_file_bounded(gen_path, kConfigLimits.max_bytes, "generation_config.json")
+              : "",
+      path);
 }
 
 std::string canonical_config_text(const ModelConfig& c) {

@@ -9,12 +9,20 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   const auto t0 = std::chrono::steady_clock::now();
   const ModelConfig config = load_model_config(dir);
   const TensorStore store = TensorStore::open(dir);
-  std::unique_ptr<TransformerBase> model = options.mode == NumericsMode::kFast
-                                               ? make_fast_model(config, store, options)
-                                               : make_canonical_model(config, store, options);
+  // Fast mode on the CPU is libtorch; on CUDA it is the backend's tensor-core kernels.
+  const bool torch = options.mode == NumericsMode::kFast && options.device.type == Device::kCpu;
+  std::unique_ptr<TransformerBase> model = torch ? make_fast_model(config, store, options)
+                                                 : make_canonical_model(config, store, options);
   model->set_load_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return model;
+}
+
+std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions& options,
+                                     std::shared_ptr<Backend> backend) {
+  const ModelConfig config = load_model_config(dir);
+  const TensorStore store = TensorStore::open(dir);
+  return make_canonical_model(config, store, options, std::move(backend));
 }
 
 }  // namespace detinfer

@@ -15,6 +15,8 @@ class RopeTable {
   explicit RopeTable(const ModelConfig& config);
 
   std::int64_t half() const { return half_; }
+  // Positions covered so far (rows of the table).
+  std::int64_t size() const { return size_; }
   // Grows the table to cover positions [0, n). Not thread-safe; call before using rows.
   void ensure(std::int64_t n);
   const float* cos(std::int64_t pos) const { return cos_.data() + pos * half_; }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 
 namespace detinfer {
 namespace {
@@ -15,29 +16,6 @@ constexpr int kMaxJsonDepth = 4;
 
 [[noreturn]] void corrupt(const std::string& file, const std::string& what) {
   fail(ErrorCode::kCorrupt, "safetensors file ", file, ": ", what);
-}
-
-// Rejects deep nesting before nlohmann sees the text, so that no input can make the
-// parser or the value destructor recurse deeply.
-void check_depth(const char* p, std::size_t n, const std::string& file) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = p[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) corrupt(file, "header JSON is nested too deeply");
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
 }
 
 bool parse_dtype(const std::string& s, TensorDType* out) {
@@ -162,9 +140,11 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* prefix, std::size
     fail(ErrorCode::kInternal, "safetensors file ", file, ": header prefix too short");
   }
   const char* text = reinterpret_cast<const char*>(prefix + 8);
-  check_depth(text, n, file);
-  const nlohmann::json root = nlohmann::json::parse(text, text + n, nullptr, false);
-  if (root.is_discarded()) corrupt(file, "header is not valid JSON");
+  core::JsonLimits limits;
+  limits.max_depth = kMaxJsonDepth;
+  limits.max_bytes = kMaxSafetensorsHeaderBytes;
+  const nlohmann::json root = core::parse_json(std::string_view(text, n), limits,
+                                               ErrorCode::kCorrupt, "safetensors file " + file);
   if (!root.is_object()) corrupt(file, "header is not a JSON object");
 
   SafetensorsHeader h;

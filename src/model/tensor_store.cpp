@@ -3,12 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 
 namespace detinfer {
 namespace {
@@ -16,18 +15,6 @@ namespace {
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string read_text(const std::string& path, std::uint64_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot open ", path);
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::uint64_t>(in.tellg());
-  if (size > max_bytes) fail(ErrorCode::kCorrupt, path, " is larger than ", max_bytes, " bytes");
-  in.seekg(0);
-  std::string s(size, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(size));
-  return s;
 }
 
 // A shard name must be a plain file name inside the model folder.
@@ -56,9 +43,12 @@ TensorStore TensorStore::open(const std::string& dir) {
     }
     return open_file(single);
   }
-  const std::string text = read_text(index, kMaxSafetensorsHeaderBytes);
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail(ErrorCode::kCorrupt, index, " is not a JSON object");
+  const std::string text = core::read_file_bounded(index, kMaxSafetensorsHeaderBytes, index);
+  core::JsonLimits limits;
+  limits.max_depth = 8;  // valid: root -> weight_map / metadata -> values
+  limits.max_bytes = kMaxSafetensorsHeaderBytes;
+  const nlohmann::json j = core::parse_json(text, limits, ErrorCode::kCorrupt, index);
+  if (!j.is_object()) fail(ErrorCode::kCorrupt, index, " is not a JSON object");
   const auto wm = j.find("weight_map");
   if (wm == j.end() || !wm->is_object() || wm->empty()) {
     fail(ErrorCode::kCorrupt, index, " has no 'weight_map' object");

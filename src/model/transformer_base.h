@@ -5,29 +5,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/backend.h"
 #include "model/model.h"
 #include "model/rope_table.h"
 #include "model/weight_loader.h"
 
 namespace detinfer {
-
-// A batch flattened into rows (one per new token), sequences in order.
-struct BatchPlan {
-  struct Seq {
-    std::int64_t row_begin = 0;
-    std::int64_t rows = 0;
-    std::int64_t start_pos = 0;
-    const std::int32_t* block_table = nullptr;
-    std::int64_t num_blocks = 0;
-  };
-  std::int64_t rows = 0;
-  std::vector<Seq> seqs;
-  std::vector<std::int32_t> tokens;      // per row
-  std::vector<std::int64_t> positions;   // per row
-  std::vector<std::int64_t> kv_slots;    // per row: block * block_size + slot in the pools
-  std::vector<std::int64_t> num_keys;    // per row: position + 1 (causal)
-  std::vector<std::int64_t> logit_rows;  // rows whose logits are returned, in output order
-};
 
 class TransformerBase : public Model {
  public:

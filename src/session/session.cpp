@@ -33,6 +33,11 @@ SessionOptions resolve_options(SessionOptions o) {
   check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
   check_range("max_queue", o.max_queue, 1, 1 << 20);
   check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
+  try {
+    o.device = to_string(parse_device(o.device));
+  } catch (const Error& e) {
+    throw Error(e.code(), "SessionOptions." + e.message(), "device");
+  }
   return o;
 }
 
@@ -68,6 +73,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   ModelOptions mo;
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
+  mo.device = parse_device(impl->options.device);
   impl->model = Model::load(model_dir, mo);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
@@ -94,11 +100,38 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
          impl->options.kv_budget_bytes, ") is smaller than one KV block");
   }
   impl->services = SessionServices::attach(*impl);
-  logger().info("session opened: {} ({}), mode {}, {} threads, {} KV blocks", model_dir,
-                to_string(mc.architecture),
-                impl->options.mode == NumericsMode::kCanonical ? "canonical" : "fast",
+  logger().info("session opened: {} ({}), mode {}, device {}, {} threads, {} KV blocks", model_dir,
+                to_string(mc.architecture), to_string(impl->options.mode), impl->options.device,
                 impl->options.threads, impl->engine->kv_capacity_blocks());
   return DeterministicSession(std::move(impl));
+}
+
+std::vector<std::int32_t> DeterministicSession::Impl::tokenize_prompt(const Prompt& prompt,
+                                                                      const ModelConfig& mc) const {
+  std::vector<std::int32_t> ids;
+  if (prompt.is_text()) {
+    if (!tokenizer) {
+      fail(ErrorCode::kUnsupported,
+           "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
+           "token ids");
+    }
+    ids = tokenizer->encode(prompt.text());
+  } else {
+    ids = prompt.ids();
+  }
+  if (ids.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= mc.vocab_size) {
+      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", ids[i],
+           ", outside the vocabulary [0, ", mc.vocab_size, ")");
+    }
+  }
+  const auto len = static_cast<std::int64_t>(ids.size());
+  if (len >= mc.max_position_embeddings) {
+    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
+         mc.max_position_embeddings, " (prompt + generated)");
+  }
+  return ids;
 }
 
 EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
@@ -107,33 +140,20 @@ EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
   if (closed.load()) fail(ErrorCode::kUnavailable, "the session is closed");
   const ModelConfig& mc = model->config();
   EngineRequest r;
-  if (prompt.is_text()) {
-    if (!tokenizer) {
-      fail(ErrorCode::kUnsupported,
-           "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
-           "token ids");
-    }
-    r.prompt = tokenizer->encode(prompt.text());
-  } else {
-    r.prompt = prompt.ids();
-  }
-  if (r.prompt.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
-  for (std::size_t i = 0; i < r.prompt.size(); ++i) {
-    if (r.prompt[i] < 0 || r.prompt[i] >= mc.vocab_size) {
-      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", r.prompt[i],
-           ", outside the vocabulary [0, ", mc.vocab_size, ")");
-    }
+  try {
+    r.prompt = tokenize_prompt(prompt, mc);
+  } catch (const Error& e) {
+    if (!e.field().empty()) throw;
+    throw Error(e.code(), e.message(), "prompt");
   }
   const auto len = static_cast<std::int64_t>(r.prompt.size());
   const std::int64_t ctx = mc.max_position_embeddings;
-  if (len >= ctx) {
-    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
-         ctx, " (prompt + generated)");
-  }
   decode::validate_config(config, {mc.vocab_size, ctx});
   if (len + config.max_new_tokens > ctx) {
-    fail(ErrorCode::kInvalidArgument, "GenerationConfig.max_new_tokens must be in [1, ", ctx - len,
-         "] for this ", len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens);
+    throw Error(ErrorCode::kInvalidArgument,
+                str_cat("GenerationConfig.max_new_tokens must be in [1, ", ctx - len, "] for this ",
+                        len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens),
+                "max_new_tokens");
   }
   r.config = config;
   if (!r.config.stop_token_ids) r.config.stop_token_ids = mc.eos_token_ids;
@@ -141,7 +161,8 @@ EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
     r.seed = *config.seed;
   } else if (config.temperature > 0.0f) {
     const PhiloxCounter c = philox_block(seed_key, seed_counter.fetch_add(1), 0);
-    r.seed = (static_cast<std::uint64_t>(c[1]) << 32) | c[0];
+    // 53 bits: a drawn seed survives JSON parsers that read numbers as doubles.
+    r.seed = ((static_cast<std::uint64_t>(c[1]) << 32) | c[0]) & ((std::uint64_t{1} << 53) - 1);
   }
   r.config.seed = r.seed;
   r.id = next_id.fetch_add(1);

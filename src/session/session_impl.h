@@ -30,15 +30,18 @@ struct DeterministicSession::Impl {
   std::unique_ptr<Engine> engine;
   std::atomic<bool> closed{false};
   std::atomic<std::uint64_t> next_id{1};
-  // Seeds drawn for requests without one: Philox(seed_key, counter), seed_key from
-  // std::random_device at open.
+  // Seeds drawn for requests without one: the low 53 bits of Philox(seed_key, counter),
+  // seed_key from std::random_device at open (53 bits: exact as a JSON double).
   std::uint64_t seed_key = 0;
   std::atomic<std::uint64_t> seed_counter{0};
   std::shared_ptr<ResultShortcut> result_shortcut;  // set before the first request
   // Caches, metrics, recorder, monitor and replay (session_services.h); set at open.
   std::shared_ptr<SessionServices> services;
 
-  // Validates and normalizes a request (stop ids resolved, seed chosen).
+  // The prompt's token ids, checked against the vocabulary and the context.
+  std::vector<std::int32_t> tokenize_prompt(const Prompt& prompt, const ModelConfig& mc) const;
+  // Validates and normalizes a request (stop ids resolved, seed chosen). Errors name the
+  // offending field in Error::field() ("prompt", or a GenerationConfig key).
   EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,
                         TokenCallback on_token);
 };

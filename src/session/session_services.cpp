@@ -13,10 +13,6 @@
 namespace detinfer {
 
 namespace {
-const char* mode_name(NumericsMode m) {
-  return m == NumericsMode::kCanonical ? "canonical" : "fast";
-}
-
 bool has_cancelled(const GenerationResult& r) {
   for (const Sequence& s : r.sequences) {
     if (s.finish_reason == FinishReason::kCancelled) return true;
@@ -98,13 +94,24 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
   const SessionOptions& o = session.options;
   const Model& model = *session.model;
   set_host_groups(s->base_);
-  s->base_.numerics.mode = mode_name(model.mode());
+  const DeviceInfo dev = model.device_info();
+  const bool cuda = dev.device != "cpu";
+  s->base_.numerics.mode = to_string(model.mode());
   s->base_.numerics.spec_version = kNumericsSpecVersion;
-  s->base_.numerics.kernel_isa = model.mode() == NumericsMode::kCanonical
+  s->base_.numerics.kernel_isa = cuda ? "cuda"
+                                 : model.mode() == NumericsMode::kCanonical
                                      ? kernels::to_string(kernels::active_isa())
                                      : "torch";
   s->base_.numerics.threads = o.threads;
-  s->base_.numerics.device = "cpu";
+  s->base_.numerics.device = dev.device;
+  if (cuda) s->base_.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
+  // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
+  // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
+  s->prefix_salt_ = o.cache_salt;
+  if (cuda && model.mode() != NumericsMode::kCanonical) {
+    s->prefix_salt_ += "\x1f" + std::string(to_string(model.mode())) + "@" + dev.name + " sm_" +
+                       dev.compute_capability;
+  }
   s->base_.model.fingerprint = model.fingerprint();
   s->base_.model.architecture = to_string(model.config().architecture);
   s->base_.model.weight_dtype = kernels::to_string(model.config().weight_dtype);
@@ -255,13 +262,13 @@ std::int64_t SessionServices::restore(const EngineRequest& r, KvCachePool& pool,
   });
   // Replays recompute everything: they check the output, cache included.
   if (silent(r.id)) return 0;
-  return restore_prefix_blocks(*prefix_, r.prompt, session_.options.cache_salt, pool, table);
+  return restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
 void SessionServices::publish(const EngineRequest& r, const KvCachePool& pool,
                               const std::vector<std::int32_t>& table) {
   // restore() always runs first for a request and opens the namespace.
-  publish_prefix_blocks(*prefix_, r.prompt, session_.options.cache_salt, pool, table);
+  publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
 // --- ResultShortcut -----------------------------------------------------------------------

@@ -84,6 +84,7 @@ class SessionServices final : public EngineObserver,
   SessionMetrics metrics_;
   RunFingerprint base_;  // host, numerics, model and tokenizer groups
   std::shared_ptr<PrefixCache> prefix_;
+  std::string prefix_salt_;  // cache_salt, plus the GPU model for non-canonical CUDA KV
   std::once_flag prefix_opened_;
   std::unique_ptr<ResultCache> results_;
   FingerprintRecorder recorder_;

@@ -1,10 +1,9 @@
 #include "detinfer/tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
+#include "core/json_reader.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
@@ -15,20 +14,21 @@ using tokenizer::Json;
 namespace {
 const char kJsonName[] = "tokenizer.json";
 
-Json parse_json(std::string_view text, const std::string& name) {
-  Json j = Json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded()) fail(ErrorCode::kCorrupt, name, ": not valid JSON");
+// Real tokenizer.json files are under 40 MB and a few levels deep. The depth bound is what
+// makes the recursive walks below safe (component builders, Sequence of Sequences, the
+// copies and dump() of the hash): none of them can recurse deeper than kMaxJsonDepth.
+constexpr core::JsonLimits kTokenizerLimits{/*max_depth=*/64,
+                                            /*max_bytes=*/std::size_t{128} << 20,
+                                            /*reject_duplicate_keys=*/true};
+
+Json parse_json(std::string_view text, const char* name) {
+  Json j = core::parse_json(text, kTokenizerLimits, ErrorCode::kCorrupt, name);
   if (!j.is_object()) fail(ErrorCode::kCorrupt, name, ": expected a JSON object");
   return j;
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "cannot open ", p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorCode::kNotFound, "cannot read ", p.string());
-  return ss.str();
+std::string read_file(const std::filesystem::path& p, const char* name) {
+  return core::read_file_bounded(p.string(), kTokenizerLimits.max_bytes, name);
 }
 
 // "bos_token": "<s>" or {"content": "<s>", ...} (transformers' AddedToken form) or null.
@@ -264,11 +264,12 @@ Tokenizer Tokenizer::load(const std::string& path) {
   if (!fs::exists(json_path, ec))
     fail(ErrorCode::kNotFound, "tokenizer file not found: ", json_path.string());
   const fs::path cfg_path = json_path.parent_path() / "tokenizer_config.json";
-  const std::string cfg = fs::exists(cfg_path, ec) ? read_file(cfg_path) : std::string();
+  const std::string cfg =
+      fs::exists(cfg_path, ec) ? read_file(cfg_path, "tokenizer_config.json") : std::string();
   try {
-    return from_json(read_file(json_path), cfg);
+    return from_json(read_file(json_path, kJsonName), cfg);
   } catch (const Error& e) {
-    throw Error(e.code(), json_path.string() + ": " + e.message());
+    throw Error(e.code(), json_path.string() + ": " + e.message(), e.field());
   }
 }
 

@@ -16,7 +16,7 @@
 #include "cache/result_codec.h"
 #include "cache_prefix_provider.h"
 #include "cache_test_util.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
@@ -150,6 +150,7 @@ TEST_F(CacheEngine, DiskAfterRestartGivesIdenticalOutputs) {
 }
 
 TEST_F(CacheEngine, RedisSharedAndKilledMidRunGiveIdenticalOutputs) {
+  if (!DETINFER_TEST_WITH_REDIS) GTEST_SKIP() << testing::kBuiltWithoutRedis;
   const std::string bin = testing::find_redis_server();
   if (bin.empty()) GTEST_SKIP() << "redis-server not installed: Redis end-to-end not tested";
   testing::RedisServer server(bin);

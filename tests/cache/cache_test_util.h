@@ -73,6 +73,11 @@ inline BytesPtr make_payload(std::uint64_t seed, std::size_t size) {
 
 inline Hash128 test_key(std::uint64_t i) { return xxh3_128(&i, sizeof i, 99); }
 
+// The skip reason of Redis tests in a build without hiredis (DETINFER_WITH_REDIS=OFF):
+// there, enabling a Redis tier is Error(kUnsupported) (redis_unavailable_test.cpp).
+constexpr const char* kBuiltWithoutRedis =
+    "built with DETINFER_WITH_REDIS=OFF: the Redis tiers are unsupported";
+
 inline std::string find_redis_server() {
   for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
     if (::access(p, X_OK) == 0) return p;

@@ -82,6 +82,7 @@ TEST(CacheThreads, SharedPrefixBlocksUnderConcurrency) {
 // Memory (tiny, so most hits come from Redis) over a real Redis shared by all threads;
 // the server is killed half-way: requests keep succeeding and never see wrong bytes.
 TEST(CacheThreads, SharedRedisTierUnderConcurrency) {
+  if (!DETINFER_TEST_WITH_REDIS) GTEST_SKIP() << testing::kBuiltWithoutRedis;
   const std::string bin = testing::find_redis_server();
   if (bin.empty()) GTEST_SKIP() << "redis-server not installed: Redis concurrency not tested";
   testing::RedisServer server(bin);

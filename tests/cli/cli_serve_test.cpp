@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -469,18 +470,30 @@ TEST(ServeShutdown, SigtermExitsZeroAndClosesThePort) {
   const int port = server.port();
   ASSERT_EQ(complete(port, {{"prompt", "warm"}, {"max_tokens", 2}}).first, 200);
 
-  // A long request in flight when the signal lands.
-  std::atomic<bool> started{false};
+  // A long request in flight when the signal lands: the signal is sent once its first
+  // streamed bytes have arrived (not after a guessed delay).
+  std::promise<void> first_bytes;
   std::string streamed;
   std::thread inflight([&] {
-    started = true;
-    const httplib::Result r = post(
-        port, json{{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}
-                  .dump());
-    if (r) streamed = r->body;
+    httplib::Client c = client_for(port);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.set_header("Content-Type", "application/json");
+    req.body =
+        json{{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}
+            .dump();
+    bool signalled = false;
+    req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+      streamed.append(data, n);
+      if (!signalled) first_bytes.set_value();
+      signalled = true;
+      return true;
+    };
+    c.send(req);
+    if (!signalled) first_bytes.set_value();  // no response: the checks below fail
   });
-  while (!started) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  first_bytes.get_future().wait();
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(server.signal_and_wait(SIGTERM, 15), 0) << server.log();
   const double seconds =

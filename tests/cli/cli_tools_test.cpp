@@ -90,6 +90,8 @@ TEST_F(CliTools, ConsistencyCanonicalTableShowsOneDistinctOutput) {
 }
 
 TEST_F(CliTools, ConsistencyBothModesJsonIsAListOfTwo) {
+  if (!DETINFER_TEST_WITH_TORCH)
+    GTEST_SKIP() << "built with DETINFER_WITH_TORCH=OFF: fast mode is unsupported";
   const auto r = run("consistency --mode both --json --runs 4 --max-new-tokens 4 --concurrency 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = parse(r);
@@ -110,6 +112,8 @@ TEST_F(CliTools, ConsistencyBothModesJsonIsAListOfTwo) {
 }
 
 TEST_F(CliTools, BenchJsonFieldsArePositive) {
+  if (!DETINFER_TEST_WITH_TORCH)
+    GTEST_SKIP() << "built with DETINFER_WITH_TORCH=OFF: fast mode is unsupported";
   const auto r = run("bench --json --batch 1,4 --repeats 1 --prompt-tokens 16 --decode-tokens 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = parse(r);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace detinfer::testing {
 
@@ -37,8 +37,7 @@ inline ProcessResult run_shell(const std::string& command, const std::string& in
     std::ofstream in(d + "/in", std::ios::binary);
     in << input;
   }
-  const std::string full =
-      command + " <" + d + "/in >" + d + "/out 2>" + d + "/err";
+  const std::string full = command + " <" + d + "/in >" + d + "/out 2>" + d + "/err";
   const int status = std::system(full.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_file_or_empty(d + "/out");

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the current build tree into a temporary prefix, checks what was installed and
 # builds + runs the consumer projects against it (CMake package and pkg-config).
-# Usage: run_consumers.sh <detinfer build dir> <scratch dir> [cmake generator]
+# Usage: run_consumers.sh <detinfer build dir> <scratch dir> <detinfer_tiny_model program>
+#                         [cmake generator]
 set -euo pipefail
 BUILD="$1"
 WORK="$2"
-GEN="${3:-Ninja}"
+TINY="$3"
+GEN="${4:-Ninja}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 FLAGS="${CONSUMER_CXXFLAGS:-}"  # the detinfer build's CXX flags (sanitizers)
 PREFIX="$WORK/prefix"
@@ -29,6 +31,14 @@ for f in "$LIBDIR/libdetinfer.a" "$LIBDIR/cmake/detinfer/detinferConfig.cmake" \
   [ -f "$f" ] || fail "missing $f"
 done
 
+# The developer tools (tiny models, logits dump, BPE trainer) are not part of the library.
+[ ! -e "$PREFIX/include/detinfer/model_tools.h" ] || fail "devtools header model_tools.h installed"
+devtools_re='make_tiny_model|compute_logits|train_byte_level_bpe|make_tiny_tokenizer_json|write_safetensors'
+leaked="$( (nm -D --defined-only -C "$LIBDIR/libdetinfer.so"; nm --defined-only -C "$LIBDIR/libdetinfer.a" 2>/dev/null) \
+          | grep -E "$devtools_re" || true)"
+[ -z "$leaked" ] || fail "libdetinfer carries developer tools:
+$leaked"
+
 # 2. The shared library exports detinfer's API only (hidden visibility + version script).
 bad="$(nm -D --defined-only -C "$LIBDIR/libdetinfer.so" | awk '{ $1=""; $2=""; sub(/^  /, ""); print }' \
        | grep -v -E '^(detinfer::|typeinfo for detinfer::|typeinfo name for detinfer::|vtable for detinfer::|dti_)' || true)"
@@ -43,11 +53,12 @@ cmake -S "$HERE/cmake_project" -B "$WORK/cmake-build" -G "$GEN" -DCMAKE_BUILD_TY
 cmake --build "$WORK/cmake-build" >"$WORK/cmake-build.log" 2>&1 \
   || { cat "$WORK/cmake-build.log"; fail "consumer build"; }
 # Each consumer prints one "result:" line; all four must be identical (same bits whatever
-# the link mode or build system).
+# the link mode or build system). They all read one tiny model.
+"$TINY" "$WORK/tiny-model"
 run_consumer() {
   local name="$1" exe="$2"
   mkdir -p "$WORK/run-$name"
-  "$exe" "$WORK/run-$name" | tee "$WORK/run-$name/out.txt"
+  "$exe" "$WORK/tiny-model" | tee "$WORK/run-$name/out.txt"
   grep '^result:' "$WORK/run-$name/out.txt" >>"$WORK/results.txt"
 }
 : >"$WORK/results.txt"
@@ -65,7 +76,7 @@ PKG_CONFIG_PATH="$LIBDIR/pkgconfig" make -s -C "$HERE/pkgconfig_project" OUT="$W
 run_consumer pc_shared "$WORK/pc-build/consumer_pc_shared"
 run_consumer pc_static "$WORK/pc-build/consumer_pc_static"
 # The C API example, built with the installed c_api.h, generates on the same tiny model.
-"$WORK/pc-build/consumer_pc_c" "$WORK/run-cmake_shared/tiny-model" | tail -1
+"$WORK/pc-build/consumer_pc_c" "$WORK/tiny-model" | tail -1
 [ "$(wc -l <"$WORK/results.txt")" -eq 4 ] || fail "a consumer printed no result line"
 [ "$(sort -u "$WORK/results.txt" | wc -l)" -eq 1 ] || fail "consumers disagree:
 $(cat "$WORK/results.txt")"

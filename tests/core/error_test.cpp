@@ -22,8 +22,8 @@ TEST(Error, CarriesCodeAndMessage) {
 }
 
 TEST(Error, EveryCodeHasADistinctName) {
-  const ErrorCode codes[] = {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
-                             ErrorCode::kCorrupt,         ErrorCode::kUnsupported,
+  const ErrorCode codes[] = {ErrorCode::kInvalidArgument,   ErrorCode::kNotFound,
+                             ErrorCode::kCorrupt,           ErrorCode::kUnsupported,
                              ErrorCode::kResourceExhausted, ErrorCode::kUnavailable,
                              ErrorCode::kInternal};
   std::set<std::string> names;

@@ -46,8 +46,8 @@ TEST(Philox, StatisticalSanityOfAMillionUniforms) {
   std::vector<int> bins(kBins, 0);
   double sum = 0;
   for (int i = 0; i < kN; ++i) {
-    const float u = philox_uniform(42, 3, static_cast<std::uint64_t>(i / 4),
-                                   static_cast<std::uint32_t>(i % 4));
+    const float u =
+        philox_uniform(42, 3, static_cast<std::uint64_t>(i / 4), static_cast<std::uint32_t>(i % 4));
     ASSERT_GE(u, 0.0f);
     ASSERT_LT(u, 1.0f);
     sum += u;

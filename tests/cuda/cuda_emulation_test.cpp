@@ -1,5 +1,5 @@
-// The CUDA kernels' own code, run on the CPU by tests/cuda/cuda_emulator.h (one std::thread
-// per CUDA thread, real barriers and warp shuffles), compared bit for bit with the CPU
+// The CUDA kernels' own code, run on the CPU by tests/cuda/cuda_emulator.h (one fiber per
+// CUDA thread, real barriers and warp shuffles), compared bit for bit with the CPU
 // reference. Runs without a GPU: it checks every index computation, chunk boundary,
 // fold order, tie rule and synchronization pattern of the canonical kernels, the split
 // attention and the sampling draw, and that their results do not depend on the number of

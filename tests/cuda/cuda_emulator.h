@@ -2,27 +2,34 @@
 // the kernel code itself (kernels/cuda/*_kernels.cuh, compiled as plain C++) can be run
 // and compared bit for bit with the reference on a machine without a GPU.
 //
-// Blocks run one after another; the threads of a block are std::threads, so __shared__
-// variables become function-local statics (shared by the block's threads while it runs),
-// __syncthreads/__syncwarp are barriers and warp shuffles go through a per-block buffer.
-// Device math falls back to the host paths of device_math.h (std::fma etc., the same
-// IEEE operations). What this cannot show: hardware behaviour (the GPU's memory model,
-// instruction selection by ptxas, the tensor cores' internal summation order: the WMMA
-// model below checks the GEMM's tiling, indexing and bounds, not its bits) — that needs the
-// GPU tests.
+// Blocks run one after another. The threads of a block are fibers (ucontext) on the
+// calling thread, switched cooperatively: a thread runs until it reaches a barrier
+// (__syncthreads, __syncwarp, a warp shuffle) and every other thread of the block (or
+// warp) runs up to it before any goes on — the barrier semantics CUDA guarantees, with
+// none of the cost of OS threads (the whole model forward pass is emulated in CI on two
+// loaded cores). __shared__ variables become function-local statics (shared by the
+// block's threads while it runs) and warp shuffles go through a per-block buffer. Device
+// math falls back to the host paths of device_math.h (std::fma etc., the same IEEE
+// operations). What this cannot show: hardware behaviour (the GPU's memory model and
+// real concurrency between threads, instruction selection by ptxas, the tensor cores'
+// internal summation order: the WMMA model below checks the GEMM's tiling, indexing and
+// bounds, not its bits) — that needs the GPU tests.
+//
+// Not thread-safe: one launch at a time, from one thread.
 //
 // Include this first, before any kernels/cuda/*_kernels.cuh header.
 #pragma once
 
+#include <ucontext.h>
+
+#include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #define DETINFER_CUDA_EMULATION 1
@@ -58,25 +65,70 @@ struct __nv_bfloat16 {
 
 namespace emu {
 
-// Reusable barrier for a fixed number of threads.
+// Fiber switching. On x86-64 (without sanitizers) a minimal stack switch: no signal-mask
+// system call per switch as in swapcontext, which makes the emulated model forward pass
+// several times faster. Elsewhere ucontext.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define DETINFER_EMU_ASM_SWITCH 1
+// Pushes the callee-saved registers, stores the stack pointer in *from, loads `to` and
+// pops the registers saved there (System V x86-64 ABI).
+extern "C" void detinfer_emu_switch(void** from, void* to);
+__asm__(
+    ".text\n"
+    ".weak detinfer_emu_switch\n"
+    ".type detinfer_emu_switch,@function\n"
+    "detinfer_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size detinfer_emu_switch, .-detinfer_emu_switch\n");
+#endif
+
+// The fiber scheduler of the running launch.
+struct Fibers {
+#ifdef DETINFER_EMU_ASM_SWITCH
+  void* scheduler = nullptr;
+  std::vector<void*> sp;
+#else
+  ucontext_t scheduler;
+  std::vector<ucontext_t> ctx;
+#endif
+  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<bool> done;
+  unsigned current = 0;
+  std::function<void()> body;  // the kernel calls of the running launch
+};
+inline Fibers g_fibers;
+inline constexpr std::size_t kFiberStack = std::size_t{256} << 10;
+
+// Gives the CPU back to the scheduler (the fiber is resumed on the next round).
+inline void yield() {
+  Fibers& f = g_fibers;
+#ifdef DETINFER_EMU_ASM_SWITCH
+  detinfer_emu_switch(&f.sp[f.current], f.scheduler);
+#else
+  swapcontext(&f.ctx[f.current], &f.scheduler);
+#endif
+}
+
+// Reusable barrier for a fixed number of fibers: the last to arrive releases the others,
+// who wake up on their next turn.
 class Barrier {
  public:
   explicit Barrier(int n) : n_(n) {}
   void wait() {
-    std::unique_lock<std::mutex> lock(m_);
     const std::uint64_t gen = gen_;
     if (++count_ == n_) {
       count_ = 0;
       ++gen_;
-      cv_.notify_all();
       return;
     }
-    cv_.wait(lock, [&] { return gen_ != gen; });
+    while (gen_ == gen) yield();
   }
 
  private:
-  std::mutex m_;
-  std::condition_variable cv_;
   int n_;
   int count_ = 0;
   std::uint64_t gen_ = 0;
@@ -92,12 +144,11 @@ struct BlockState {
   std::vector<std::unique_ptr<Barrier>> warps;
   std::vector<std::uint64_t> shfl;
   int or_flag = 0;
-  std::mutex or_mutex;
   std::vector<std::uint64_t> dynamic;  // 8-byte aligned dynamic shared memory
 };
 
-inline thread_local dim3 t_thread;
-inline thread_local dim3 t_block;
+inline dim3 t_thread;  // of the running fiber
+inline dim3 t_block;
 inline dim3 g_block_dim;
 inline dim3 g_grid_dim;
 inline BlockState* g_state = nullptr;
@@ -109,29 +160,93 @@ T* dynamic_shared() {
 
 inline Barrier& warp_barrier() { return *g_state->warps[t_thread.x / 32]; }
 
-// Runs kernel(args...) over the grid with `block.x` threads per block (1-D blocks).
+#ifdef DETINFER_EMU_ASM_SWITCH
+[[noreturn]] inline void fiber_entry() {
+  Fibers& f = g_fibers;
+  f.body();
+  f.done[f.current] = true;
+  detinfer_emu_switch(&f.sp[f.current], f.scheduler);  // never resumed
+  __builtin_unreachable();
+}
+
+// A fresh fiber on `stack`: the first switch to it "returns" into fiber_entry with the
+// stack aligned as after a call.
+inline void* start_fiber(char* stack) {
+  auto top = reinterpret_cast<std::uintptr_t>(stack + kFiberStack) & ~std::uintptr_t{15};
+  void** p = reinterpret_cast<void**>(top);
+  *--p = nullptr;  // fiber_entry's (never used) return address
+  *--p = reinterpret_cast<void*>(&fiber_entry);
+  for (int r = 0; r < 6; ++r) *--p = nullptr;  // rbp, rbx, r12-r15
+  return p;
+}
+#else
+inline void fiber_entry() {
+  Fibers& f = g_fibers;
+  f.body();
+  f.done[f.current] = true;  // returns to the scheduler through uc_link
+}
+#endif
+
+// Runs f.body on `threads` fibers until all have returned, round robin.
+inline void run_fibers(unsigned threads) {
+  Fibers& f = g_fibers;
+  while (f.stacks.size() < threads) f.stacks.emplace_back(new char[kFiberStack]);
+  f.done.assign(threads, false);
+#ifdef DETINFER_EMU_ASM_SWITCH
+  f.sp.resize(std::max<std::size_t>(f.sp.size(), threads));
+  for (unsigned t = 0; t < threads; ++t) f.sp[t] = start_fiber(f.stacks[t].get());
+#else
+  f.ctx.resize(std::max<std::size_t>(f.ctx.size(), threads));
+  for (unsigned t = 0; t < threads; ++t) {
+    getcontext(&f.ctx[t]);
+    f.ctx[t].uc_stack.ss_sp = f.stacks[t].get();
+    f.ctx[t].uc_stack.ss_size = kFiberStack;
+    f.ctx[t].uc_link = &f.scheduler;
+    makecontext(&f.ctx[t], fiber_entry, 0);
+  }
+#endif
+  for (unsigned alive = threads; alive > 0;) {
+    alive = 0;
+    for (unsigned t = 0; t < threads; ++t) {
+      if (f.done[t]) continue;
+      f.current = t;
+      t_thread = dim3(t);
+#ifdef DETINFER_EMU_ASM_SWITCH
+      detinfer_emu_switch(&f.scheduler, f.sp[t]);
+#else
+      swapcontext(&f.scheduler, &f.ctx[t]);
+#endif
+      if (!f.done[t]) ++alive;
+    }
+  }
+}
+
+// Runs kernel(args...) over the grid with `block.x` threads per block (1-D blocks). The
+// block's fibers are made once per launch and run the blocks in order; a separate
+// barrier at the end of each block keeps the next block from starting (and reusing the
+// __shared__ statics) before every thread has finished this one.
 template <typename Kernel, typename... Args>
 void launch(dim3 grid, dim3 block, std::size_t dynamic_bytes, Kernel kernel, Args... args) {
   g_grid_dim = grid;
   g_block_dim = block;
-  for (unsigned by = 0; by < grid.y; ++by) {
-    for (unsigned bx = 0; bx < grid.x; ++bx) {
-      BlockState state(block.x);
-      state.dynamic.assign((dynamic_bytes + 7) / 8, 0);
-      g_state = &state;
-      std::vector<std::thread> threads;
-      threads.reserve(block.x);
-      for (unsigned t = 0; t < block.x; ++t) {
-        threads.emplace_back([=] {
-          t_thread = dim3(t);
-          t_block = dim3(bx, by);
-          kernel(args...);
-        });
-      }
-      for (auto& th : threads) th.join();
-      g_state = nullptr;
+  BlockState state(block.x);
+  Barrier block_done(static_cast<int>(block.x));
+  const std::size_t words = (dynamic_bytes + 7) / 8;
+  state.dynamic.assign(words, 0);
+  g_state = &state;
+  const unsigned blocks = grid.x * grid.y;
+  g_fibers.body = [&] {
+    for (unsigned b = 0; b < blocks; ++b) {
+      t_block = dim3(b % grid.x, b / grid.x);
+      kernel(args...);
+      block_done.wait();
+      if (t_thread.x == 0) state.dynamic.assign(words, 0);  // fresh dynamic shared memory
+      block_done.wait();
     }
-  }
+  };
+  run_fibers(block.x);
+  g_fibers.body = nullptr;
+  g_state = nullptr;
 }
 
 template <typename T>
@@ -156,21 +271,11 @@ inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_barrier().wait(); }
 
 inline int __syncthreads_or(int pred) {
   emu::BlockState& s = *emu::g_state;
-  if (pred) {
-    std::lock_guard<std::mutex> lock(s.or_mutex);
-    s.or_flag = 1;
-  }
+  if (pred) s.or_flag = 1;
   s.block.wait();
-  int result;
-  {
-    std::lock_guard<std::mutex> lock(s.or_mutex);
-    result = s.or_flag;
-  }
+  const int result = s.or_flag;
   s.block.wait();
-  if (emu::t_thread.x == 0) {
-    std::lock_guard<std::mutex> lock(s.or_mutex);
-    s.or_flag = 0;
-  }
+  if (emu::t_thread.x == 0) s.or_flag = 0;
   s.block.wait();
   return result;
 }

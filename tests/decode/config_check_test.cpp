@@ -12,7 +12,7 @@ namespace {
 
 const ConfigLimits kLimits{1000, 256};
 
-// Expects validate_config to throw InvalidArgument whose message names `field`.
+// Expects validate_config to throw InvalidArgument whose message and field() name `field`.
 void expect_invalid(const std::function<void(GenerationConfig&)>& edit, const std::string& field) {
   GenerationConfig c;
   edit(c);
@@ -22,6 +22,7 @@ void expect_invalid(const std::function<void(GenerationConfig&)>& edit, const st
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(e.message().find(field), std::string::npos) << e.message();
+    EXPECT_EQ(e.field(), field) << e.message();
   }
 }
 

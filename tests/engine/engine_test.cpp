@@ -135,6 +135,32 @@ TEST(Engine, ChunkSizeBatchSizeAndBlockSizeDoNotChangeOutput) {
   }
 }
 
+// Blocks the engine thread inside a token callback until released.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool open = false;
+  TokenCallback callback() {
+    return [this](const TokenEvent&) {
+      std::unique_lock<std::mutex> lk(mu);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lk, [&] { return open; });
+      return true;
+    };
+  }
+  void wait_entered() {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lk(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
 struct BatchRecorder : EngineObserver {
   std::atomic<std::int32_t> max_sequences{0};
   void on_step(const StepStats& s) override {
@@ -158,6 +184,10 @@ TEST(Engine, LoadInvarianceAmongRandomTraffic) {
     Engine e(m, nullptr, small_options());
     auto batches = std::make_shared<BatchRecorder>();
     e.add_observer(batches);
+    // At K=31 the first request's callback holds the engine until every request is
+    // queued, so they surely share forward passes (checked below).
+    Gate gate;
+    if (k == 31) reqs[0].on_token = gate.callback();
     std::vector<std::future<GenerationResult>> futures(reqs.size());
     const int kThreads = 3;
     std::vector<std::thread> threads;
@@ -171,6 +201,7 @@ TEST(Engine, LoadInvarianceAmongRandomTraffic) {
       });
     }
     for (auto& t : threads) t.join();
+    gate.release();
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       expect_same_output(alone[i], futures[i].get(),
                          "K=" + std::to_string(k) + " request " + std::to_string(i));
@@ -273,32 +304,6 @@ TEST(Engine, StreamingEventsMatchResultAndCallbackCanCancel) {
   expect_same_output(full, e.submit(r).get(), "after cancel");
 }
 
-// Blocks the engine thread inside a token callback until released.
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool entered = false;
-  bool open = false;
-  TokenCallback callback() {
-    return [this](const TokenEvent&) {
-      std::unique_lock<std::mutex> lk(mu);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lk, [&] { return open; });
-      return true;
-    };
-  }
-  void wait_entered() {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return entered; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    open = true;
-    cv.notify_all();
-  }
-};
-
 TEST(Engine, BoundedQueueAndCancelWhileQueued) {
   FakeModel m;
   EngineOptions o = small_options();
@@ -376,9 +381,7 @@ TEST(Engine, KvBlocksAreReturnedAfterEveryRequest) {
   for (int i = 0; i < 20; ++i)
     fs.push_back(e.submit(request(random_prompt(rng, 30), random_config(rng))));
   for (auto& f : fs) f.get();
-  for (int i = 0; i < 200 && e.stats().kv_blocks_in_use != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  // A request's blocks are released (and counted) before its result is delivered.
   EXPECT_EQ(e.stats().kv_blocks_in_use, 0);
   EXPECT_GT(e.stats().steps, 0);
 }
@@ -396,9 +399,28 @@ TEST(Engine, ShutdownFailsWaitingRequestsAndRefusesNewOnes) {
   gate.wait_entered();
   auto waiting = e.submit(request({9, 9, 9}, c));
   std::thread closer([&] { e.shutdown(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Release the gate only once shutdown has begun (submit refuses from then on); a guessed
+  // delay let the running request finish first on a busy machine.
+  std::vector<std::future<GenerationResult>> probes;
+  for (;;) {
+    try {
+      probes.push_back(e.submit(request({9, 9}, c)));
+    } catch (const Error& err) {
+      if (err.code() == ErrorCode::kUnavailable) break;
+      EXPECT_EQ(err.code(), ErrorCode::kResourceExhausted) << err.what();  // queue full
+    }
+    std::this_thread::yield();
+  }
   gate.release();
   closer.join();
+  for (auto& f : probes) {
+    try {
+      f.get();
+      FAIL();
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), ErrorCode::kUnavailable);
+    }
+  }
   for (auto* f : {&running, &waiting}) {
     try {
       f->get();

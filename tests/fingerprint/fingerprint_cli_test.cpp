@@ -76,7 +76,7 @@ TEST(CliDiff, ErrorsExitTwo) {
   EXPECT_NE(r.err.find("detinfer.fingerprint/9"), std::string::npos) << r.err;
   r = run_shell(cli_path() + " diff " + good + " " + junk);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("malformed JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
   r = run_shell(cli_path() + " diff " + good + " /no/such/file.json");
   EXPECT_EQ(r.exit_code, 2);
   // A JSON Lines file with several fingerprints needs an index.

@@ -18,7 +18,7 @@ using testing::tiny_options;
 using testing::write_bytes;
 
 std::string fingerprint_of(const std::string& dir, NumericsMode mode = NumericsMode::kCanonical) {
-  return Model::load(dir, {mode, 1})->fingerprint().hex();
+  return Model::load(dir, {mode, 1, {}})->fingerprint().hex();
 }
 
 TEST(ModelFingerprint, StableAcrossRunsModesAndFolders) {
@@ -29,7 +29,9 @@ TEST(ModelFingerprint, StableAcrossRunsModesAndFolders) {
   const std::string fa = fingerprint_of(a);
   EXPECT_EQ(fa.size(), 32u);
   EXPECT_EQ(fa, fingerprint_of(a));
-  EXPECT_EQ(fa, fingerprint_of(a, NumericsMode::kFast));
+  if (DETINFER_TEST_WITH_TORCH) {
+    EXPECT_EQ(fa, fingerprint_of(a, NumericsMode::kFast));
+  }
   EXPECT_EQ(fa, fingerprint_of(b));
 }
 

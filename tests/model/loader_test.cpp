@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "detinfer/error.h"
+#include "devtools/safetensors_writer.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/safetensors_header.h"
-#include "model/safetensors_writer.h"
 #include "model/tensor_store.h"
 
 namespace detinfer {
@@ -88,7 +88,7 @@ TEST(SafetensorsHeader, RejectsBadJson) {
   expect_error(raw_file("{\"a\":", ""), ErrorCode::kCorrupt, "not valid JSON");
   expect_error(raw_file("[1,2]", ""), ErrorCode::kCorrupt, "not a JSON object");
   expect_error(raw_file(std::string(50, '[') + std::string(50, ']'), ""), ErrorCode::kCorrupt,
-               "nested too deeply");
+               "nested deeper");
   expect_error(raw_file(R"({"a":5})", ""), ErrorCode::kCorrupt, "not a JSON object");
   expect_error(raw_file(R"({"a":{"dtype":"F32","shape":[1]}})", "1234"), ErrorCode::kCorrupt,
                "data_offsets");

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 
 namespace detinfer::testing {
 

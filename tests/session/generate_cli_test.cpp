@@ -47,5 +47,33 @@ TEST(GenerateCli, BadArgumentsFailWithAMessage) {
   EXPECT_FALSE(m.err.empty());
 }
 
+// --device cuda: on a machine without a usable GPU (CI) a clear kUnavailable error and a
+// non-zero exit; on a machine with one, the same tokens and digest as the CPU (canonical).
+TEST(GenerateCli, CudaDeviceIsUnavailableWithoutAGpuOrEqualsTheCpu) {
+  const std::string cmd = cli_path() + " generate --model " + testing::tiny_model_dir() +
+                          " --prompt 'Hello, detinfer' --max-new-tokens 8 --ignore-eos --json";
+  const auto cpu = run_shell(cmd + " --device cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const auto gpu = run_shell(cmd + " --device cuda");
+  if (gpu.exit_code != 0) {
+    EXPECT_NE(gpu.err.find("unavailable: device cuda:0 is unavailable: "), std::string::npos)
+        << gpu.err;
+    EXPECT_TRUE(gpu.out.empty()) << gpu.out;
+  } else {
+    const auto c = nlohmann::json::parse(cpu.out);
+    const auto g = nlohmann::json::parse(gpu.out);
+    EXPECT_EQ(g["tokens"], c["tokens"]);
+    EXPECT_EQ(g["digest"], c["digest"]);
+  }
+  const auto bad = run_shell(cmd + " --device tpu");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("SessionOptions.device 'tpu' is not"), std::string::npos) << bad.err;
+  const auto di = run_shell(cmd + " --mode device_invariant");
+  EXPECT_NE(di.exit_code, 0);
+  EXPECT_NE(di.err.find("unsupported: numerics mode device_invariant needs a CUDA device"),
+            std::string::npos)
+      << di.err;
+}
+
 }  // namespace
 }  // namespace detinfer

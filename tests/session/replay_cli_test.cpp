@@ -48,6 +48,7 @@ TEST(ReplayCli, FingerprintFromOneProcessReplaysInAnother) {
   EXPECT_NE(j.out.find("\"verdict\": \"reproduced\""), std::string::npos) << j.out;
 
   // Fast mode: runs, but is never "reproduced".
+  if (!DETINFER_TEST_WITH_TORCH) return;  // built with DETINFER_WITH_TORCH=OFF
   const auto f = run_shell(cli_path() + " replay " + fp + " --model " + model + " --mode fast");
   EXPECT_EQ(f.exit_code, 1) << f.out << f.err;
   EXPECT_NE(f.out.find("numerics"), std::string::npos) << f.out;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "detinfer/fingerprint_diff.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 #include "session/flipped_model.h"
 #include "session/session_impl.h"
 #include "session/session_services.h"
@@ -175,6 +175,7 @@ TEST(SessionFingerprint, ChangedConfigFieldDivergesAndDiffNamesTheGroup) {
 }
 
 TEST(SessionFingerprint, FastModeReplayAndDiffNameNumericsAndFirstDivergentStep) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "built with DETINFER_WITH_TORCH=OFF: no fast mode";
   auto canonical = DeterministicSession::open(tiny_model_dir(), tiny_options());
   GenerationConfig c;
   c.max_new_tokens = 12;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "detinfer/error.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "kernels/kernels.h"
 #include "session/tiny_session.h"
 
@@ -312,15 +312,23 @@ TEST_F(SessionTest, BadInputIsAClearErrorAndTheSessionKeepsServing) {
       s.generate("cancel me", longer, [&](const TokenEvent&) { return ++n < 5; });
   EXPECT_EQ(cut.sequences[0].finish_reason, FinishReason::kCancelled);
   EXPECT_EQ(cut.sequences[0].tokens.size(), 5u);
+  // The first token's callback blocks until the cancel has been issued, so the request
+  // cannot finish its 200 tokens first (it did on a fast machine: a race, not a test).
   std::promise<void> started;
+  std::promise<void> cancel_issued;
+  std::shared_future<void> issued = cancel_issued.get_future().share();
   bool once = false;
   RequestHandle h = s.submit("cancel me too", longer, [&](const TokenEvent&) {
-    if (!once) started.set_value();
-    once = true;
+    if (!once) {
+      once = true;
+      started.set_value();
+      issued.wait();
+    }
     return true;
   });
   started.get_future().wait();
   h.cancel();
+  cancel_issued.set_value();
   const GenerationResult hc = h.get();
   EXPECT_EQ(hc.sequences[0].finish_reason, FinishReason::kCancelled);
   EXPECT_LT(hc.sequences[0].tokens.size(), 200u);

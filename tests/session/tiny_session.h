@@ -7,9 +7,9 @@
 #include <mutex>
 #include <string>
 
-#include "detinfer/model_tools.h"
 #include "detinfer/philox.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 
 namespace detinfer::testing {
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "detinfer/tokenizer.h"
+#include "devtools/tiny_tokenizer.h"
 #include "tokenizer/fixture_files.h"
-#include "tokenizer/tiny_tokenizer.h"
 
 namespace detinfer {
 namespace {

@@ -3,9 +3,9 @@
 
 #include "detinfer/philox.h"
 #include "detinfer/tokenizer.h"
+#include "devtools/tiny_tokenizer.h"
 #include "tokenizer/fixture_files.h"
 #include "tokenizer/random_text.h"
-#include "tokenizer/tiny_tokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace detinfer {

@@ -1,4 +1,4 @@
-#include "tokenizer/tiny_tokenizer.h"
+#include "devtools/tiny_tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "detinfer/error.h"
-#include "tokenizer/bpe_trainer.h"
+#include "devtools/bpe_trainer.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a byte-level BPE and write tokenizer.json"};

@@ -12,7 +12,7 @@
 
 #include "detinfer/error.h"
 #include "detinfer/tokenizer.h"
-#include "tokenizer/tiny_tokenizer.h"
+#include "devtools/tiny_tokenizer.h"
 
 namespace {
 

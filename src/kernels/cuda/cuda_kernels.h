@@ -34,6 +34,14 @@ int device_count() noexcept;
 std::string no_device_reason();
 // "NVIDIA H200 (sm_90, 132 SMs, 139 GiB), driver 13.0, runtime 13.0".
 std::string device_description(int device);
+struct DeviceProperties {
+  std::string name;  // "NVIDIA H200"
+  int major = 0;     // compute capability
+  int minor = 0;
+  std::string driver;   // "13.0"
+  std::string runtime;  // "13.0"
+};
+DeviceProperties device_properties(int device);
 void set_device(int device);
 void synchronize(Stream stream);
 
@@ -66,6 +74,15 @@ class DeviceBuffer {
 
 // Synchronous host-to-device copy into any device address (e.g. inside a DeviceBuffer).
 void copy_from_host(void* dst, const void* src, std::size_t bytes);
+
+// Synchronous device-to-host copy from any device address (ordered after the work queued
+// on the default stream, like copy_from_host).
+void copy_to_host(void* dst, const void* src, std::size_t bytes);
+
+// Raw zero-filled device allocation for owners with their own RAII (the model's CUDA
+// backend); free_device(nullptr) is a no-op and never throws.
+void* malloc_device_zeroed(std::size_t bytes);
+void free_device(void* p) noexcept;
 
 // Device-to-device copy on a stream (benchmarks use it as the bandwidth baseline).
 void copy_device(void* dst, const void* src, std::size_t bytes, Stream stream);

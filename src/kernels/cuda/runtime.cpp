@@ -122,6 +122,16 @@ std::string device_description(int device) {
                  version_text(runtime));
 }
 
+DeviceProperties device_properties(int device) {
+  cudaDeviceProp p{};
+  DETINFER_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  int driver = 0;
+  int runtime = 0;
+  DETINFER_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  DETINFER_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  return {p.name, p.major, p.minor, version_text(driver), version_text(runtime)};
+}
+
 void set_device(int device) { DETINFER_CUDA_CHECK(cudaSetDevice(device)); }
 
 void synchronize(Stream stream) { DETINFER_CUDA_CHECK(cudaStreamSynchronize(stream)); }
@@ -162,6 +172,23 @@ void DeviceBuffer::fill_zero() {
 
 void copy_from_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes > 0) DETINFER_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
+void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) DETINFER_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void* malloc_device_zeroed(std::size_t bytes) {
+  void* p = nullptr;
+  DETINFER_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  const cudaError_t err = cudaMemset(p, 0, bytes == 0 ? 1 : bytes);
+  if (err != cudaSuccess) (void)cudaFree(p);
+  DETINFER_CUDA_CHECK(err);
+  return p;
+}
+
+void free_device(void* p) noexcept {
+  if (p != nullptr) (void)cudaFree(p);
 }
 
 void copy_device(void* dst, const void* src, std::size_t bytes, Stream stream) {

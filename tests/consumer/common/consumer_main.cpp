@@ -1,8 +1,9 @@
-// A program outside the detinfer tree that uses only the installed public headers. Built
-// four times by run_consumers.sh (find_package(detinfer) shared and static, pkg-config
-// shared and static). Usage: consumer <scratch dir>. It writes the tiny model there, runs
-// a prefill and a seeded generation, and prints one "result:" line that must be
-// identical for every build.
+// A program outside the detinfer tree that uses only the public headers. Built four times
+// by run_consumers.sh (find_package(detinfer) shared and static, pkg-config shared and
+// static) and once by the add_subdirectory consumer (tests/consumer/subdir_project).
+// Usage: consumer <tiny model dir> (written by detinfer_tiny_model). It runs a greedy and
+// a seeded sampled generation and prints one "result:" line that must be identical for
+// every build.
 // Exits 0 only when every check passes.
 #include <cstdint>
 #include <cstdio>
@@ -12,13 +13,12 @@
 #include "detinfer/environment.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/session.h"
 #include "detinfer/version.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <scratch dir>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <tiny model dir>\n", argv[0]);
     return 2;
   }
   try {
@@ -42,21 +42,16 @@ int main(int argc, char** argv) {
     } catch (const detinfer::Error& e) {
       if (e.code() != detinfer::ErrorCode::kInvalidArgument) return 1;
     }
-    // The tiny model (deterministic random weights): one prefill, then a seeded sampled
+    // The tiny model (deterministic random weights): a greedy and a seeded sampled
     // generation through a DeterministicSession.
-    detinfer::TinyModelOptions tiny;
-    tiny.out_dir = std::string(argv[1]) + "/tiny-model";
-    detinfer::make_tiny_model(tiny);
-    detinfer::LogitsRequest request;
-    request.model_dir = tiny.out_dir;
-    request.tokens = {1, 17, 42, 99, 7};
-    const detinfer::LogitsResult logits = detinfer::compute_logits(request);
-    const std::string logits_hash =
-        detinfer::xxh3_128(logits.logits.data(), logits.logits.size() * sizeof(float)).hex();
-
+    const std::string model_dir = argv[1];
     detinfer::SessionOptions options;
     options.threads = 2;
-    auto session = detinfer::DeterministicSession::open(tiny.out_dir, options);
+    auto session = detinfer::DeterministicSession::open(model_dir, options);
+    detinfer::GenerationConfig greedy;
+    greedy.max_new_tokens = 8;
+    greedy.ignore_eos = true;
+    const detinfer::GenerationResult greedy_result = session.generate("The quick", greedy);
     detinfer::GenerationConfig config;
     config.max_new_tokens = 12;
     config.temperature = 0.8f;
@@ -72,8 +67,10 @@ int main(int argc, char** argv) {
     for (std::int32_t t : seq.tokens) tokens += std::to_string(t) + " ";
     std::printf("consumer ok: detinfer %s, numerics spec v%d\n", env.library_version.c_str(),
                 env.numerics_spec_version);
-    std::printf("result: model %s logits %s tokens %sdigest %s\n", logits.model_fingerprint.c_str(),
-                logits_hash.c_str(), tokens.c_str(), detinfer::hex64(seq.digest).c_str());
+    std::printf("result: model %s greedy %s tokens %sdigest %s\n",
+                session.model_fingerprint().c_str(),
+                detinfer::hex64(greedy_result.sequences.at(0).digest).c_str(), tokens.c_str(),
+                detinfer::hex64(seq.digest).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "consumer failed: %s\n", e.what());

@@ -1,4 +1,4 @@
-#include "model/safetensors_writer.h"
+#include "devtools/safetensors_writer.h"
 
 #include <algorithm>
 #include <cstring>

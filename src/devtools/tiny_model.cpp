@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/philox.h"
-#include "model/safetensors_writer.h"
+#include "devtools/model_tools.h"
+#include "devtools/safetensors_writer.h"
+#include "devtools/tiny_tokenizer.h"
 #include "model/weight_loader.h"
-#include "tokenizer/tiny_tokenizer.h"
 
 namespace detinfer {
 namespace {

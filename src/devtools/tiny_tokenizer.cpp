@@ -1,10 +1,10 @@
-#include "tokenizer/tiny_tokenizer.h"
+#include "devtools/tiny_tokenizer.h"
 
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "tokenizer/bpe_trainer.h"
+#include "devtools/bpe_trainer.h"
 
 namespace detinfer {
 

@@ -1,4 +1,4 @@
-#include "tokenizer/bpe_trainer.h"
+#include "devtools/bpe_trainer.h"
 
 #include <algorithm>
 #include <queue>

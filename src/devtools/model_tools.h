@@ -1,13 +1,12 @@
-// Model utilities behind the `detinfer make-tiny-model` and `detinfer logits` commands:
-// a deterministic random-model generator (tests and the demo use it; no model is ever
-// downloaded) and a one-shot logits dump.
+// Developer tools behind the `detinfer make-tiny-model` and `detinfer logits` commands
+// (detinfer_devtools, not part of libdetinfer): a deterministic random-model generator
+// (tests and the demo use it; no model is ever downloaded) and a one-shot logits dump.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "detinfer/export.h"
 #include "detinfer/numerics.h"
 
 namespace detinfer {
@@ -17,8 +16,8 @@ enum class WeightDType : std::uint8_t { kF32, kBF16, kF16 };
 
 // Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
-DETINFER_API TinyArch parse_tiny_arch(const std::string& name);
-DETINFER_API WeightDType parse_weight_dtype(const std::string& name);
+TinyArch parse_tiny_arch(const std::string& name);
+WeightDType parse_weight_dtype(const std::string& name);
 
 struct TinyModelOptions {
   TinyArch arch = TinyArch::kLlama;
@@ -46,7 +45,7 @@ struct TinyModelOptions {
 // BPE) into out_dir. Weights are Philox draws keyed by (seed, tensor index, element),
 // uniform in +-sqrt(3 / fan_in) (norm weights 1 +- 0.1, biases +-0.1), so activations
 // stay O(1). The same options give the same bytes on every machine.
-DETINFER_API void make_tiny_model(const TinyModelOptions& options);
+void make_tiny_model(const TinyModelOptions& options);
 
 struct LogitsRequest {
   std::string model_dir;
@@ -63,6 +62,6 @@ struct LogitsResult {
 };
 
 // Loads the model and runs one prefill over all tokens, returning every position's logits.
-DETINFER_API LogitsResult compute_logits(const LogitsRequest& request);
+LogitsResult compute_logits(const LogitsRequest& request);
 
 }  // namespace detinfer

@@ -1,6 +1,6 @@
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/bpe_trainer.h"
+#include "devtools/bpe_trainer.h"
 
 namespace detinfer::tokenizer {
 

@@ -1,6 +1,6 @@
 // detinfer::compute_logits: one prefill over a prompt, every position's logits.
 #include "core/check.h"
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "model/model.h"
 
 namespace detinfer {

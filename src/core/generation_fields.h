@@ -1,0 +1,97 @@
+// The one field table of GenerationConfig. Validation, the result-cache key, the
+// fingerprint JSON (both ways), the fingerprint diff and the C API conversion all iterate
+// it, so a field added to GenerationConfig and to this table reaches every one of them
+// (and a test flips every field, tests/cache/result_key_fields_test.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "detinfer/generation.h"
+
+namespace detinfer::core {
+
+// Where a field's upper bound comes from when it is not a constant.
+enum class ModelBound : std::uint8_t {
+  kNone = 0,           // `hi` is the bound
+  kVocabSize = 1,      // the model's vocabulary size (top_k; each stop token id is below it)
+  kContextLength = 2,  // the model's context length (max_new_tokens)
+};
+
+struct FieldSpec {
+  const char* key;  // the member's name: the JSON key in fingerprints and Error::field()
+  // Numeric fields: the allowed range, [lo, hi] with either end open; lists: the largest
+  // count in `hi`. Unused for the seed.
+  double lo;
+  double hi;
+  bool lo_open;
+  bool hi_open;
+  ModelBound bound;     // replaces `hi` when not kNone
+  bool affects_output;  // part of the result-cache key (every field is today)
+  const char* range;    // the range in words, for messages ("in (0, 1] (1 = off)")
+};
+
+// Limits that are not part of the model.
+constexpr std::int32_t kMaxReturnSequences = 64;
+constexpr std::int32_t kMaxBeams = 64;
+constexpr std::int32_t kMaxLogprobs = 20;
+constexpr std::size_t kMaxStopStrings = 16;
+constexpr std::size_t kMaxStopStringBytes = 256;
+constexpr std::size_t kMaxStopTokenIds = 64;
+
+constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
+
+// X(member, lo, hi, lo_open, hi_open, bound, affects_output, range) for every numeric or
+// boolean member; the C API's struct has members of the same names, so it copies these
+// by name. Arguments after `member` name things of namespace detinfer::core. In `range`,
+// {} stands for the model's bound.
+#define DETINFER_GENERATION_SCALAR_FIELDS(X)                                                   \
+  X(max_new_tokens, 1, 0, false, false, ModelBound::kContextLength, true,                      \
+    "in [1, {}] (the context length)")                                                         \
+  X(temperature, 0, 100, false, false, ModelBound::kNone, true, "0 (greedy) or in (0, 100]")   \
+  X(top_k, 0, 0, false, false, ModelBound::kVocabSize, true,                                   \
+    "0 (off) or in [1, {}] (the vocabulary size)")                                             \
+  X(top_p, 0, 1, true, false, ModelBound::kNone, true, "in (0, 1] (1 = off)")                  \
+  X(min_p, 0, 1, false, true, ModelBound::kNone, true, "in [0, 1) (0 = off)")                  \
+  X(repetition_penalty, 0, 10, true, false, ModelBound::kNone, true, "in (0, 10] (1 = off)")   \
+  X(presence_penalty, -2, 2, false, false, ModelBound::kNone, true, "in [-2, 2]")              \
+  X(frequency_penalty, -2, 2, false, false, ModelBound::kNone, true, "in [-2, 2]")             \
+  X(num_return_sequences, 1, kMaxReturnSequences, false, false, ModelBound::kNone, true,       \
+    "in [1, 64]")                                                                              \
+  X(first_sample_index, 0, kU32Max, false, false, ModelBound::kNone, true, "in [0, 2^32 - 1]") \
+  X(num_beams, 1, kMaxBeams, false, false, ModelBound::kNone, true, "in [1, 64]")              \
+  X(length_penalty, -10, 10, false, false, ModelBound::kNone, true, "in [-10, 10]")            \
+  X(early_stopping, 0, 1, false, false, ModelBound::kNone, true, "true or false")              \
+  X(logprobs, 0, kMaxLogprobs, false, false, ModelBound::kNone, true, "in [0, 20]")            \
+  X(ignore_eos, 0, 1, false, false, ModelBound::kNone, true, "true or false")
+
+// The members that are not plain scalars: an optional seed, an optional list of token ids
+// (each below the vocabulary size) and a list of strings; `hi` is the largest count.
+#define DETINFER_GENERATION_OTHER_FIELDS(X)                                          \
+  X(seed, 0, 0, false, false, ModelBound::kNone, true, "any 64-bit value")           \
+  X(stop_token_ids, 0, kMaxStopTokenIds, false, false, ModelBound::kVocabSize, true, \
+    "at most 64 ids in [0, {})")                                                     \
+  X(stop_strings, 0, kMaxStopStrings, false, false, ModelBound::kNone, true,         \
+    "at most 16 strings of 1..256 bytes")
+
+// Calls visit(const FieldSpec&, member) for every member of GenerationConfig, in a fixed
+// order (the order of the result-cache key). `Config` is GenerationConfig or const
+// GenerationConfig; the member is passed by reference.
+template <typename Config, typename Visit>
+void for_each_field(Config& config, Visit&& visit) {
+#define DETINFER_VISIT_FIELD(member, lo, hi, lo_open, hi_open, bound, affects, range) \
+  visit(FieldSpec{#member, lo, hi, lo_open, hi_open, bound, affects, range}, config.member);
+  DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_VISIT_FIELD)
+  DETINFER_GENERATION_OTHER_FIELDS(DETINFER_VISIT_FIELD)
+#undef DETINFER_VISIT_FIELD
+}
+
+// The number of fields for_each_field visits.
+#define DETINFER_COUNT_FIELD(...) +1
+constexpr std::size_t kGenerationFieldCount =
+    0 DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_COUNT_FIELD)
+        DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_FIELD);
+#undef DETINFER_COUNT_FIELD
+
+}  // namespace detinfer::core

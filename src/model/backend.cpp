@@ -1,0 +1,51 @@
+#include "model/backend.h"
+
+#include <utility>
+
+namespace detinfer {
+
+BackendBuffer::~BackendBuffer() {
+  if (owner_ != nullptr && ptr_ != nullptr) owner_->free(ptr_);
+}
+
+BackendBuffer::BackendBuffer(BackendBuffer&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)),
+      ptr_(std::exchange(other.ptr_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
+  if (this != &other) {
+    if (owner_ != nullptr && ptr_ != nullptr) owner_->free(ptr_);
+    owner_ = std::exchange(other.owner_, nullptr);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+BackendBuffer Backend::alloc(std::size_t bytes) {
+  // Never a null pointer, even for 0 bytes: kernels check their pointers.
+  return BackendBuffer(this, allocate_zeroed(bytes == 0 ? 1 : bytes), bytes);
+}
+
+BackendBuffer Backend::upload_new(const void* host, std::size_t bytes) {
+  BackendBuffer b = alloc(bytes);
+  if (bytes > 0) upload(b.data(), host, bytes);
+  return b;
+}
+
+void Backend::project_qkv(const BackendLinear& wq, const BackendLinear& wk, const BackendLinear& wv,
+                          const float* x, std::int64_t m, float* q, float* k, float* v) {
+  linear(wq, x, wq.k(), m, q, wq.n());
+  linear(wk, x, wk.k(), m, k, wk.n());
+  linear(wv, x, wv.k(), m, v, wv.n());
+}
+
+void Backend::mlp_gate_up(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
+                          std::int64_t m, float* g, float* u, float* a) {
+  linear(wgate, x, wgate.k(), m, g, wgate.n());
+  linear(wup, x, wup.k(), m, u, wup.n());
+  silu_mul(g, u, a, m * wgate.n());
+}
+
+}  // namespace detinfer

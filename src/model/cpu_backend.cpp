@@ -1,0 +1,165 @@
+// The CPU backend: the ops of the forward pass over kernels:: (numerics spec v1), host
+// memory, a kernel thread pool. Every op treats rows independently.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "model/backend.h"
+#include "model/rope_table.h"
+
+namespace detinfer {
+namespace {
+
+class CpuLinear final : public BackendLinear {
+ public:
+  explicit CpuLinear(kernels::PackedLinear p) : packed(std::move(p)) {}
+  std::int64_t n() const override { return packed.n(); }
+  std::int64_t k() const override { return packed.k(); }
+  std::size_t bytes() const override { return packed.packed_bytes(); }
+  kernels::PackedLinear packed;
+};
+
+void widen_row(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
+  switch (dtype) {
+    case kernels::DType::kF32:
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
+      return;
+    case kernels::DType::kBF16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(s[i]);
+      return;
+    }
+    case kernels::DType::kF16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
+      return;
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : pool_(threads) {}
+
+  std::string name() const override { return "cpu"; }
+  DeviceInfo device_info() const override { return {}; }
+  NumericsMode numerics() const override { return NumericsMode::kCanonical; }
+
+  void upload(void* dst, const void* host, std::size_t bytes) override {
+    std::memcpy(dst, host, bytes);
+  }
+  void download(void* host, const void* src, std::size_t bytes) override {
+    std::memcpy(host, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+
+  std::unique_ptr<BackendLinear> make_linear(const void* w, kernels::DType dtype, std::int64_t n,
+                                             std::int64_t k, const float* bias) override {
+    return std::make_unique<CpuLinear>(kernels::PackedLinear::pack(w, dtype, n, k, bias));
+  }
+
+  void begin_step(const BatchPlan& plan, const RopeTable& rope) override {
+    plan_ = &plan;
+    rope_ = &rope;
+  }
+
+  void embedding(const void* table, kernels::DType dtype, std::int64_t vocab, std::int64_t dim,
+                 float* x) override {
+    const std::size_t row_bytes = static_cast<std::size_t>(dim) * kernels::dtype_size(dtype);
+    const auto* base = static_cast<const std::uint8_t*>(table);
+    for (std::int64_t r = 0; r < plan_->rows; ++r) {
+      const std::int32_t t = plan_->tokens[static_cast<std::size_t>(r)];
+      DETINFER_INTERNAL_CHECK(t >= 0 && t < vocab);
+      widen_row(dtype, base + static_cast<std::size_t>(t) * row_bytes, dim, x + r * dim);
+    }
+  }
+
+  void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+                std::int64_t ldy, std::int64_t rows, std::int64_t n) override {
+    kernels::rms_norm(x, ldx, w, eps, y, ldy, rows, n, &pool_);
+  }
+
+  void linear(const BackendLinear& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
+              std::int64_t ldy) override {
+    static_cast<const CpuLinear&>(w).packed.run(x, ldx, m, y, ldy, &pool_);
+  }
+
+  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) override {
+    for (std::int64_t r = 0; r < plan_->rows; ++r) {
+      const std::int64_t pos = plan_->positions[static_cast<std::size_t>(r)];
+      kernels::rope(x + r * ldx, heads, head_dim, head_dim, rope_->cos(pos), rope_->sin(pos));
+    }
+  }
+
+  void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
+    const std::int64_t stride = kv.num_kv_heads * kv.head_dim;
+    const auto bytes = static_cast<std::size_t>(stride) * sizeof(float);
+    for (std::int64_t r = 0; r < plan_->rows; ++r) {
+      const std::int64_t slot = plan_->kv_slots[static_cast<std::size_t>(r)];
+      std::memcpy(kv.k_pool + slot * stride, k + r * ld, bytes);
+      std::memcpy(kv.v_pool + slot * stride, v + r * ld, bytes);
+    }
+  }
+
+  void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
+                 float scale, float* out, std::int64_t ldo) override {
+    for (const BatchPlan::Seq& s : plan_->seqs) {
+      kernels::PagedKvView view;
+      view.k_pool = kv.k_pool;
+      view.v_pool = kv.v_pool;
+      view.block_table = s.block_table;
+      view.num_blocks = s.num_blocks;
+      view.block_size = kv.block_size;
+      view.num_kv_heads = kv.num_kv_heads;
+      view.head_dim = kv.head_dim;
+      kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
+                         num_heads, view, scale, out + s.row_begin * ldo, ldo, &pool_);
+    }
+  }
+
+  void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    kernels::silu_mul(g, u, out, n);
+  }
+
+  void add(const float* a, const float* b, float* out, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+
+  void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) override {
+    for (std::size_t i = 0; i < plan_->logit_rows.size(); ++i) {
+      std::memcpy(out + static_cast<std::int64_t>(i) * n, x + plan_->logit_rows[i] * ld,
+                  static_cast<std::size_t>(n) * sizeof(float));
+    }
+  }
+
+  void copy_out(const float* src, std::int64_t n, float* host) override {
+    std::memcpy(host, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+
+ protected:
+  void* allocate_zeroed(std::size_t bytes) override {
+    void* p = std::calloc(bytes, 1);
+    if (p == nullptr) {
+      fail(ErrorCode::kResourceExhausted, "cpu backend: cannot allocate ", bytes, " bytes");
+    }
+    return p;
+  }
+  void free(void* ptr) noexcept override { std::free(ptr); }
+
+ private:
+  ThreadPool pool_;
+  const BatchPlan* plan_ = nullptr;
+  const RopeTable* rope_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_shared<CpuBackend>(threads);
+}
+
+}  // namespace detinfer

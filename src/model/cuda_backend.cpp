@@ -1,0 +1,263 @@
+// The CUDA backend: every op of the forward pass as one or a few kernels::cuda:: launches
+// through a CudaOps table, on device memory. Canonical mode uses the canonical kernels
+// (bitwise equal to the CPU backend); device-invariant (and fast) mode uses the
+// tensor-core linear, the fixed-tree RMSNorm and the fixed-split attention.
+//
+// A step's index arrays are staged on the device by begin_step() (one upload each):
+// tokens and positions (int32), key counts (int64), the sequences' block tables
+// (int32, concatenated), and the RoPE table rows when the table grew.
+#include "model/cuda_backend.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/check.h"
+#include "model/rope_table.h"
+
+namespace detinfer {
+namespace {
+
+class CudaLinear final : public BackendLinear {
+ public:
+  std::int64_t n() const override { return n_; }
+  std::int64_t k() const override { return k_; }
+  std::size_t bytes() const override { return w.bytes() + bias.bytes(); }
+
+  BackendBuffer w;     // [n][k]: the stored dtype (canonical) or bf16 (tensor cores)
+  BackendBuffer bias;  // n floats, or empty
+  kernels::DType dtype = kernels::DType::kF32;
+  std::int64_t n_ = 0;
+  std::int64_t k_ = 0;
+};
+
+void widen(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
+  const auto* s16 = static_cast<const std::uint16_t*>(src);
+  for (std::int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case kernels::DType::kF32:
+        dst[i] = static_cast<const float*>(src)[i];
+        break;
+      case kernels::DType::kBF16:
+        dst[i] = kernels::bf16_to_f32(s16[i]);
+        break;
+      case kernels::DType::kF16:
+        dst[i] = kernels::f16_to_f32(s16[i]);
+        break;
+    }
+  }
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(std::shared_ptr<CudaOps> ops, NumericsMode mode, std::string name)
+      : ops_(std::move(ops)),
+        canonical_(mode == NumericsMode::kCanonical),
+        mode_(mode),
+        name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+  DeviceInfo device_info() const override { return ops_->device_info(); }
+  NumericsMode numerics() const override { return mode_; }
+
+  void upload(void* dst, const void* host, std::size_t bytes) override {
+    ops_->upload(dst, host, bytes);
+  }
+  void download(void* host, const void* src, std::size_t bytes) override {
+    ops_->download(host, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override { ops_->copy(dst, src, bytes); }
+
+  std::unique_ptr<BackendLinear> make_linear(const void* w, kernels::DType dtype, std::int64_t n,
+                                             std::int64_t k, const float* bias) override {
+    auto l = std::make_unique<CudaLinear>();
+    l->n_ = n;
+    l->k_ = k;
+    if (bias != nullptr) l->bias = upload_new(bias, static_cast<std::size_t>(n) * sizeof(float));
+    const std::int64_t count = n * k;
+    if (canonical_) {
+      l->dtype = dtype;
+      l->w = upload_new(w, static_cast<std::size_t>(count) * kernels::dtype_size(dtype));
+      return l;
+    }
+    if (k % 8 != 0) {
+      fail(ErrorCode::kUnsupported, "numerics mode ", to_string(mode_), " on ", name_,
+           ": the tensor-core linear needs in_features % 8 == 0, got a [", n, " x ", k, "] weight");
+    }
+    // Converted once: widened on the host (exact), rounded to bf16 on the device.
+    std::vector<float> wide(static_cast<std::size_t>(count));
+    widen(dtype, w, count, wide.data());
+    const BackendBuffer staged = upload_new(wide.data(), wide.size() * sizeof(float));
+    l->dtype = kernels::DType::kBF16;
+    l->w = alloc(static_cast<std::size_t>(count) * 2);
+    ops_->f32_to_bf16(staged.as<float>(), l->w.as<std::uint16_t>(), count);
+    ops_->synchronize();  // before `staged` is freed
+    return l;
+  }
+
+  void begin_step(const BatchPlan& plan, const RopeTable& rope) override {
+    plan_ = &plan;
+    const auto rows = static_cast<std::size_t>(plan.rows);
+    std::vector<std::int32_t> positions(rows);
+    for (std::size_t r = 0; r < rows; ++r) {
+      positions[r] = static_cast<std::int32_t>(plan.positions[r]);
+    }
+    std::vector<std::int32_t> tables;
+    table_offsets_.clear();
+    for (const BatchPlan::Seq& s : plan.seqs) {
+      table_offsets_.push_back(static_cast<std::int64_t>(tables.size()));
+      tables.insert(tables.end(), s.block_table, s.block_table + s.num_blocks);
+    }
+    stage(tokens_, plan.tokens.data(), rows * sizeof(std::int32_t));
+    stage(positions_, positions.data(), rows * sizeof(std::int32_t));
+    stage(num_keys_, plan.num_keys.data(), rows * sizeof(std::int64_t));
+    stage(tables_, tables.data(), tables.size() * sizeof(std::int32_t));
+    stage_rope(rope);
+  }
+
+  void embedding(const void* table, kernels::DType dtype, std::int64_t vocab, std::int64_t dim,
+                 float* x) override {
+    ops_->embedding(tokens_.as<std::int32_t>(), plan_->rows, table, dtype, vocab, dim, x, dim);
+  }
+
+  void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+                std::int64_t ldy, std::int64_t rows, std::int64_t n) override {
+    if (canonical_) {
+      ops_->rms_norm(x, ldx, w, eps, y, ldy, rows, n);
+    } else {
+      ops_->rms_norm_fast(x, ldx, w, eps, y, ldy, rows, n);
+    }
+  }
+
+  void linear(const BackendLinear& wl, const float* x, std::int64_t ldx, std::int64_t m, float* y,
+              std::int64_t ldy) override {
+    const auto& l = static_cast<const CudaLinear&>(wl);
+    const float* bias = l.bias.bytes() > 0 ? l.bias.as<float>() : nullptr;
+    if (canonical_) {
+      ops_->linear(x, ldx, m, l.w.data(), l.dtype, l.n_, l.k_, bias, y, ldy);
+      return;
+    }
+    const std::int64_t count = (m - 1) * ldx + l.k_;
+    reserve(x_bf16_, static_cast<std::size_t>(m * ldx) * 2);
+    ops_->f32_to_bf16(x, x_bf16_.as<std::uint16_t>(), count);
+    ops_->linear_bf16_tc(x_bf16_.as<std::uint16_t>(), ldx, m, l.w.as<std::uint16_t>(), l.n_, l.k_,
+                         bias, y, ldy);
+  }
+
+  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) override {
+    ops_->rope(x, plan_->rows, ldx, heads, head_dim, head_dim, rope_cos_.as<float>(),
+               rope_sin_.as<float>(), rope_half_, positions_.as<std::int32_t>());
+  }
+
+  void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
+    for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
+      const BatchPlan::Seq& s = plan_->seqs[i];
+      ops_->kv_write(k + s.row_begin * ld, v + s.row_begin * ld, ld, s.rows, s.start_pos,
+                     tables_.as<std::int32_t>() + table_offsets_[i], kv.block_size,
+                     kv.num_kv_heads * kv.head_dim, kv.k_pool, kv.v_pool);
+    }
+  }
+
+  void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
+                 float scale, float* out, std::int64_t ldo) override {
+    for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
+      const BatchPlan::Seq& s = plan_->seqs[i];
+      kernels::PagedKvView view;
+      view.k_pool = kv.k_pool;
+      view.v_pool = kv.v_pool;
+      view.block_table = tables_.as<std::int32_t>() + table_offsets_[i];
+      view.num_blocks = s.num_blocks;
+      view.block_size = kv.block_size;
+      view.num_kv_heads = kv.num_kv_heads;
+      view.head_dim = kv.head_dim;
+      const float* qs = q + s.row_begin * ldq;
+      float* os = out + s.row_begin * ldo;
+      const std::int64_t* keys = num_keys_.as<std::int64_t>() + s.row_begin;
+      if (canonical_) {
+        ops_->attention(qs, ldq, s.rows, keys, num_heads, view, scale, os, ldo);
+        continue;
+      }
+      // Causal rows of one sequence: the last row sees the most keys.
+      const std::int64_t max_keys =
+          plan_->num_keys[static_cast<std::size_t>(s.row_begin + s.rows - 1)];
+      const std::size_t ws =
+          ops_->attention_split_workspace_bytes(s.rows, num_heads, kv.head_dim, max_keys);
+      reserve(workspace_, ws);
+      ops_->attention_split(qs, ldq, s.rows, keys, max_keys, num_heads, view, scale, os, ldo,
+                            workspace_.data(), ws);
+    }
+  }
+
+  void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    ops_->silu_mul(g, u, out, n);
+  }
+  void add(const float* a, const float* b, float* out, std::int64_t n) override {
+    ops_->add(a, b, out, n);
+  }
+
+  void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) override {
+    for (std::size_t i = 0; i < plan_->logit_rows.size(); ++i) {
+      ops_->copy(out + static_cast<std::int64_t>(i) * n, x + plan_->logit_rows[i] * ld,
+                 static_cast<std::size_t>(n) * sizeof(float));
+    }
+  }
+
+  void copy_out(const float* src, std::int64_t n, float* host) override {
+    ops_->download(host, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+
+ protected:
+  void* allocate_zeroed(std::size_t bytes) override { return ops_->malloc_zeroed(bytes); }
+  void free(void* ptr) noexcept override { ops_->free(ptr); }
+
+ private:
+  // Grows `b` to at least `bytes` (contents are not kept).
+  void reserve(BackendBuffer& b, std::size_t bytes) {
+    if (b.bytes() < bytes) b = alloc(bytes);
+  }
+  // Uploads the RoPE rows the device does not have yet; capacity grows by doubling, so
+  // decode (one new position per step) uploads one row per step, not the whole table.
+  void stage_rope(const RopeTable& rope) {
+    const std::int64_t rows = rope.size();
+    if (rows <= rope_rows_) return;
+    rope_half_ = rope.half();
+    const auto row_bytes = static_cast<std::size_t>(rope_half_) * sizeof(float);
+    std::int64_t from = rope_rows_;
+    if (static_cast<std::size_t>(rows) * row_bytes > rope_cos_.bytes()) {
+      const std::int64_t cap = std::max<std::int64_t>(rows, 2 * rope_rows_);
+      rope_cos_ = alloc(static_cast<std::size_t>(cap) * row_bytes);
+      rope_sin_ = alloc(static_cast<std::size_t>(cap) * row_bytes);
+      from = 0;
+    }
+    const std::size_t offset = static_cast<std::size_t>(from) * row_bytes;
+    const std::size_t bytes = static_cast<std::size_t>(rows - from) * row_bytes;
+    ops_->upload(rope_cos_.as<std::uint8_t>() + offset, rope.cos(from), bytes);
+    ops_->upload(rope_sin_.as<std::uint8_t>() + offset, rope.sin(from), bytes);
+    rope_rows_ = rows;
+  }
+
+  void stage(BackendBuffer& b, const void* host, std::size_t bytes) {
+    reserve(b, bytes);
+    if (bytes > 0) ops_->upload(b.data(), host, bytes);
+  }
+
+  std::shared_ptr<CudaOps> ops_;  // first: the buffers below are freed through it
+  bool canonical_;
+  NumericsMode mode_;
+  std::string name_;
+  const BatchPlan* plan_ = nullptr;
+  BackendBuffer tokens_, positions_, num_keys_, tables_;
+  std::vector<std::int64_t> table_offsets_;
+  BackendBuffer rope_cos_, rope_sin_;
+  std::int64_t rope_rows_ = 0;
+  std::int64_t rope_half_ = 0;
+  BackendBuffer x_bf16_, workspace_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_cuda_backend_over(std::shared_ptr<CudaOps> ops, NumericsMode mode,
+                                                std::string name) {
+  return std::make_shared<CudaBackend>(std::move(ops), mode, std::move(name));
+}
+
+}  // namespace detinfer

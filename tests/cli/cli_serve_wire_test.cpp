@@ -1,0 +1,374 @@
+// `detinfer serve` against the defects of issue 15, each driven from outside like a client
+// would (httplib for ordinary requests, raw sockets for the rest): client errors are 400
+// (never 500), a request that can never fit is 400 (not 429), drawn seeds survive float64
+// JSON parsers, OpenAI's logprobs / streaming / usage / model / method / CORS behaviour,
+// keep-alive and pipelining, a departed client cancels its work, and shutdown is bounded.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli_test_support.h"
+#include "cli/raw_http.h"
+
+namespace detinfer {
+namespace {
+
+using nlohmann::json;
+using testing::get_request;
+using testing::post_request;
+using testing::RawConn;
+using testing::RawResponse;
+using testing::ServeProcess;
+
+constexpr const char* kOrigin = "https://app.example";
+
+const std::string& tiny_model() {
+  static const std::string dir =
+      testing::make_tiny_model_with_cli(testing::cli_scratch_dir("tiny"));
+  return dir;
+}
+
+std::pair<int, json> complete(int port, const json& body) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  const auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  if (!r) return {-1, json(nullptr)};
+  return {r->status, json::parse(r->body, nullptr, false)};
+}
+
+std::vector<json> sse_events(const std::string& body) {
+  std::vector<json> events;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    const std::string data = line.substr(6);
+    events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data, nullptr, false));
+  }
+  return events;
+}
+
+double metric(int port, const std::string& series) {
+  httplib::Client c("127.0.0.1", port);
+  const auto r = c.Get("/metrics");
+  if (!r) return -1;
+  std::istringstream in(r->body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return 0;
+}
+
+// Waits (up to 20 s) until a request is generating (holds KV blocks).
+void wait_generating(int port) {
+  for (int i = 0; i < 2000 && metric(port, "detinfer_kv_blocks_in_use") <= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Long enough (4 x 2000 tokens) to be still running when the test acts on it.
+const json kLongRequest = {{"prompt", "long"},   {"max_tokens", 2000}, {"n", 4},
+                           {"temperature", 1.0}, {"seed", 1},          {"ignore_eos", true}};
+
+class ServeWire : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (tiny_model().empty()) return;
+    server_ = new ServeProcess();
+    if (!server_->start(tiny_model(), {"--threads", "1", "--max-body-bytes", "65536",
+                                       "--cors-origin", kOrigin})) {
+      log_ = new std::string(server_->log());
+      delete server_;
+      server_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->signal_and_wait(SIGTERM, 20), 0);
+    }
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_FALSE(tiny_model().empty());
+    ASSERT_TRUE(server_ != nullptr) << (log_ ? *log_ : "");
+  }
+  static int port() { return server_->port(); }
+  static json expect_400(const std::string& body, const char* param) {
+    RawConn c(port());
+    EXPECT_TRUE(c.send(post_request("/v1/completions", body)));
+    const RawResponse r = c.read_response(30);
+    EXPECT_EQ(r.status, 400) << r.body;
+    const json e = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(e.contains("error")) << r.body;
+    if (param == nullptr) {
+      EXPECT_TRUE(e["error"]["param"].is_null()) << r.body;
+    } else {
+      EXPECT_EQ(e["error"]["param"], param) << r.body;
+    }
+    EXPECT_EQ(r.headers.count("retry-after"), 0u);
+    return e;
+  }
+  static ServeProcess* server_;
+  static std::string* log_;
+};
+ServeProcess* ServeWire::server_ = nullptr;
+std::string* ServeWire::log_ = nullptr;
+
+// Defect 5 (and 11: a NUL byte no longer ends the JSON).
+TEST_F(ServeWire, ClientErrorsInTheBodyAre400WithAClearMessage) {
+  const json overflow = expect_400(R"({"prompt": "hi", "user": 1e400})", nullptr);
+  EXPECT_NE(overflow["error"]["message"].get<std::string>().find("1e400"), std::string::npos);
+  expect_400(R"({"prompt": "hi", "temperature": -1e400})", nullptr);
+  const json utf8 = expect_400("{\"prompt\": \"caf\xc3\x28\"}", nullptr);
+  EXPECT_NE(utf8["error"]["message"].get<std::string>().find("UTF-8"), std::string::npos);
+  expect_400("{\"prompt\": \"\xed\xa0\x80\"}", nullptr);  // an encoded surrogate
+  const json nul = expect_400(std::string("{\"prompt\": \"hi\"}\0{\"junk\"", 25), nullptr);
+  EXPECT_NE(nul["error"]["message"].get<std::string>().find("NUL"), std::string::npos);
+  expect_400(std::string(10000, '[') + std::string(10000, ']'), nullptr);
+  expect_400(R"({"prompt": "hi", "stream_options": {"include_usage": true}})", "stream_options");
+  EXPECT_EQ(complete(port(), {{"prompt", "still fine"}, {"max_tokens", 1}}).first, 200);
+}
+
+// Defect 7: can never fit -> 400 naming the limit, no Retry-After.
+TEST_F(ServeWire, ARequestThatCanNeverFitIs400Not429) {
+  const json e =
+      expect_400(json{{"prompt", "hi"}, {"n", 64}, {"max_tokens", 2040}, {"temperature", 1}}.dump(),
+                 "max_tokens");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("KV"), std::string::npos) << e;
+}
+
+// Defect 8: drawn seeds are below 2^53 and reproduce the response.
+TEST_F(ServeWire, DrawnSeedsSurviveFloat64AndReproduce) {
+  for (int i = 0; i < 8; ++i) {
+    const json req = {
+        {"prompt", "seedless"}, {"max_tokens", 6}, {"temperature", 0.9}, {"ignore_eos", true}};
+    const auto [status, r] = complete(port(), req);
+    ASSERT_EQ(status, 200) << r;
+    const std::uint64_t seed = r["detinfer"]["seed"].get<std::uint64_t>();
+    EXPECT_LT(seed, std::uint64_t{1} << 53);
+    // What a float64 client reads back is the same number, and reproduces the answer.
+    const double as_double = json::parse(r.dump())["detinfer"]["seed"].get<double>();
+    EXPECT_EQ(static_cast<std::uint64_t>(as_double), seed);
+    json again = req;
+    again["seed"] = seed;
+    const auto [s2, r2] = complete(port(), again);
+    ASSERT_EQ(s2, 200);
+    EXPECT_EQ(r2["detinfer"]["digest"], r["detinfer"]["digest"]);
+    EXPECT_EQ(r2["choices"][0]["text"], r["choices"][0]["text"]);
+  }
+}
+
+// Defect 9: logprobs 0, streamed logprobs, code-point text offsets, distinct keys.
+TEST_F(ServeWire, LogprobsFollowOpenAi) {
+  const json base = {{"prompt", "h\u00e9llo w\u00f6rld"},
+                     {"max_tokens", 8},
+                     {"temperature", 0.7},
+                     {"seed", 11},
+                     {"ignore_eos", true}};
+  json zero = base;
+  zero["logprobs"] = 0;
+  const auto [s0, r0] = complete(port(), zero);
+  ASSERT_EQ(s0, 200) << r0;
+  const json lp0 = r0["choices"][0]["logprobs"];
+  ASSERT_EQ(lp0["token_logprobs"].size(), 8u) << r0;
+  for (const json& v : lp0["token_logprobs"]) EXPECT_TRUE(v.is_number());
+  for (const json& t : lp0["top_logprobs"]) EXPECT_TRUE(t.is_object() && t.empty()) << t;
+
+  json five = base;
+  five["logprobs"] = 5;
+  five["echo"] = true;
+  const auto [s5, r5] = complete(port(), five);
+  ASSERT_EQ(s5, 200) << r5;
+  const json lp5 = r5["choices"][0]["logprobs"];
+  EXPECT_EQ(lp5["token_logprobs"], lp0["token_logprobs"]);
+  // The first offset is the prompt's length in characters (11), not bytes (13).
+  EXPECT_EQ(lp5["text_offset"][0], 11);
+  for (const json& t : lp5["top_logprobs"]) EXPECT_EQ(t.size(), 5u) << t;
+
+  // Streaming carries the same logprobs, token for token.
+  five["stream"] = true;
+  five.erase("echo");
+  httplib::Client c("127.0.0.1", port());
+  const auto st = c.Post("/v1/completions", five.dump(), "application/json");
+  ASSERT_TRUE(st);
+  json streamed_lp = json::array(), streamed_offsets = json::array();
+  for (const json& ev : sse_events(st->body)) {
+    if (!ev.is_object() || !ev.contains("choices") || ev["choices"].empty()) continue;
+    const json& lp = ev["choices"][0]["logprobs"];
+    if (lp.is_null()) continue;
+    for (const json& v : lp["token_logprobs"]) streamed_lp.push_back(v);
+    for (const json& v : lp["text_offset"]) streamed_offsets.push_back(v);
+  }
+  EXPECT_EQ(streamed_lp, lp0["token_logprobs"]);
+  ASSERT_EQ(streamed_offsets.size(), 8u);
+  EXPECT_EQ(streamed_offsets[0], 0);
+}
+
+TEST_F(ServeWire, StreamOptionsIncludeUsageSendsAUsageChunk) {
+  const json req = {{"prompt", "usage"},
+                    {"max_tokens", 4},
+                    {"ignore_eos", true},
+                    {"stream", true},
+                    {"stream_options", {{"include_usage", true}}}};
+  httplib::Client c("127.0.0.1", port());
+  const auto r = c.Post("/v1/completions", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  const std::vector<json> events = sse_events(r->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json usage = events[events.size() - 2];
+  EXPECT_TRUE(usage["choices"].is_array() && usage["choices"].empty()) << usage;
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(usage["usage"]["total_tokens"], usage["usage"]["prompt_tokens"].get<int>() + 4);
+}
+
+TEST_F(ServeWire, ModelByIdMethodsAndCors) {
+  httplib::Client c("127.0.0.1", port());
+  const auto list = c.Get("/v1/models");
+  ASSERT_TRUE(list);
+  const std::string id = json::parse(list->body)["data"][0]["id"];
+  const auto one = c.Get(("/v1/models/" + id).c_str());
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(json::parse(one->body)["id"], id);
+  const auto none = c.Get("/v1/models/no-such-model");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404);
+  EXPECT_EQ(json::parse(none->body)["error"]["code"], "model_not_found");
+
+  const auto wrong = c.Get("/v1/completions");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_NE(wrong->get_header_value("Allow").find("POST"), std::string::npos);
+  EXPECT_TRUE(json::parse(wrong->body, nullptr, false).contains("error"));
+
+  // Preflight from the allowed origin, then from another one.
+  RawConn raw(port());
+  ASSERT_TRUE(
+      raw.send("OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: " + std::string(kOrigin) +
+               "\r\nAccess-Control-Request-Method: POST\r\n"
+               "Access-Control-Request-Headers: content-type, authorization\r\n\r\n"));
+  RawResponse pre = raw.read_response(10);
+  EXPECT_EQ(pre.status, 204);
+  EXPECT_EQ(pre.headers["access-control-allow-origin"], kOrigin);
+  EXPECT_NE(pre.headers["access-control-allow-methods"].find("POST"), std::string::npos);
+  EXPECT_EQ(pre.headers["access-control-allow-headers"], "content-type, authorization");
+  ASSERT_TRUE(
+      raw.send("OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://evil"
+               "\r\nAccess-Control-Request-Method: POST\r\n\r\n"));
+  pre = raw.read_response(10);
+  EXPECT_EQ(pre.status, 204);
+  EXPECT_EQ(pre.headers.count("access-control-allow-origin"), 0u);
+  // A real request from the allowed origin carries the header.
+  ASSERT_TRUE(raw.send(get_request("/health", "Origin: " + std::string(kOrigin) + "\r\n")));
+  EXPECT_EQ(raw.read_response(10).headers["access-control-allow-origin"], kOrigin);
+}
+
+// Defects 6 and 11: many requests per connection, pipelining answered in order.
+TEST_F(ServeWire, KeepAliveAndPipelining) {
+  RawConn c(port());
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(
+        c.send(post_request("/v1/completions", json{{"prompt", "k"}, {"max_tokens", 1}}.dump())));
+    const RawResponse r = c.read_response(30);
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.headers.count("connection"), 0u) << "closed after request " << i;
+  }
+  ASSERT_TRUE(c.send(get_request("/health") + get_request("/v1/models") + get_request("/nope")));
+  EXPECT_EQ(c.read_response(30).body, R"({"status":"ok"})");
+  EXPECT_EQ(json::parse(c.read_response(30).body)["object"], "list");
+  EXPECT_EQ(c.read_response(30).status, 404);
+}
+
+// Defect 2 at the server: chunked bodies count against --max-body-bytes; headers bounded.
+TEST_F(ServeWire, ChunkedBodiesAndHeadersAreBounded) {
+  {
+    RawConn c(port());
+    ASSERT_TRUE(
+        c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n"));
+    const std::string chunk = "1000\r\n" + std::string(4096, ' ') + "\r\n";
+    for (int i = 0; i < 32 && c.send(chunk); ++i) {
+    }
+    EXPECT_EQ(c.read_response(10).status, 413);
+  }
+  {
+    RawConn c(port());
+    c.send("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(1 << 20, 'a') + "\r\n\r\n");
+    EXPECT_EQ(c.read_response(10).status, 431);
+  }
+  {
+    RawConn c(port());
+    ASSERT_TRUE(
+        c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+               "Content-Length: 6\r\n\r\nabcdef"));
+    EXPECT_EQ(c.read_response(10).status, 400);
+  }
+  EXPECT_EQ(complete(port(), {{"prompt", "ok"}, {"max_tokens", 1}}).first, 200);
+}
+
+// Defect 10: a non-streamed request whose client leaves is cancelled.
+TEST_F(ServeWire, ANonStreamedRequestIsCancelledWhenItsClientLeaves) {
+  const std::string cancelled = "detinfer_requests_total{finish_reason=\"cancelled\"}";
+  const double before = metric(port(), cancelled);
+  {
+    RawConn c(port());
+    ASSERT_TRUE(c.send(
+        post_request("/v1/completions",
+                     json{{"prompt", "long"}, {"max_tokens", 2000}, {"ignore_eos", true}}.dump())));
+    // Leave once the request is generating (it is counted as running).
+    wait_generating(port());
+    ASSERT_GT(metric(port(), "detinfer_kv_blocks_in_use"), 0);
+  }
+  double after = before;
+  for (int i = 0; i < 1000 && after <= before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    after = metric(port(), cancelled);
+  }
+  EXPECT_EQ(after, before + 1);
+}
+
+// Defects 3 and 4: slow clients neither block others nor hold shutdown past its timeout;
+// a second signal exits at once.
+TEST(ServeWireShutdown, SlowClientsDoNotHoldShutdownAndASecondSignalExits) {
+  ASSERT_FALSE(tiny_model().empty());
+  ServeProcess server;
+  ASSERT_TRUE(server.start(tiny_model(),
+                           {"--threads", "1", "--http-threads", "2", "--shutdown-timeout", "1"}))
+      << server.log();
+  std::vector<std::unique_ptr<RawConn>> slow;
+  for (int i = 0; i < 16; ++i) {
+    slow.push_back(std::make_unique<RawConn>(server.port()));
+    slow.back()->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{");
+  }
+  RawConn ok(server.port());
+  ASSERT_TRUE(ok.send(get_request("/health")));
+  EXPECT_EQ(ok.read_response(10).status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.signal_and_wait(SIGTERM, 10), 0) << server.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+
+  ServeProcess stubborn;
+  ASSERT_TRUE(stubborn.start(tiny_model(), {"--threads", "1", "--shutdown-timeout", "600"}))
+      << stubborn.log();
+  std::thread inflight([&] { complete(stubborn.port(), kLongRequest); });
+  wait_generating(stubborn.port());
+  ::kill(stubborn.pid(), SIGTERM);
+  // The first signal waits (up to 600 s) for the request; the second ends it now.
+  for (int i = 0; i < 200 && stubborn.log().find("shutting down") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int code = stubborn.signal_and_wait(SIGTERM, 5);
+  EXPECT_NE(code, -1) << "still running after the second signal\n" << stubborn.log();
+  EXPECT_NE(code, 0);
+  inflight.join();
+}
+
+}  // namespace
+}  // namespace detinfer

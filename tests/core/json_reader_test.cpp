@@ -1,0 +1,156 @@
+// core::parse_json and core::read_file_bounded: every hostile input is a clean Error.
+#include "core/json_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace detinfer::core {
+namespace {
+
+// Expects parse_json(text) to throw `code` with `needle` in the message and field "doc".
+void expect_rejected(const std::string& text, const std::string& needle,
+                     const JsonLimits& limits = JsonLimits(),
+                     ErrorCode code = ErrorCode::kCorrupt) {
+  try {
+    parse_json(text, limits, code, "doc");
+    ADD_FAILURE() << "accepted: " << text.substr(0, 80);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_EQ(e.field(), "doc");
+    EXPECT_EQ(e.message().rfind("doc: not valid JSON: ", 0), 0u) << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonReader, ParsesValidJson) {
+  const nlohmann::json j = parse_json(R"( {"a": [1, 2.5, "x\u00e9", null, true], "b": {"c": {}}} )",
+                                      JsonLimits(), ErrorCode::kCorrupt, "doc");
+  EXPECT_EQ(j["a"][0], 1);
+  EXPECT_EQ(j["a"][1], 2.5);
+  EXPECT_EQ(j["a"][2], "x\xc3\xa9");
+  EXPECT_TRUE(j["b"]["c"].is_object());
+  // Exactly max_depth levels is fine; the same key in two different objects is fine.
+  JsonLimits limits;
+  limits.max_depth = 3;
+  EXPECT_NO_THROW(parse_json(R"({"k": [{"k": 1}]})", limits, ErrorCode::kCorrupt, "doc"));
+  EXPECT_NO_THROW(parse_json(R"("\"[[[[")", limits, ErrorCode::kCorrupt, "doc"));
+}
+
+TEST(JsonReader, RejectsSyntaxErrorsWithTheirByteOffset) {
+  expect_rejected("", "at byte 0");
+  expect_rejected("{\"a\": ", "at byte 6");
+  expect_rejected("{\"a\": 1} trailing", "at byte 11");
+  expect_rejected("{\"a\": 1} // comment", "at byte");
+  expect_rejected("[1, 2,]", "at byte");
+  expect_rejected("{'a': 1}", "at byte 1");
+}
+
+TEST(JsonReader, ANulByteEndsNothing) {
+  expect_rejected(std::string("{\"a\": 1}\0{\"b\": 2}", 17), "NUL byte at byte 8");
+  expect_rejected(std::string("\"a\\\0\"", 5), "NUL byte at byte 3");
+}
+
+TEST(JsonReader, RejectsDeepNestingWithoutRecursing) {
+  expect_rejected(std::string(100000, '['), "nested deeper than 64 levels at byte 64");
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) objects += "{\"a\":";
+  expect_rejected(objects, "nested deeper than 64 levels");
+  JsonLimits limits;
+  limits.max_depth = 3;
+  expect_rejected("[[[[1]]]]", "nested deeper than 3 levels at byte 3", limits);
+  // Brackets inside strings do not count.
+  EXPECT_NO_THROW(
+      parse_json("[\"" + std::string(1000, '[') + "\"]", limits, ErrorCode::kCorrupt, "doc"));
+}
+
+TEST(JsonReader, RejectsDuplicateKeysUnlessAllowed) {
+  expect_rejected(R"({"a": 1, "b": {"x": 1, "x": 2}})", "duplicate key \"x\"");
+  // "\u0061" is "a": duplicates are found after unescaping.
+  expect_rejected(R"({"a": 1, "\u0061": 2})", "duplicate key \"a\"");
+  JsonLimits lenient;
+  lenient.reject_duplicate_keys = false;
+  EXPECT_EQ(parse_json(R"({"a": 1, "a": 2})", lenient, ErrorCode::kCorrupt, "doc")["a"], 2);
+}
+
+TEST(JsonReader, RejectsInvalidUtf8) {
+  expect_rejected("\"\xff\"", "at byte 1");
+  // The message quotes the input but stays ASCII (it may be sent back as JSON).
+  try {
+    parse_json("\"\xff\"", JsonLimits(), ErrorCode::kCorrupt, "doc");
+  } catch (const Error& e) {
+    for (const char c : e.message()) EXPECT_LT(static_cast<unsigned char>(c), 0x80) << e.what();
+  }
+  expect_rejected("\"\xc0\xaf\"", "at byte");       // overlong '/'
+  expect_rejected("\"\xed\xa0\x80\"", "at byte");   // a UTF-16 surrogate in UTF-8
+  expect_rejected(R"("\ud800")", "at byte");        // an unpaired \u escape
+  expect_rejected("{\"a\xe9\": 1}", "at byte");     // Latin-1 in a key
+  expect_rejected("[1, \xe2\x80\xa8]", "at byte");  // valid UTF-8 outside a string
+}
+
+TEST(JsonReader, RejectsNumbersThatOverflowADouble) {
+  expect_rejected(R"({"ignored": 1e400})", "1e400");
+  expect_rejected("[-1e999]", "1e999");
+  EXPECT_EQ(parse_json("1e308", JsonLimits(), ErrorCode::kCorrupt, "doc").get<double>(), 1e308);
+}
+
+TEST(JsonReader, EnforcesTheSizeLimitAndTheCallersCode) {
+  JsonLimits limits;
+  limits.max_bytes = 8;
+  expect_rejected("[1,2,3,4,5]", "over the limit of 8 bytes", limits);
+  expect_rejected("{", "at byte", JsonLimits(), ErrorCode::kInvalidArgument);
+}
+
+std::string temp_path(const std::string& name) {
+  const char* tmp = std::getenv("DETINFER_TEST_TMP");
+  const std::string dir = tmp ? tmp : "/tmp";
+  std::filesystem::create_directories(dir);
+  return dir + "/json_reader_test_" + name;
+}
+
+TEST(ReadFileBounded, ReadsSmallFilesAndRejectsLargeOnes) {
+  const std::string path = temp_path("f.txt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << std::string(100, 'x');
+  }
+  EXPECT_EQ(read_file_bounded(path, 100, "f"), std::string(100, 'x'));
+  try {
+    read_file_bounded(path, 99, "f");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_EQ(e.field(), "f");
+    EXPECT_NE(e.message().find("larger than the limit of 99 bytes"), std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ReadFileBounded, MissingFilesAndDirectoriesAreNotFound) {
+  for (const std::string& p : {temp_path("no_such_file"), std::string("/")}) {
+    try {
+      read_file_bounded(p, 100, "thing");
+      ADD_FAILURE() << p;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+      EXPECT_EQ(e.field(), "thing");
+      EXPECT_NE(e.message().find(p), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ReadFileBounded, StopsReadingAFileWithoutASize) {
+  // /dev/zero reports size 0 and never ends: the reader stops at the limit.
+  try {
+    read_file_bounded("/dev/zero", 1 << 20, "zero");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::core

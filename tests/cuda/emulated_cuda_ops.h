@@ -1,0 +1,169 @@
+// A CudaOps table (model/cuda_ops.h) that runs the CUDA kernels' own device code on the CPU
+// through tests/cuda/cuda_emulator.h, with the launch shapes of the launchers
+// (canonical.cu, attention.cu, fast.cu) and host memory as "device" memory. The model's
+// CudaBackend over this table is the GPU forward pass minus the hardware.
+//
+// Include after the model headers; it includes the emulator and the kernels' .cuh files.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "cuda/cuda_emulator.h"  // first of the CUDA headers: defines the CUDA keywords
+#include "kernels/cuda/attention_kernels.cuh"
+#include "kernels/cuda/canonical_kernels.cuh"
+#include "kernels/cuda/fast_kernels.cuh"
+#include "model/cuda_ops.h"
+
+namespace detinfer::testing {
+
+namespace kc = kernels::cuda;
+using kernels::DType;
+
+class EmulatedCudaOps final : public CudaOps {
+ public:
+  DeviceInfo device_info() const override {
+    return {"cuda", "CUDA emulator (CPU threads)", "emulated", "none"};
+  }
+
+  void* malloc_zeroed(std::size_t bytes) override {
+    // 256-byte aligned like cudaMalloc (the tensor-core path checks 16/32-byte alignment).
+    const std::size_t size = (bytes + 255) / 256 * 256;
+    void* p = std::aligned_alloc(256, size == 0 ? 256 : size);
+    std::memset(p, 0, size == 0 ? 256 : size);
+    return p;
+  }
+  void free(void* p) noexcept override { std::free(p); }
+  void upload(void* dst, const void* host, std::size_t bytes) override {
+    std::memcpy(dst, host, bytes);
+  }
+  void download(void* host, const void* src, std::size_t bytes) override {
+    std::memcpy(host, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void synchronize() override {}
+
+  void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
+                 std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo) override {
+    std::int32_t* flag = nullptr;
+    const dim3 grid(static_cast<unsigned>(rows));
+    if (dtype == DType::kF32) {
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kF32>, ids, table, vocab,
+                  dim, out, ldo, flag);
+    } else if (dtype == DType::kBF16) {
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kBF16>, ids, table, vocab,
+                  dim, out, ldo, flag);
+    } else {
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kF16>, ids, table, vocab,
+                  dim, out, ldo, flag);
+    }
+  }
+  void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+                std::int64_t ldy, std::int64_t rows, std::int64_t n) override {
+    emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), chunk_bytes(n),
+                kc::rms_norm_kernel, x, ldx, w, eps, y, ldy, n);
+  }
+  void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
+              std::int64_t n, std::int64_t k, const float* bias, float* y,
+              std::int64_t ldy) override {
+    const dim3 grid(static_cast<unsigned>((n + kc::kLinWarps - 1) / kc::kLinWarps));
+    const dim3 block(kc::kLinWarps * 32);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+    if (dtype == DType::kF32) {
+      emu::launch(grid, block, 0, kc::linear_kernel<DType::kF32>, x, ldx, m, w, n, k, bias, y, ldy,
+                  k % kc::kVecElems<DType::kF32> == 0 && aligned);
+    } else if (dtype == DType::kBF16) {
+      emu::launch(grid, block, 0, kc::linear_kernel<DType::kBF16>, x, ldx, m, w, n, k, bias, y, ldy,
+                  k % kc::kVecElems<DType::kBF16> == 0 && aligned);
+    } else {
+      emu::launch(grid, block, 0, kc::linear_kernel<DType::kF16>, x, ldx, m, w, n, k, bias, y, ldy,
+                  k % kc::kVecElems<DType::kF16> == 0 && aligned);
+    }
+  }
+  void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
+            std::int64_t d, const float* cos, const float* sin, std::int64_t ld_table,
+            const std::int32_t* positions) override {
+    emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, kc::rope_kernel, x, ldx,
+                heads, ldh, d, cos, sin, ld_table, positions);
+  }
+  void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
+                std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
+                std::int64_t kv_stride, float* k_pool, float* v_pool) override {
+    emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, kc::kv_write_kernel, k, v, ld,
+                start_pos, block_table, block_size, kv_stride, k_pool, v_pool);
+  }
+  void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
+                 std::int64_t num_heads, const kernels::PagedKvView& kv, float scale, float* out,
+                 std::int64_t ldo) override {
+    const kc::AttentionArgs a{q, ldq, num_keys, num_heads, kv, scale, out, ldo};
+    emu::launch(dim3(static_cast<unsigned>(rows * num_heads)), dim3(attention_threads(kv.head_dim)),
+                0, kc::attention_kernel, a);
+  }
+  void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::silu_mul_kernel, g, u, out, n);
+  }
+  void add(const float* a, const float* b, float* out, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::add_kernel, a, b, out, n);
+  }
+  void f32_to_bf16(const float* x, std::uint16_t* y, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::f32_to_bf16_kernel, x, y, n);
+  }
+  void linear_bf16_tc(const std::uint16_t* x, std::int64_t ldx, std::int64_t m,
+                      const std::uint16_t* w, std::int64_t n, std::int64_t k, const float* bias,
+                      float* y, std::int64_t ldy) override {
+    const dim3 grid(static_cast<unsigned>((n + kc::kGemmTileN - 1) / kc::kGemmTileN),
+                    static_cast<unsigned>((m + kc::kGemmTileM - 1) / kc::kGemmTileM));
+    emu::launch(grid, dim3(kc::kGemmThreads), 0, kc::gemm_bf16_kernel, x, ldx, m, w, n, k, bias, y,
+                ldy);
+  }
+  void rms_norm_fast(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
+                     std::int64_t ldy, std::int64_t rows, std::int64_t n) override {
+    emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kc::kFastNormThreads), 0,
+                kc::rms_norm_fast_kernel, x, ldx, w, eps, y, ldy, n);
+  }
+  std::size_t attention_split_workspace_bytes(std::int64_t rows, std::int64_t num_heads,
+                                              std::int64_t head_dim,
+                                              std::int64_t max_keys) override {
+    return static_cast<std::size_t>(rows * num_heads * splits(max_keys) * (head_dim + 2)) *
+           sizeof(float);
+  }
+  void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
+                       const std::int64_t* num_keys, std::int64_t max_keys, std::int64_t num_heads,
+                       const kernels::PagedKvView& kv, float scale, float* out, std::int64_t ldo,
+                       void* workspace, std::size_t /*workspace_bytes*/) override {
+    const kc::AttentionArgs a{q, ldq, num_keys, num_heads, kv, scale, out, ldo};
+    const std::int64_t s = splits(max_keys);
+    const auto row_heads = static_cast<unsigned>(rows * num_heads);
+    auto* ws = static_cast<float*>(workspace);
+    const dim3 threads(attention_threads(kv.head_dim));
+    emu::launch(dim3(row_heads, static_cast<unsigned>(s)), threads, 0, kc::attention_split_kernel,
+                a, ws, s);
+    emu::launch(dim3(row_heads), threads, 0, kc::attention_combine_kernel, a,
+                static_cast<const float*>(ws), s);
+  }
+
+ private:
+  static constexpr unsigned kThreads = 256;  // the launchers' block size for row/elementwise ops
+
+  static std::size_t chunk_bytes(std::int64_t n) {
+    return static_cast<std::size_t>((n + 63) / 64) * sizeof(float);
+  }
+  static unsigned elementwise_blocks(std::int64_t n) {
+    const std::int64_t b = (n + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(b < 65535 ? b : 65535);
+  }
+  static unsigned attention_threads(std::int64_t head_dim) {
+    const std::int64_t t = (head_dim + 31) / 32 * 32;
+    return static_cast<unsigned>(t > 64 ? t : 64);
+  }
+  static std::int64_t splits(std::int64_t max_keys) {
+    const std::int64_t s = (max_keys + kc::kAttentionSplitKeys - 1) / kc::kAttentionSplitKeys;
+    return s > 1 ? s : 1;
+  }
+};
+
+}  // namespace detinfer::testing
