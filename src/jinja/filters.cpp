@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "jinja/strings.h"
 
@@ -279,7 +280,7 @@ Value f_format(Evaluator& e, const Value& v, const CallArgs& a) {
 }
 
 struct FilterEntry {
-  const char* name;
+  std::string_view name;
   FilterFn fn;
 };
 

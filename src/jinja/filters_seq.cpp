@@ -1,6 +1,7 @@
 // Filters on sequences and mappings: first, last, join, list, items, dictsort, map,
 // select/reject(attr), unique, sort, reverse, min, max, sum, batch, attr.
 #include <algorithm>
+#include <string_view>
 
 #include "jinja/filters.h"
 #include "jinja/strings.h"
@@ -253,7 +254,7 @@ Value f_attr(Evaluator&, const Value& v, const CallArgs& a) {
 }
 
 struct Entry {
-  const char* name;
+  std::string_view name;
   FilterFn fn;
 };
 

@@ -119,6 +119,7 @@ void append_sequence(std::string& out, const Value& v) {
   for (std::size_t k = 0; k < items.size(); ++k) {
     if (k > 0) out += ", ";
     append_repr(out, items[k]);
+    check_printed_size(out);
   }
   if (v.b && items.size() == 1) out += ',';
   out += v.b ? ')' : ']';
@@ -137,6 +138,7 @@ void append_dict(std::string& out, const Object& o) {
     } else {
       append_repr(out, e);
     }
+    check_printed_size(out);
   }
   out += '}';
 }

@@ -16,6 +16,7 @@ struct JsonWriter {
   std::string out;
 
   void newline(int level) {
+    check_printed_size(out);
     out += '\n';
     out.append(static_cast<std::size_t>(options.indent) * static_cast<std::size_t>(level), ' ');
   }
@@ -112,6 +113,7 @@ struct JsonWriter {
       if (k > 0) out += item_sep;
       if (options.indent >= 0) newline(level + 1);
       value(items[k], level + 1);
+      check_printed_size(out);
     }
     if (options.indent >= 0) newline(level);
     out += ']';
@@ -136,6 +138,7 @@ struct JsonWriter {
       string(entries[k].first);
       out += key_sep;
       value(*entries[k].second, level + 1);
+      check_printed_size(out);
     }
     if (options.indent >= 0) newline(level);
     out += '}';

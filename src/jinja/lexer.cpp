@@ -298,6 +298,50 @@ std::size_t Lexer::lex_number(std::size_t k) {
   return k;
 }
 
+// Decodes the escape whose letter is at s[j] into value (Python's string escapes);
+// advances j past the escape's last character.
+void decode_escape(const std::string& s, std::size_t& j, std::string& value) {
+  auto hex = [&](int n) {
+    std::uint32_t cp = 0;
+    for (int h = 0; h < n; ++h) {
+      const char d = j + 1 < s.size() ? s[j + 1] : 0;
+      const int v = is_digit(d)              ? d - '0'
+                    : (d >= 'a' && d <= 'f') ? d - 'a' + 10
+                    : (d >= 'A' && d <= 'F') ? d - 'A' + 10
+                                             : -1;
+      if (v < 0) syntax_error(s, j, "truncated \\x, \\u or \\U escape in a string literal");
+      cp = cp * 16 + static_cast<std::uint32_t>(v);
+      ++j;
+    }
+    if (cp > 0x10FFFF) syntax_error(s, j, "illegal Unicode character in a string literal");
+    append_utf8(value, cp);
+  };
+  // Pairs of (escape letter, character).
+  static const std::string_view kSimple = "n\nt\tr\ra\ab\bf\fv\v\\\\''\"\"";
+  const char e = s[j];
+  for (std::size_t k = 0; k + 1 < kSimple.size(); k += 2) {
+    if (kSimple[k] == e) {
+      value += kSimple[k + 1];
+      return;
+    }
+  }
+  if (e == '\n') return;  // line continuation
+  if (e == 'x' || e == 'u' || e == 'U') {
+    hex(e == 'x' ? 2 : e == 'u' ? 4 : 8);
+    return;
+  }
+  if (e >= '0' && e <= '7') {
+    std::uint32_t cp = static_cast<std::uint32_t>(e - '0');
+    for (int n = 0; n < 2 && j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '7'; ++n) {
+      cp = cp * 8 + static_cast<std::uint32_t>(s[++j] - '0');
+    }
+    append_utf8(value, cp);
+    return;
+  }
+  value += '\\';  // unknown escapes stay as written
+  value += e;
+}
+
 std::size_t Lexer::lex_string(std::size_t k) {
   const std::string& s = src();
   const char quote = s[k];
@@ -306,78 +350,8 @@ std::size_t Lexer::lex_string(std::size_t k) {
   for (; j < s.size() && s[j] != quote; ++j) {
     if (s[j] != '\\') {
       value += s[j];
-      continue;
-    }
-    if (++j >= s.size()) break;
-    const char e = s[j];
-    auto hex = [&](int n) {
-      std::uint32_t cp = 0;
-      for (int h = 0; h < n; ++h) {
-        const char d = j + 1 < s.size() ? s[j + 1] : 0;
-        const int v = is_digit(d)              ? d - '0'
-                      : (d >= 'a' && d <= 'f') ? d - 'a' + 10
-                      : (d >= 'A' && d <= 'F') ? d - 'A' + 10
-                                               : -1;
-        if (v < 0) syntax_error(s, j, "truncated \\x, \\u or \\U escape in a string literal");
-        cp = cp * 16 + static_cast<std::uint32_t>(v);
-        ++j;
-      }
-      if (cp > 0x10FFFF) syntax_error(s, j, "illegal Unicode character in a string literal");
-      append_utf8(value, cp);
-    };
-    switch (e) {
-      case 'n':
-        value += '\n';
-        break;
-      case 't':
-        value += '\t';
-        break;
-      case 'r':
-        value += '\r';
-        break;
-      case 'a':
-        value += '\a';
-        break;
-      case 'b':
-        value += '\b';
-        break;
-      case 'f':
-        value += '\f';
-        break;
-      case 'v':
-        value += '\v';
-        break;
-      case '\\':
-        value += '\\';
-        break;
-      case '\'':
-        value += '\'';
-        break;
-      case '"':
-        value += '"';
-        break;
-      case '\n':
-        break;
-      case 'x':
-        hex(2);
-        break;
-      case 'u':
-        hex(4);
-        break;
-      case 'U':
-        hex(8);
-        break;
-      default:
-        if (e >= '0' && e <= '7') {
-          std::uint32_t cp = static_cast<std::uint32_t>(e - '0');
-          for (int n = 0; n < 2 && j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '7'; ++n) {
-            cp = cp * 8 + static_cast<std::uint32_t>(s[++j] - '0');
-          }
-          append_utf8(value, cp);
-        } else {
-          value += '\\';
-          value += e;
-        }
+    } else if (++j < s.size()) {
+      decode_escape(s, j, value);
     }
   }
   if (j >= s.size()) syntax_error(s, k, "unexpected end of string literal");

@@ -1,6 +1,7 @@
 // Methods of str, dict and list that templates call. Mutating methods are refused as
 // Jinja2's ImmutableSandboxedEnvironment refuses them.
 #include <algorithm>
+#include <string_view>
 
 #include "jinja/render.h"
 #include "jinja/strings.h"
@@ -206,7 +207,7 @@ Value m_index(Evaluator&, const Value& l, const CallArgs& a) {
 
 struct MethodEntry {
   Kind kind;
-  const char* name;
+  std::string_view name;
   Method method;
 };
 
@@ -240,9 +241,9 @@ const MethodEntry kMethods[] = {
     {Kind::kList, "count", m_count},
 };
 
-const char* const kUnsafe[] = {"append",     "extend", "insert",  "pop",    "remove",
-                               "clear",      "sort",   "reverse", "update", "popitem",
-                               "setdefault", "add",    "discard"};
+const std::string_view kUnsafe[] = {"append",     "extend", "insert",  "pop",    "remove",
+                                    "clear",      "sort",   "reverse", "update", "popitem",
+                                    "setdefault", "add",    "discard"};
 
 }  // namespace
 
@@ -259,7 +260,7 @@ Value bound_method(const Value& obj, const std::string& name) {
     return v;
   }
   if (obj.kind == Kind::kList || obj.kind == Kind::kDict) {
-    for (const char* unsafe : kUnsafe) {
+    for (const std::string_view unsafe : kUnsafe) {
       if (name == unsafe) {
         return Value::undefined("access to attribute '" + name + "' of '" + python_type_name(obj) +
                                 "' object is unsafe.");

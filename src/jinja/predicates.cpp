@@ -1,5 +1,6 @@
 // Jinja2's tests (`x is defined`, `x is divisibleby 3`, ...).
 #include <cmath>
+#include <string_view>
 
 #include "jinja/render.h"
 
@@ -100,7 +101,7 @@ bool t_upper(const Value& v, const CallArgs&) {
 }
 
 struct Entry {
-  const char* name;
+  std::string_view name;
   TestFn fn;
 };
 

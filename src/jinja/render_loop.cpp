@@ -144,7 +144,7 @@ Value Evaluator::invoke_macro(const MacroDef& macro, const CallArgs& args) {
     const NodePtr& def = (*macro.defaults)[k];
     scope->set(params[k], def ? eval(*def) : Value::undefined("'" + params[k] + "' is undefined"));
   }
-  scope->set("varargs", Value::array(std::move(varargs)));
+  scope->set("varargs", Value::array(std::move(varargs), true));
   scope->set("kwargs", Value::dictionary(std::move(kwargs)));
   std::string out;
   exec_body(*macro.body, out);

@@ -16,6 +16,15 @@ void check_depth(std::uint32_t depth) {
 }
 }  // namespace
 
+void check_printed_size(const std::string& text) {
+  if (text.size() > kMaxPrintedBytes) {
+    throw Error(ErrorCode::kResourceExhausted,
+                "chat template: a printed list or dict exceeds " +
+                    std::to_string(kMaxPrintedBytes) + " bytes",
+                "chat_template");
+  }
+}
+
 Value Value::array(Array items, bool tuple) {
   Value v;
   v.kind = Kind::kList;

@@ -17,6 +17,11 @@ namespace detinfer::jinja {
 
 // How deeply lists and dicts may nest (deeper: Error kResourceExhausted).
 inline constexpr std::uint32_t kMaxValueDepth = 512;
+// The longest text str(), repr() or tojson of one list or dict may produce (a list may
+// hold one long string many times); longer: Error kResourceExhausted.
+inline constexpr std::size_t kMaxPrintedBytes = std::size_t{64} << 20;
+// Throws Error(kResourceExhausted) when `text` is longer than kMaxPrintedBytes.
+void check_printed_size(const std::string& text);
 
 enum class Kind : std::uint8_t {
   kUndefined,

@@ -79,10 +79,16 @@ def context(template_spec, conversation):
     return ctx
 
 
+_COMPILED = {}
+
+
 def render(env, source, ctx):
     """{"output": text} or {"error": message, "error_type": exception class name}."""
     try:
-        return {"output": env.from_string(source).render(**ctx)}
+        key = (id(env), source)
+        if key not in _COMPILED:
+            _COMPILED[key] = env.from_string(source)
+        return {"output": _COMPILED[key].render(**ctx)}
     except jinja2.exceptions.TemplateSyntaxError as e:
         return {"error": e.message, "error_type": type(e).__name__}
     except Exception as e:  # noqa: BLE001 - every failure is a result to compare

@@ -97,6 +97,17 @@ TEST(JinjaLimits, StringAndListGrowthIsBounded) {
             ErrorCode::kResourceExhausted);  // list nesting (kMaxValueDepth)
 }
 
+TEST(JinjaLimits, PrintingHugeSharedValuesIsBounded) {
+  // One 10 MB string held 100000 times: printing, tojson or joining it must not build
+  // terabytes.
+  const std::string big = "{% set s = 'x' * 10000000 %}{% set l = [s] * 100000 %}";
+  EXPECT_EQ(failure(big + "{{ l }}"), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(failure(big + "{{ l | tojson }}"), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(failure("{{ " + repeat("[", 40) + "range(100000) | list" + repeat("]", 40) +
+                    " | tojson(indent=1024) }}"),
+            ErrorCode::kResourceExhausted);
+}
+
 TEST(JinjaLimits, SourceSizeIsBounded) {
   TemplateLimits limits;
   limits.max_source_bytes = 100;
