@@ -256,14 +256,14 @@ DETINFER_API dti_status dti_log_set_level(int32_t level);
 /* Messages are OpenAI-shaped JSON text: a list of {"role", "content" (string, null or
  * [{"type": "text", "text"}]), "name", "tool_calls", "tool_call_id", "reasoning_content"}. */
 typedef struct dti_chat_options {
-  uint32_t struct_size;              /* sizeof(dti_chat_options), set by _default() */
-  int32_t add_generation_prompt;     /* 1: end with the assistant turn's opening */
-  const char* tools_json;            /* NULL = no tools; else a JSON list of tool definitions */
-  const char* extra_variables_json;  /* NULL = none; else a JSON object, e.g.
-                                      * {"enable_thinking": false} */
-  const char* template_name;         /* NULL = the model's choice ("tool_use" / "default") */
-  int32_t has_now;                   /* 0: strftime_now() formats the clock */
-  int64_t now_unix_seconds;          /* used when has_now != 0 */
+  uint32_t struct_size;             /* sizeof(dti_chat_options), set by _default() */
+  int32_t add_generation_prompt;    /* 1: end with the assistant turn's opening */
+  const char* tools_json;           /* NULL = no tools; else a JSON list of tool definitions */
+  const char* extra_variables_json; /* NULL = none; else a JSON object, e.g.
+                                     * {"enable_thinking": false} */
+  const char* template_name;        /* NULL = the model's choice ("tool_use" / "default") */
+  int32_t has_now;                  /* 0: strftime_now() formats the clock */
+  int64_t now_unix_seconds;         /* used when has_now != 0 */
 } dti_chat_options;
 
 DETINFER_API dti_chat_options dti_chat_options_default(void);
@@ -278,8 +278,8 @@ DETINFER_API dti_status dti_apply_chat_template(const dti_session* session,
  * (dti_session_default_generation_config), not dti_generation_config_default(). */
 DETINFER_API dti_status dti_chat(dti_session* session, const char* messages_json,
                                  const dti_chat_options* options,
-                                 const dti_generation_config* config,
-                                 dti_token_callback on_token, void* user_data, dti_result** out);
+                                 const dti_generation_config* config, dti_token_callback on_token,
+                                 void* user_data, dti_result** out);
 /* dti_generation_config_default() with the model's generation_config.json applied
  * (temperature, top_k, top_p, min_p, repetition_penalty, max_new_tokens). */
 DETINFER_API dti_status dti_session_default_generation_config(const dti_session* session,

@@ -117,13 +117,8 @@ dti_status dti_generate_text(dti_session* session, const char* prompt,
                              const dti_generation_config* config, dti_token_callback on_token,
                              void* user_data, dti_result** out) {
   const char* fn = "dti_generate_text";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (prompt == nullptr) return null_argument(fn, "prompt");
-  return guarded(fn, [&] {
-    return detinfer::capi::generate(fn, session, detinfer::Prompt(std::string(prompt)), config,
-                                    on_token, user_data, out);
+  return detinfer::capi::with_text_prompt(fn, session, prompt, out, [&](const detinfer::Prompt& p) {
+    return detinfer::capi::generate(fn, session, p, config, on_token, user_data, out);
   });
 }
 
@@ -131,15 +126,10 @@ dti_status dti_generate_tokens(dti_session* session, const int32_t* prompt_token
                                size_t num_prompt_tokens, const dti_generation_config* config,
                                dti_token_callback on_token, void* user_data, dti_result** out) {
   const char* fn = "dti_generate_tokens";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (prompt_tokens == nullptr && num_prompt_tokens != 0) return null_argument(fn, "prompt_tokens");
-  return guarded(fn, [&] {
-    std::vector<std::int32_t> ids(prompt_tokens, prompt_tokens + num_prompt_tokens);
-    return detinfer::capi::generate(fn, session, detinfer::Prompt(std::move(ids)), config, on_token,
-                                    user_data, out);
-  });
+  return detinfer::capi::with_token_prompt(
+      fn, session, prompt_tokens, num_prompt_tokens, out, [&](const detinfer::Prompt& p) {
+        return detinfer::capi::generate(fn, session, p, config, on_token, user_data, out);
+      });
 }
 
 size_t dti_result_num_sequences(const dti_result* result) {

@@ -34,13 +34,8 @@ dti_status dti_submit_text(dti_session* session, const char* prompt,
                            const dti_generation_config* config, dti_token_callback on_token,
                            void* user_data, dti_request** out) {
   const char* fn = "dti_submit_text";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (prompt == nullptr) return null_argument(fn, "prompt");
-  return guarded(fn, [&] {
-    return detinfer::capi::submit(fn, session, detinfer::Prompt(std::string(prompt)), config,
-                                  on_token, user_data, out);
+  return detinfer::capi::with_text_prompt(fn, session, prompt, out, [&](const detinfer::Prompt& p) {
+    return detinfer::capi::submit(fn, session, p, config, on_token, user_data, out);
   });
 }
 
@@ -48,15 +43,10 @@ dti_status dti_submit_tokens(dti_session* session, const int32_t* prompt_tokens,
                              size_t num_prompt_tokens, const dti_generation_config* config,
                              dti_token_callback on_token, void* user_data, dti_request** out) {
   const char* fn = "dti_submit_tokens";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (prompt_tokens == nullptr && num_prompt_tokens != 0) return null_argument(fn, "prompt_tokens");
-  return guarded(fn, [&] {
-    std::vector<std::int32_t> ids(prompt_tokens, prompt_tokens + num_prompt_tokens);
-    return detinfer::capi::submit(fn, session, detinfer::Prompt(std::move(ids)), config, on_token,
-                                  user_data, out);
-  });
+  return detinfer::capi::with_token_prompt(
+      fn, session, prompt_tokens, num_prompt_tokens, out, [&](const detinfer::Prompt& p) {
+        return detinfer::capi::submit(fn, session, p, config, on_token, user_data, out);
+      });
 }
 
 dti_status dti_request_cancel(dti_request* request) {

@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "detinfer/c_api.h"
 #include "detinfer/error.h"
@@ -67,6 +68,27 @@ inline char* copy_string(const std::string& s) {
   std::memcpy(out, s.data(), s.size());
   out[s.size()] = '\0';
   return out;
+}
+
+// The shared part of the generate / submit entry points: resets *out, checks the session
+// and the prompt, then runs `run(prompt)` under the exception barrier.
+template <typename Out, typename F>
+dti_status with_text_prompt(const char* fn, const dti_session* session, const char* text, Out** out,
+                            F&& run) {
+  if (out == nullptr) return null_argument(fn, "out");
+  *out = nullptr;
+  if (session == nullptr) return null_argument(fn, "session");
+  if (text == nullptr) return null_argument(fn, "prompt");
+  return guarded(fn, [&] { return run(Prompt(std::string(text))); });
+}
+template <typename Out, typename F>
+dti_status with_token_prompt(const char* fn, const dti_session* session, const int32_t* ids,
+                             std::size_t count, Out** out, F&& run) {
+  if (out == nullptr) return null_argument(fn, "out");
+  *out = nullptr;
+  if (session == nullptr) return null_argument(fn, "session");
+  if (ids == nullptr && count != 0) return null_argument(fn, "prompt_tokens");
+  return guarded(fn, [&] { return run(Prompt(std::vector<std::int32_t>(ids, ids + count))); });
 }
 
 // C options -> C++ (capi_options.cpp). `in` may be NULL (defaults). They accept every

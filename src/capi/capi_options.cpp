@@ -35,19 +35,33 @@ dti_status read_versioned(const char* function, const char* type, const T& in,
   return DTI_OK;
 }
 
-dti_status check_range(const char* function, const char* field, std::int64_t v, std::int64_t lo,
-                       std::int64_t hi, const char* meaning) {
-  if (v >= lo && v <= hi) return DTI_OK;
-  return set_error(DTI_INVALID_ARGUMENT, std::string(function) + ": dti_session_options." + field +
-                                             " must be " + meaning + ", got " + std::to_string(v));
+// One range rule of dti_session_options: `field` must lie in [lo, hi].
+struct RangeRule {
+  const char* field;
+  std::int64_t value;
+  std::int64_t lo;
+  std::int64_t hi;
+  const char* meaning;
+};
+
+dti_status check_ranges(const char* function, std::initializer_list<RangeRule> rules) {
+  for (const RangeRule& r : rules) {
+    if (r.value < r.lo || r.value > r.hi) {
+      return set_error(DTI_INVALID_ARGUMENT, std::string(function) + ": dti_session_options." +
+                                                 r.field + " must be " + r.meaning + ", got " +
+                                                 std::to_string(r.value));
+    }
+  }
+  return DTI_OK;
 }
 
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
   CacheOptions& cache = out->cache;
   cache.prefix.enabled = c.prefix_cache != 0;
   cache.prefix.memory.enabled = c.prefix_cache_memory_bytes >= 0;
-  if (c.prefix_cache_memory_bytes > 0)
+  if (c.prefix_cache_memory_bytes > 0) {
     cache.prefix.memory.budget_bytes = c.prefix_cache_memory_bytes;
+  }
   if (c.disk_cache_dir != nullptr) cache.prefix.disk.directory = c.disk_cache_dir;
   cache.prefix.disk.budget_bytes = c.disk_cache_bytes;
   cache.prefix.redis.enabled = c.prefix_cache_redis != 0;
@@ -71,17 +85,13 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
       return s;
     }
   }
-  if (dti_status s = check_range(fn, "mode", c.mode, 0, 1, "0 (canonical) or 1 (fast)"); s)
-    return s;
-  if (dti_status s = check_range(fn, "log_level", c.log_level, -1, 6, "in [-1, 6]"); s) return s;
-  if (dti_status s = check_range(fn, "fingerprint_level", c.fingerprint_level, 0, 2,
-                                 "0 (off), 1 (final) or 2 (steps)");
-      s) {
-    return s;
-  }
-  if (dti_status s = check_range(fn, "prefix_cache_memory_bytes", c.prefix_cache_memory_bytes, -1,
-                                 INT64_MAX, ">= -1 (-1 = no memory tier, 0 = auto)");
-      s) {
+  if (dti_status s = check_ranges(
+          fn, {{"mode", c.mode, 0, 1, "0 (canonical) or 1 (fast)"},
+               {"log_level", c.log_level, -1, 6, "in [-1, 6]"},
+               {"fingerprint_level", c.fingerprint_level, 0, 2, "0 (off), 1 (final) or 2 (steps)"},
+               {"prefix_cache_memory_bytes", c.prefix_cache_memory_bytes, -1, INT64_MAX,
+                ">= -1 (-1 = no memory tier, 0 = auto)"}});
+      s != DTI_OK) {
     return s;
   }
   // The session's own recorder fills GenerationResult::fingerprint_json (in memory).

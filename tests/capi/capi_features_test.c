@@ -10,27 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capi_check.h"
 #include "detinfer/c_api.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-#define CHECK_OK(expr)                                                          \
-  do {                                                                          \
-    dti_status st_ = (expr);                                                    \
-    if (st_ != DTI_OK) {                                                        \
-      fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
-              dti_status_name(st_), dti_last_error());                          \
-      ++failures;                                                               \
-    }                                                                           \
-  } while (0)
 
 static const char* model_dir;
 
