@@ -4,5 +4,5 @@
 add_executable(bench_jinja ${CMAKE_CURRENT_LIST_DIR}/bench_jinja.cpp)
 target_link_libraries(bench_jinja PRIVATE detinfer_flags benchmark::benchmark Threads::Threads
   nlohmann_json::nlohmann_json)
-target_compile_definitions(bench_jinja PRIVATE DETINFER_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+target_compile_definitions(bench_jinja PRIVATE DETINFER_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 detinfer_link_modules(bench_jinja jinja)
