@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "detinfer/model_tools.h"
+#include "devtools/model_tools.h"
 #include "model/cuda_backend.h"
 #include "model/model.h"
 #include "model/model_factories.h"

@@ -13,8 +13,8 @@
 
 #include "cuda/cuda_test_util.h"
 #include "detinfer/fingerprint.h"
-#include "detinfer/model_tools.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace detinfer {
