@@ -280,7 +280,7 @@ void SessionServices::publish_sequence(const EngineRequest& /*r*/,
                                        const std::vector<std::int32_t>& tokens,
                                        const KvCachePool& pool,
                                        const std::vector<std::int32_t>& table) {
-  publish_prefix_blocks(*prefix_, tokens, session_.options.cache_salt, pool, table);
+  publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
 }
 
 // --- ResultShortcut -----------------------------------------------------------------------

@@ -283,7 +283,7 @@ TEST_F(ServeWire, KeepAliveAndPipelining) {
     EXPECT_EQ(r.headers.count("connection"), 0u) << "closed after request " << i;
   }
   ASSERT_TRUE(c.send(get_request("/health") + get_request("/v1/models") + get_request("/nope")));
-  EXPECT_EQ(c.read_response(30).body, R"({"status":"ok"})");
+  EXPECT_EQ(json::parse(c.read_response(30).body)["status"], "ok");
   EXPECT_EQ(json::parse(c.read_response(30).body)["object"], "list");
   EXPECT_EQ(c.read_response(30).status, 404);
 }
