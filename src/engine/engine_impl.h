@@ -1,0 +1,142 @@
+// Internal to the engine module: the scheduler's state (Engine::Impl) shared by
+// engine.cpp (admission, batch building, forward, shutdown) and engine_output.cpp
+// (per-sequence output: sampling, tokens, stops, beams, events, results).
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "decode/beam_search.h"
+#include "decode/sampler.h"
+#include "decode/stop_matcher.h"
+#include "detinfer/fingerprint.h"
+#include "engine/block_table.h"
+#include "engine/engine.h"
+#include "model/model.h"
+
+namespace detinfer {
+namespace engine_internal {
+
+inline double ms_between(EngineClock::time_point a, EngineClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// One KV sequence: a sample, a live beam, or the prompt while it is prefilled.
+struct SeqState {
+  std::int32_t sample_index = 0;
+  std::vector<std::int32_t> blocks;
+  std::int64_t num_computed = 0;  // tokens whose K/V are in `blocks`
+  std::int32_t pending = -1;      // chosen token whose K/V is not computed yet
+  std::vector<std::int32_t> generated;
+  Sequence out;
+  std::optional<Tokenizer::StreamDecoder> decoder;
+  std::optional<decode::StopMatcher> stops;
+  bool finished = false;
+  EngineClock::time_point last_token;
+};
+
+// One request from admission to its result.
+struct Group {
+  EngineRequest req;
+  std::promise<GenerationResult> promise;
+  std::int64_t reserve = 0;  // KV blocks reserved
+  std::int32_t width = 1;    // sequences it runs
+  bool prefilling = true;
+  std::int64_t prefilled = 0;  // prompt tokens with K/V
+  std::int64_t cached_tokens = 0;
+  std::vector<SeqState> seqs;  // one while prefilling
+  std::unique_ptr<decode::BeamSearch> beam;
+  std::vector<Sequence> beam_results;
+  EngineClock::time_point admitted;
+  std::optional<EngineClock::time_point> first_token;
+  EngineClock::time_point last_token;  // of sample 0 / of the beam search
+  std::vector<double> token_ms;
+  bool cancelled_in_queue = false;  // decided once, under the engine mutex
+  bool done = false;
+
+  bool cancelled() const { return req.cancelled->load(std::memory_order_relaxed); }
+};
+
+// What one sequence contributed to the batch.
+struct BatchEntry {
+  Group* group;
+  std::size_t seq;      // index in group->seqs
+  std::int64_t tokens;  // new tokens fed
+  bool prefill;
+};
+
+}  // namespace engine_internal
+
+using engine_internal::BatchEntry;
+using engine_internal::Group;
+using engine_internal::ms_between;
+using engine_internal::SeqState;
+
+struct Engine::Impl {
+  Model& model;
+  const Tokenizer* tokenizer;
+  EngineOptions options;
+  KvCachePool pool;
+  std::int64_t vocab;
+  std::vector<std::shared_ptr<EngineObserver>> observers;
+  std::shared_ptr<PrefixProvider> prefix;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Group>> queue;  // guarded by mu
+  bool stopping = false;                     // guarded by mu
+  std::int64_t reserved = 0;                 // guarded by mu
+  std::int64_t running_seqs = 0;             // guarded by mu
+  std::atomic<std::int64_t> running_groups{0};
+  std::atomic<std::int64_t> blocks_in_use{0};
+  std::atomic<std::int64_t> steps{0};
+
+  std::vector<std::unique_ptr<Group>> running;  // scheduler thread only
+  // Promises of failed requests, kept until the engine is destroyed: the exception's
+  // reference count lives in (uninstrumented) libstdc++, so dropping the last reference on
+  // this thread while the caller still reads the Error looks like a race to TSAN.
+  std::vector<std::promise<GenerationResult>> failed_promises;
+  std::thread thread;
+  std::once_flag shutdown_once;
+
+  Impl(Model& m, const Tokenizer* t, const EngineOptions& o)
+      : model(m),
+        tokenizer(t),
+        options(o),
+        pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend()),
+        vocab(m.config().vocab_size) {}
+
+  std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {
+    const std::int64_t bs = pool.block_size();
+    const std::int64_t width = std::max(c.num_beams, c.num_return_sequences);
+    const std::int64_t per_seq = (prompt + c.max_new_tokens + bs - 1) / bs;
+    // Forks copy one partial block per sequence while the parents still hold theirs.
+    return width * per_seq + width;
+  }
+
+  void loop();
+  void step();
+  void admit(std::vector<std::unique_ptr<Group>>& admitted);
+  void prefill_done(Group& g, const float* row);
+  void sample_step(Group& g, SeqState& s, const float* row);
+  void beam_step(Group& g, const std::vector<std::size_t>& seqs,
+                 const std::vector<const float*>& rows);
+  void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
+                    std::uint64_t digest, const float* row);
+  void finish_seq(Group& g, SeqState& s, FinishReason reason);
+  void publish_generated(const Group& g, const SeqState& s);
+  void maybe_complete(Group& g);
+  void fail_group(Group& g, const Error& e);
+  void release_group(Group& g);
+  void emit(Group& g, const TokenEvent& ev);
+  GenerationResult build_result(Group& g);
+  void cancel_group(Group& g);
+};
+
+}  // namespace detinfer

@@ -1,0 +1,278 @@
+// Per-sequence output processing of the engine: sampling, tokens, stop strings, beam
+// search, streamed events, results and their release (engine_impl.h).
+#include "engine/engine_impl.h"
+
+namespace detinfer {
+
+void Engine::Impl::prefill_done(Group& g, const float* row) {
+  g.prefilling = false;
+  if (prefix) {
+    try {
+      prefix->publish(g.req, pool, g.seqs[0].blocks);
+    } catch (const std::exception& e) {
+      logger().warn("prefix cache publish failed: {}", e.what());
+    }
+  }
+  const std::int64_t prompt_len = static_cast<std::int64_t>(g.req.prompt.size());
+  if (g.beam) {
+    beam_step(g, {0}, {row});
+    return;
+  }
+  // n samples share the prompt's K/V: full blocks by reference, the last one copied.
+  const std::int32_t n = g.req.config.num_return_sequences;
+  for (std::int32_t i = 1; i < n; ++i) {
+    SeqState s;
+    s.blocks = fork_blocks(pool, g.seqs[0].blocks, prompt_len);
+    s.num_computed = prompt_len;
+    g.seqs.push_back(std::move(s));
+  }
+  for (std::int32_t i = 0; i < n; ++i) {
+    SeqState& s = g.seqs[i];
+    s.sample_index = i;
+    if (tokenizer != nullptr) s.decoder.emplace(tokenizer->stream_decoder(true));
+    s.stops.emplace(g.req.config.stop_strings);
+    s.last_token = g.req.submitted;
+  }
+  for (std::int32_t i = 0; i < n; ++i) sample_step(g, g.seqs[i], row);
+}
+
+void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
+  const auto step = static_cast<std::uint64_t>(s.generated.size());
+  const decode::TokenChoice c =
+      decode::choose_token(g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
+                           static_cast<std::uint32_t>(s.sample_index), step);
+  StepLogprobs lp;
+  lp.token = c.token;
+  lp.logprob = c.logprob;
+  lp.top = c.top;
+  s.out.score += static_cast<double>(c.logprob);
+  append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
+               logits_digest(row, static_cast<std::size_t>(vocab)), row);
+}
+
+void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
+                                std::uint64_t digest, const float* row) {
+  const GenerationConfig& c = g.req.config;
+  const auto now = EngineClock::now();
+  if (!g.first_token) g.first_token = now;
+  if (s.sample_index == 0) {  // per-token timings follow sample 0
+    g.token_ms.push_back(ms_between(g.last_token, now));
+    g.last_token = now;
+  }
+  const std::int32_t step = static_cast<std::int32_t>(s.generated.size());
+  for (auto& o : observers) {
+    if (o->wants_logits()) o->on_logits(g.req, s.sample_index, step, row, vocab);
+  }
+  s.generated.push_back(token);
+  s.out.tokens.push_back(token);
+  s.out.step_digests.push_back(digest);
+  s.out.digest = chain_digest(s.out.digest, digest);
+  if (lp != nullptr) s.out.logprobs.push_back(*lp);
+  s.last_token = now;
+
+  const auto& stop_ids = *c.stop_token_ids;
+  const bool stop_token =
+      !c.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+  const bool at_length = static_cast<std::int32_t>(s.generated.size()) >= c.max_new_tokens;
+  std::string piece;
+  if (s.decoder && !stop_token) piece = s.decoder->push(token);
+  if (s.decoder && (stop_token || at_length)) piece += s.decoder->flush();
+  decode::StopMatcher::Result r = s.stops->push(piece);
+  if ((stop_token || at_length) && !r.stopped) r.emit += s.stops->flush();
+  s.out.text += r.emit;
+  TokenEvent ev;
+  ev.token = token;
+  ev.text = std::move(r.emit);
+  ev.logprobs = lp != nullptr ? &s.out.logprobs.back() : nullptr;
+  ev.sample_index = s.sample_index;
+  ev.step = step;
+  if (stop_token || r.stopped) {
+    finish_seq(g, s, FinishReason::kStop);
+  } else if (at_length) {
+    finish_seq(g, s, FinishReason::kLength);
+  } else {
+    s.pending = token;
+  }
+  emit(g, ev);
+}
+
+void Engine::Impl::emit(Group& g, const TokenEvent& ev) {
+  if (!g.req.on_token || g.done) return;
+  bool keep_going = false;
+  try {
+    keep_going = g.req.on_token(ev);
+  } catch (const std::exception& e) {
+    logger().warn("token callback of request {} threw, cancelling it: {}", g.req.id, e.what());
+  }
+  if (!keep_going) g.req.cancelled->store(true);
+}
+
+void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
+                             const std::vector<const float*>& rows) {
+  std::vector<std::uint64_t> digests;
+  for (const float* r : rows) digests.push_back(logits_digest(r, static_cast<std::size_t>(vocab)));
+  // The engine batches beams in seqs order; the search indexes live beams in order.
+  DETINFER_INTERNAL_CHECK(seqs.size() == g.beam->beams().size());
+  if (!observers.empty()) {
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+      for (auto& o : observers) {
+        if (o->wants_logits()) {
+          o->on_logits(g.req, static_cast<std::int32_t>(b),
+                       static_cast<std::int32_t>(g.beam->length()), rows[b], vocab);
+        }
+      }
+    }
+  }
+  const std::vector<int> parents = g.beam->step(rows, digests, g.req.prompt);
+  const auto now = EngineClock::now();
+  if (!g.first_token) g.first_token = now;
+  g.token_ms.push_back(ms_between(g.last_token, now));
+  g.last_token = now;
+  std::vector<SeqState> next;
+  if (!g.beam->done() && g.beam->length() < g.req.config.max_new_tokens) {
+    for (std::size_t i = 0; i < parents.size(); ++i) {
+      const SeqState& parent = g.seqs[seqs[static_cast<std::size_t>(parents[i])]];
+      SeqState s;
+      s.blocks = fork_blocks(pool, parent.blocks, parent.num_computed);
+      s.num_computed = parent.num_computed;
+      s.pending = g.beam->beams()[i].tokens.back();
+      s.sample_index = static_cast<std::int32_t>(i);
+      next.push_back(std::move(s));
+    }
+  }
+  for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  g.seqs = std::move(next);
+  if (!g.seqs.empty()) return;
+  // Finished: the best hypotheses become the result.
+  const auto& stop_ids = *g.req.config.stop_token_ids;
+  for (decode::BeamSearch::Hypothesis& h : g.beam->finalize()) {
+    Sequence out;
+    out.tokens = h.beam.tokens;
+    out.score = static_cast<double>(h.score);
+    out.step_digests = h.beam.step_digests;
+    out.digest = chain_digest(out.step_digests);
+    if (g.req.config.logprobs > 0) out.logprobs = h.beam.logprobs;
+    out.finish_reason = h.eos ? FinishReason::kStop : FinishReason::kLength;
+    std::vector<std::int32_t> text_ids = out.tokens;
+    if (h.eos && !text_ids.empty() &&
+        std::find(stop_ids.begin(), stop_ids.end(), text_ids.back()) != stop_ids.end()) {
+      text_ids.pop_back();
+    }
+    if (tokenizer != nullptr) {
+      decode::StopMatcher m(g.req.config.stop_strings);
+      decode::StopMatcher::Result r = m.push(tokenizer->decode(text_ids, true));
+      out.text = r.emit + m.flush();
+      if (r.stopped) out.finish_reason = FinishReason::kStop;
+    }
+    g.beam_results.push_back(std::move(out));
+  }
+  for (std::size_t i = 0; i < g.beam_results.size() && !g.done; ++i) {
+    const Sequence& out = g.beam_results[i];
+    for (std::size_t t = 0; t < out.tokens.size(); ++t) {
+      TokenEvent ev;
+      ev.token = out.tokens[t];
+      if (tokenizer != nullptr && t == 0) ev.text = out.text;  // the whole text at once
+      ev.logprobs = t < out.logprobs.size() ? &out.logprobs[t] : nullptr;
+      ev.sample_index = static_cast<std::int32_t>(i);
+      ev.step = static_cast<std::int32_t>(t);
+      emit(g, ev);
+    }
+  }
+}
+
+void Engine::Impl::finish_seq(Group& g, SeqState& s, FinishReason reason) {
+  s.finished = true;
+  s.out.finish_reason = reason;
+  publish_generated(g, s);
+  release_blocks(pool, s.blocks);
+}
+
+void Engine::Impl::publish_generated(const Group& g, const SeqState& s) {
+  const auto prompt_len = static_cast<std::int64_t>(g.req.prompt.size());
+  const std::int64_t generated = std::min<std::int64_t>(
+      s.num_computed - prompt_len, static_cast<std::int64_t>(s.generated.size()));  // with K/V
+  if (!prefix || g.beam || generated <= 0 ||
+      (prompt_len + generated) / pool.block_size() <= prompt_len / pool.block_size()) {
+    return;  // no full block beyond the prompt's (those were published after prefill)
+  }
+  std::vector<std::int32_t> tokens = g.req.prompt;
+  tokens.insert(tokens.end(), s.generated.begin(), s.generated.begin() + generated);
+  try {
+    prefix->publish_sequence(g.req, tokens, pool, s.blocks);
+  } catch (const std::exception& e) {
+    logger().warn("prefix cache publish of generated tokens failed: {}", e.what());
+  }
+}
+
+void Engine::Impl::cancel_group(Group& g) {
+  for (SeqState& s : g.seqs) {
+    if (!s.finished) {
+      if (s.stops && s.decoder) s.out.text += s.stops->push(s.decoder->flush()).emit;
+      finish_seq(g, s, FinishReason::kCancelled);
+    }
+  }
+  if (g.beam || g.prefilling) {
+    // Nothing to return but what is there: beams report their current best prefix.
+    g.seqs.clear();
+    Sequence s;
+    s.finish_reason = FinishReason::kCancelled;
+    if (g.beam && !g.beam->beams().empty()) {
+      s.tokens = g.beam->beams()[0].tokens;
+      s.step_digests = g.beam->beams()[0].step_digests;
+      s.digest = chain_digest(s.step_digests);
+    }
+    g.beam_results = {s};
+    g.beam.reset();
+    g.prefilling = false;
+  }
+}
+
+void Engine::Impl::maybe_complete(Group& g) {
+  if (g.done || g.prefilling) return;
+  for (const SeqState& s : g.seqs) {
+    if (!s.finished) return;
+  }
+  if (g.beam && !g.beam->done() && g.beam_results.empty()) return;
+  GenerationResult r = build_result(g);
+  for (auto& o : observers) o->on_finished(g.req, r);
+  release_group(g);
+  g.promise.set_value(std::move(r));
+}
+
+GenerationResult Engine::Impl::build_result(Group& g) {
+  GenerationResult r;
+  r.prompt_tokens = g.req.prompt;
+  r.seed = g.req.seed;
+  r.cache.prefix_cached_tokens = g.cached_tokens;
+  if (!g.beam_results.empty()) {
+    r.sequences = std::move(g.beam_results);
+  } else {
+    for (SeqState& s : g.seqs) r.sequences.push_back(std::move(s.out));
+  }
+  const auto now = EngineClock::now();
+  r.timings.queue_ms = ms_between(g.req.submitted, g.admitted);
+  if (g.first_token) r.timings.time_to_first_token_ms = ms_between(g.req.submitted, *g.first_token);
+  r.timings.total_ms = ms_between(g.req.submitted, now);
+  r.timings.token_ms = g.token_ms;
+  return r;
+}
+
+void Engine::Impl::release_group(Group& g) {
+  for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  // Counted before the result is delivered, so a caller holding every result sees 0.
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());
+  g.done = true;
+  std::lock_guard<std::mutex> lk(mu);
+  reserved -= g.reserve;
+  running_seqs -= g.width;
+}
+
+void Engine::Impl::fail_group(Group& g, const Error& e) {
+  if (g.done) return;
+  for (auto& o : observers) o->on_failed(g.req, e);
+  release_group(g);
+  g.promise.set_exception(std::make_exception_ptr(e));
+  failed_promises.push_back(std::move(g.promise));
+}
+
+}  // namespace detinfer
