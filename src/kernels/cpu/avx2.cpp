@@ -23,8 +23,9 @@ constexpr int kScoreAccs = 12;    // attention score tile: heads x key blocks ac
 constexpr int kHeadsPerPass = 6;  // attention values: 6 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
 
-#include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/simd_kernels.h"
+// After simd_kernels.h (uses its exp_lanes and kChunk).
+#include "kernels/cpu/attention_simd.h"
 
 }  // namespace
 

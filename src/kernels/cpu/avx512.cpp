@@ -96,8 +96,9 @@ constexpr int kTileVecs = 4;      // 64 columns per tile
 constexpr int kScoreAccs = 16;    // score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 8;  // numerator: 8 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
-#include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/simd_kernels.h"
+// After simd_kernels.h (uses its exp_lanes and kChunk).
+#include "kernels/cpu/attention_simd.h"
 
 }  // namespace
 
