@@ -341,6 +341,7 @@ BENCHMARK(BM_DecodeLinearBf16)
 BENCHMARK(BM_BatchedLinearBf16)
     ->ArgNames({"M", "K", "N", "threads"})
     ->ArgsProduct({{4, 8, 16, 32, 64}, {896}, {4864}, {1, 2}})
+    ->ArgsProduct({{16, 32}, {4864}, {896}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ParallelForRoundTrip)->ArgName("threads")->Arg(2)->Unit(benchmark::kMicrosecond);
