@@ -1,8 +1,8 @@
 // The register-blocked linear for many rows (batched decode, M = 2..64, and prefill)
 // equals the reference bit for bit: every ISA this CPU runs, threads {1, 2, 3, 8}, every
-// M in 1..64 on one shape and the tile edges on others, K spanning several 256-k weight
-// blocks and not a multiple of 64, N with a partial last panel and a partial last
-// register tile, f32/bf16/f16, with and without bias; PackedLinear::run and run_panels
+// M in 1..64 on one shape and the tile edges on others, K spanning several weight blocks
+// (128 k of f32, 256 k of bf16/f16) and not a multiple of 64, N with a partial last panel and a
+// partial last register tile, f32/bf16/f16, with and without bias; PackedLinear::run and run_panels
 // over sub-ranges (where the next-block prefetch stops at the range's end).
 #include <gtest/gtest.h>
 
@@ -67,7 +67,8 @@ std::vector<std::int64_t> all_rows() {
 
 const std::vector<std::int64_t> kEdgeRows = {1, 2, 5, 6, 7, 12, 13, 16, 17, 31, 32, 33, 64};
 
-// K = 330: one full 256-k block and a partial one ending in a partial 64-chunk;
+// K = 330: bf16 one full 256-k block and a partial one, f32 two 128-k blocks and a
+// partial one, each ending in a partial 64-chunk;
 // N = 136: three panels, the last with 8 columns (a partial tile for every ISA).
 TEST(BatchedLinear, EveryRowCountEqualsReference) {
   IsaGuard guard;

@@ -8,11 +8,11 @@
 //
 // Register blocking: a tile is MR rows x NV vectors (MR*NV accumulators); each weight
 // vector is loaded (and widened from bf16/f16) once per k and applied to MR rows. For
-// M > 1 the weights of a panel are walked in blocks of kBlockK k: every row tile of the
-// batch runs over the block while it is in L1/L2 (its partial sums s wait in y between
+// M > 1 a panel's weights are walked in 32 KiB blocks (block_k): every row tile of the
+// batch runs over a block while it is in L1/L2 (its partial sums s wait in y between
 // chunks, as for M = 1), and the next block is prefetched in slices spread over those
-// tiles, so that DRAM is read at the compute rate instead of in bursts. At M = 16 the
-// kernel is then bound by the fma rate, with the weights read once.
+// tiles, so DRAM is read while the fma units work instead of in stalls at each tile's
+// first pass. Greedy row tiles: kMaxRows rows each, the last shorter.
 
 template <DType DT>
 inline typename V::reg load_w(const void* base, std::int64_t index) {
@@ -27,7 +27,13 @@ inline typename V::reg load_w(const void* base, std::int64_t index) {
 
 constexpr std::int64_t elem_size(DType dt) { return dt == DType::kF32 ? 4 : 2; }
 
-constexpr std::int64_t kBlockK = 4 * kChunk;  // k per weight block when M > 1
+// k per weight block when M > 1: 32 KiB of a panel (256 k of bf16/f16, 128 k of f32),
+// a multiple of kChunk. Measured: 256 k of f32 was slower than 128 for M = 32..64.
+template <DType DT>
+constexpr std::int64_t block_k() {
+  return 32768 / (kPanel * elem_size(DT));
+}
+static_assert(block_k<DType::kF32>() % kChunk == 0 && block_k<DType::kBF16>() % kChunk == 0);
 
 // Software prefetch of `count` packed k-rows (kPanel weights each, `row_bytes` bytes)
 // starting at `base`, `stride` bytes apart: one row per k step of the tile.
@@ -136,10 +142,10 @@ RowPrefetch block_prefetch(const PackedWeights& w, std::int64_t p, std::int64_t 
   std::int64_t first = 0, rows = 0;  // global packed k-row index, count
   if (ce < w.k) {
     first = p * w.k + ce;
-    rows = w.k - ce < kBlockK ? w.k - ce : kBlockK;
+    rows = w.k - ce < block_k<DT>() ? w.k - ce : block_k<DT>();
   } else if (p + 1 < p1) {
     first = (p + 1) * w.k;
-    rows = w.k < kBlockK ? w.k : kBlockK;
+    rows = w.k < block_k<DT>() ? w.k : block_k<DT>();
   }
   RowPrefetch pf;
   if (rows <= u) return pf;
@@ -154,7 +160,7 @@ void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::in
                std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
   const auto rows_seq = std::make_integer_sequence<int, kMaxRows>();
   const std::int64_t tiles = row_tiles(m);
-  const std::int64_t block = m > 1 ? kBlockK : w.k;
+  const std::int64_t block = m > 1 ? block_k<DT>() : w.k;
   for (std::int64_t p = p0; p < p1; ++p) {
     const auto* panel = static_cast<const std::uint8_t*>(w.data) + p * w.k * kPanel * elem_size(DT);
     const std::int64_t full_cols = (w.n - p * kPanel) / kTileCols * kTileCols;
