@@ -1,9 +1,10 @@
 // The register-blocked linear for many rows (batched decode, M = 2..64, and prefill)
 // equals the reference bit for bit: every ISA this CPU runs, threads {1, 2, 3, 8}, every
-// M in 1..64 on one shape and the tile edges on others, K spanning several weight blocks
-// (128 k of f32, 256 k of bf16/f16) and not a multiple of 64, N with a partial last panel and a
-// partial last register tile, f32/bf16/f16, with and without bias; PackedLinear::run and run_panels
-// over sub-ranges (where the next-block prefetch stops at the range's end).
+// M in 1..64 on one shape and the tile edges on others; K over several weight blocks
+// (128 k of f32, 256 k of bf16/f16) and not a multiple of 64; N with a partial last
+// panel and a partial last register tile; f32/bf16/f16, with and without bias;
+// PackedLinear::run, and run_panels over sub-ranges (where the next-block prefetch
+// stops at the range's end).
 #include <gtest/gtest.h>
 
 #include <cstdint>
