@@ -264,6 +264,10 @@ ModelFootprint DeterministicSession::footprint() const {
   f.resident_bytes = m.resident_bytes();
   f.decode_read_bytes = m.decode_read_bytes();
   f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;  // f32 K and V
+  const EngineStats e = impl_->engine->stats();
+  const std::int64_t block = f.kv_bytes_per_token * impl_->options.kv_block_size;
+  f.kv_reserved_bytes = e.kv_blocks_capacity * block;
+  f.kv_in_use_bytes = e.kv_blocks_in_use * block;
   return f;
 }
 
