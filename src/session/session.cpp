@@ -80,9 +80,15 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
   mo.device = parse_device(impl->options.device);
-  impl->model = Model::load(model_dir, mo);
+  // The tokenizer first: parsing a large tokenizer.json peaks at several times the file's
+  // size, and that peak should not sit on top of the weights. Its freed parse tree goes
+  // back to the system before the weights are packed.
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
-  if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
+  if (std::filesystem::exists(tok)) {
+    impl->tokenizer.emplace(Tokenizer::load(model_dir));
+    release_free_heap();
+  }
+  impl->model = Model::load(model_dir, mo);
   const ModelConfig& mc = impl->model->config();
   if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
     fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
@@ -222,6 +228,10 @@ ModelFootprint DeterministicSession::footprint() const {
   f.resident_bytes = m.resident_bytes();
   f.decode_read_bytes = m.decode_read_bytes();
   f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;  // f32 K and V
+  const EngineStats e = impl_->engine->stats();
+  const std::int64_t block = f.kv_bytes_per_token * impl_->options.kv_block_size;
+  f.kv_reserved_bytes = e.kv_blocks_capacity * block;
+  f.kv_in_use_bytes = e.kv_blocks_in_use * block;
   return f;
 }
 
