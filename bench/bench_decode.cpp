@@ -248,18 +248,26 @@ void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools
     for (std::int64_t ctx : {512, 2048, 8192}) {
       std::vector<double> share, kvfrac, tps;
       for (int rep = 0; rep < a.reps; ++rep) {
-        const Timed base = decode_steps(r, 16, 3);
-        const Timed t = decode_steps(r, ctx - 1, 3);
+        // Short and long steps alternate, so both see the same machine.
+        Timed base, t;
+        for (int i = 0; i < 3; ++i) {
+          const Timed b1 = decode_steps(r, 16 + i, 1), t1 = decode_steps(r, ctx - 1 + i, 1);
+          base = {base.wall + b1.wall / 3, base.cpu + b1.cpu / 3};
+          t = {t.wall + t1.wall / 3, t.cpu + t1.cpu / 3};
+        }
         const Timed b = probe.bandwidth(*pools[threads]);
-        const double attn = std::max(1e-9, t.wall - base.wall);
-        share.push_back(attn / t.wall);
-        // KV bytes the step reads beyond the 16-token step, per second of attention.
-        kvfrac.push_back(static_cast<double>((ctx - 16) * r.kv_bytes_per_token()) / attn / b.wall);
+        // One thread: CPU time (robust to other load); two: wall time.
+        const double step = threads == 1 ? t.cpu : t.wall;
+        const double attn = std::max(1e-9, threads == 1 ? t.cpu - base.cpu : t.wall - base.wall);
+        const double bw = threads == 1 ? b.cpu : b.wall;
+        share.push_back(attn / step);
+        // KV bytes the step reads beyond the short step's, per second of that extra time.
+        kvfrac.push_back(static_cast<double>((ctx - 16) * r.kv_bytes_per_token()) / attn / bw);
         tps.push_back(1.0 / t.wall);
       }
       std::printf("| %s, %d thread%s | %lld | %.2f | %.0f%% | %.2f |\n", s.name, threads,
-                  threads > 1 ? "s" : "", static_cast<long long>(ctx), median(tps),
-                  100 * median(share), median(kvfrac));
+                  threads > 1 ? "s (wall)" : " (CPU time)", static_cast<long long>(ctx),
+                  median(tps), 100 * median(share), median(kvfrac));
       std::fflush(stdout);
     }
   }
