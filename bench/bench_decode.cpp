@@ -210,6 +210,8 @@ struct Args {
   int reps = 3;
   bool quick = false;  // 135M only, no context sweep (a smoke run)
   std::string dir = "/tmp/detinfer-bench-decode";
+  int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
+  int threads = 1;        // of the profile run
 };
 
 void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3], const Args& a) {
@@ -307,14 +309,28 @@ int main(int argc, char** argv) {
       a.quick = true;
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       a.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--profile-steps") == 0 && i + 2 < argc) {
+      a.profile_steps = std::max(1, std::atoi(argv[++i]));
+      a.threads = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       a.dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_decode [--quick] [--reps N] [--dir DIR]\n");
+      std::fprintf(stderr,
+                   "usage: bench_decode [--quick] [--reps N] [--dir DIR] "
+                   "[--profile-steps N THREADS]\n");
       return 2;
     }
   }
   ::mkdir(a.dir.c_str(), 0755);
+  if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
+    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::WeightDType::kBF16);
+    ensure_model(s.opt);
+    Runner r(s.opt.out_dir, a.threads, 64);
+    std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
+    const Timed t = decode_steps(r, 0, a.profile_steps);
+    std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
+    return 0;
+  }
   detinfer::ThreadPool pool1(1), pool2(2);
   detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
   ReadProbe probe;
