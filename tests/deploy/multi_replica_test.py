@@ -96,11 +96,11 @@ class Fleet:
         with open(os.path.join(self.tmp, name + ".log")) as f:
             return f.read()
 
-    def replica(self, name, port, extra=()):
+    def replica(self, name, port, extra=(), threads=1):
         a = self.args
         argv = [a.detinfer, "serve", "--model", self.model, "--host", "127.0.0.1",
                 "--port", str(port), "--config", os.path.join(a.source_dir, "deploy/config.json"),
-                "--cache-dir", "", "--threads", "1", "--log-level", "warn"] + list(extra)
+                "--cache-dir", "", "--threads", str(threads), "--log-level", "warn"] + list(extra)
         self.spawn(name, argv)
         poll(name + " /health", lambda: self.alive(name) and
              request(port, "GET", "/health", timeout=2)[0] == 200)
@@ -270,16 +270,24 @@ def test(fleet):
 
 
 def bench(fleet, n, concurrency):
+    """Same closed-loop load on: one 1-thread replica, two 1-thread replicas behind
+    HAProxy, and one 2-thread replica (the same cores as the pair), each pass twice,
+    interleaved, with the load average of the machine before and after."""
     fleet.redis()
     redis = ["--redis-host", "127.0.0.1", "--redis-port", str(fleet.redis_port)]
-    ports = [free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port()]
     fleet.replica("a", ports[0], redis)
     fleet.replica("b", ports[1], redis)
-    fleet.haproxy(ports)
+    fleet.replica("wide", ports[2], redis, threads=2)
+    fleet.haproxy(ports[:2])
     bodies = mixed_requests(n)
+    run_all(ports[2], bodies[:8], 4)  # warm-up: page in the model, connect Redis
+    with open("/proc/loadavg") as f:
+        print("load average before:", f.read().strip(), flush=True)
+    configs = [("one replica, 1 thread", ports[0]), ("two replicas + HAProxy", fleet.lb_port),
+               ("one replica, 2 threads", ports[2])]
     results = {}
-    for name, port in [("one replica", ports[0]), ("two replicas", fleet.lb_port),
-                       ("one replica (again)", ports[0]), ("two replicas (again)", fleet.lb_port)]:
+    for name, port in configs + [(c + " (again)", p) for c, p in configs]:
         lat = []
 
         def timed(b):
@@ -294,9 +302,11 @@ def bench(fleet, n, concurrency):
         lat.sort()
         results[name] = {"requests_per_s": n / wall, "p50_ms": 1000 * lat[len(lat) // 2],
                          "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
-        print("%-22s %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms" % (
+        print("%-32s %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms" % (
             name, results[name]["requests_per_s"], results[name]["p50_ms"],
             results[name]["p99_ms"]), flush=True)
+    with open("/proc/loadavg") as f:
+        print("load average after:", f.read().strip(), flush=True)
     return results
 
 
