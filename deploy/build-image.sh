@@ -72,5 +72,13 @@ echo
 curl -fsS "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
   -d '{"prompt": "The quick brown fox", "max_tokens": 8, "temperature": 0}'
 echo
+curl -fsS "http://127.0.0.1:$PORT/v1/models"
+echo
 buildah run --isolation chroot "$ctr" -- /usr/local/bin/detinfer-entrypoint env --json
+# What a run fingerprint made inside the image records: the build and the packages.
+buildah run --isolation chroot "$ctr" -- sh -c '/usr/local/bin/detinfer-entrypoint generate \
+  --model /models/tiny --prompt "The quick brown fox" --max-new-tokens 8 \
+  --fingerprint /tmp/fp.json > /dev/null && python3 -c "import json
+fp = json.load(open(\"/tmp/fp.json\"))
+print(json.dumps({\"library\": fp[\"library\"], \"environment\": fp[\"environment\"]}, indent=2))"'
 buildah run --isolation chroot "$ctr" -- sh -c 'wc -l < /etc/detinfer/packages'
