@@ -107,7 +107,7 @@ struct Shape {
   detinfer::TinyModelOptions opt;
 };
 
-Shape qwen05b(const std::string& dir, detinfer::WeightDType dt) {
+Shape qwen05b(const std::string& dir, detinfer::DType dt) {
   detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
   o.dtype = dt;
   return {"0.5B", o};
@@ -115,7 +115,7 @@ Shape qwen05b(const std::string& dir, detinfer::WeightDType dt) {
 
 // SmolLM-135M: hidden 576, intermediate 1536, 30 layers, 9 heads, 3 KV heads, vocab
 // 49152, tied embeddings.
-Shape smol135m(const std::string& dir, detinfer::WeightDType dt) {
+Shape smol135m(const std::string& dir, detinfer::DType dt) {
   detinfer::TinyModelOptions o;
   o.arch = detinfer::TinyArch::kLlama;
   o.dtype = dt;
@@ -216,7 +216,7 @@ struct Args {
 
 void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3], const Args& a) {
   ensure_model(s.opt);
-  const char* dt = s.opt.dtype == detinfer::WeightDType::kBF16 ? "bf16" : "f32";
+  const char* dt = s.opt.dtype == detinfer::DType::kBF16 ? "bf16" : "f32";
   Runner r1(s.opt.out_dir, 1, 64), r2(s.opt.out_dir, 2, 64);
   const double bytes = static_cast<double>(r1.model->decode_read_bytes() +
                                            24 * r1.kv_bytes_per_token());  // context ~24
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
   }
   ::mkdir(a.dir.c_str(), 0755);
   if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
-    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::WeightDType::kBF16);
+    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::DType::kBF16);
     ensure_model(s.opt);
     Runner r(s.opt.out_dir, a.threads, 64);
     std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
@@ -334,18 +334,18 @@ int main(int argc, char** argv) {
   detinfer::ThreadPool pool1(1), pool2(2);
   detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
   ReadProbe probe;
-  using detinfer::WeightDType;
+  using detinfer::DType;
   std::printf(
       "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
       "probe's bandwidth in the same repetition), median of %d:\n\n"
       "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
       "| --- | --- | --- | --- | --- | --- |\n",
       a.reps);
-  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", WeightDType::kBF16),
-                               smol135m(a.dir + "/135m-f32", WeightDType::kF32)};
+  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", DType::kBF16),
+                               smol135m(a.dir + "/135m-f32", DType::kF32)};
   if (!a.quick) {
-    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", WeightDType::kBF16),
-                                   qwen05b(a.dir + "/05b-f32", WeightDType::kF32)});
+    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", DType::kBF16),
+                                   qwen05b(a.dir + "/05b-f32", DType::kF32)});
   }
   for (const Shape& s : shapes) bound_table(s, probe, pools, a);
   if (a.quick) return 0;

@@ -12,7 +12,7 @@ namespace detinfer_bench {
 inline detinfer::TinyModelOptions qwen05b_bf16_options(const std::string& dir) {
   detinfer::TinyModelOptions o;
   o.arch = detinfer::TinyArch::kQwen2;
-  o.dtype = detinfer::WeightDType::kBF16;
+  o.dtype = detinfer::DType::kBF16;
   o.hidden = 896;
   o.intermediate = 4864;
   o.layers = 24;

@@ -12,8 +12,7 @@
 
 namespace detinfer::bench {
 
-inline TinyModelOptions ttft_model_options(const std::string& out_dir,
-                                           WeightDType dtype = WeightDType::kF32) {
+inline TinyModelOptions ttft_model_options(const std::string& out_dir, DType dtype = DType::kF32) {
   TinyModelOptions o;
   o.arch = TinyArch::kQwen2;
   o.dtype = dtype;

@@ -10,17 +10,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Reject {
-  ApiError error;
-};
-
-[[noreturn]] void reject(const std::string& param, const std::string& message) {
-  ApiError e;
-  e.param = param;
-  e.message = message;
-  throw Reject{e};
-}
-
 // Keys /v1/chat/completions takes itself; the others are validated as for completions.
 const char* const kChatOnly[] = {"messages",
                                  "tools",
@@ -172,8 +161,6 @@ ChatParseOutcome parse_chat_request(const std::string& body_text, const std::str
     req.logprobs = body.value("logprobs", false);
     req.top_logprobs = req.logprobs ? req.completion.logprobs : 0;
     out.request = std::move(req);
-  } catch (const Reject& r) {
-    out.error = r.error;
   } catch (const ApiError& e) {
     out.error = e;
   }

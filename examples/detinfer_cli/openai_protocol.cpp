@@ -7,6 +7,7 @@
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/version.h"
+#include "openai_fields.h"
 
 namespace detinfer_cli {
 
@@ -19,31 +20,24 @@ json error_body(const ApiError& e) {
   return json{{"error", err}};
 }
 
-namespace {
-
-struct Reject {
-  ApiError error;
-};
-
-[[noreturn]] void reject(const std::string& param, const std::string& message, int status = 400) {
+void reject(const std::string& param, const std::string& message, int status) {
   ApiError e;
   e.status = status;
   e.param = param;
   e.message = message;
-  throw Reject{e};
+  throw e;
 }
 
-double get_number(const json& body, const char* key, double lo, double hi, double def) {
-  if (!body.contains(key) || body[key].is_null()) return def;
-  const json& v = body[key];
-  if (!v.is_number()) reject(key, std::string("'") + key + "' must be a number");
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi) {
-    reject(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "], got " + v.dump());
-  }
-  return d;
+ApiError model_not_found(const std::string& model, const std::string& served_model) {
+  ApiError e;
+  e.status = 404;
+  e.param = "model";
+  e.code = "model_not_found";
+  e.message = "the model '" + model + "' does not exist; this server serves '" + served_model + "'";
+  return e;
 }
+
+namespace {
 
 std::int64_t get_int(const json& body, const char* key, std::int64_t lo, std::int64_t hi,
                      std::int64_t def) {
@@ -70,31 +64,9 @@ bool get_bool(const json& body, const char* key, bool def) {
   return body[key].get<bool>();
 }
 
-const char* kKnownFields[] = {"model",
-                              "prompt",
-                              "max_tokens",
-                              "temperature",
-                              "top_p",
-                              "n",
-                              "stop",
-                              "seed",
-                              "logprobs",
-                              "echo",
-                              "stream",
-                              "top_k",
-                              "min_p",
-                              "repetition_penalty",
-                              "num_beams",
-                              "presence_penalty",
-                              "frequency_penalty",
-                              "user",
-                              "length_penalty",
-                              "early_stopping",
-                              "ignore_eos",
-                              "best_of",
-                              "suffix",
-                              "logit_bias",
-                              "stream_options"};
+// The parameters that are not GenerationConfig fields (those are is_generation_param).
+const char* const kOtherParams[] = {"model",   "prompt", "echo",       "stream",        "user",
+                                    "best_of", "suffix", "logit_bias", "stream_options"};
 
 }  // namespace
 
@@ -108,21 +80,14 @@ namespace {
 void check_top_level(const json& body, const std::string& served_model) {
   if (!body.is_object()) reject("", "request body must be a JSON object");
   for (auto it = body.begin(); it != body.end(); ++it) {
-    bool known = false;
-    for (const char* k : kKnownFields) known = known || it.key() == k;
+    bool known = is_generation_param(it.key());
+    for (const char* k : kOtherParams) known = known || it.key() == k;
     if (!known) reject(it.key(), "unknown parameter '" + it.key() + "'");
   }
   if (body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string()) reject("model", "'model' must be a string");
     const std::string m = body["model"].get<std::string>();
-    if (m != served_model) {
-      ApiError e;
-      e.status = 404;
-      e.param = "model";
-      e.code = "model_not_found";
-      e.message = "the model '" + m + "' does not exist; this server serves '" + served_model + "'";
-      throw Reject{e};
-    }
+    if (m != served_model) throw model_not_found(m, served_model);
   }
   for (const char* unsupported : {"suffix", "logit_bias"}) {
     if (body.contains(unsupported) && !body[unsupported].is_null()) {
@@ -173,22 +138,9 @@ void parse_prompt(const json& body, const ModelLimits& model, CompletionRequest&
 }
 
 void parse_sampling(const json& body, const ModelLimits& model, detinfer::GenerationConfig& c) {
-  c.max_new_tokens =
-      static_cast<std::int32_t>(get_int(body, "max_tokens", 1, model.context_length, 16));
-  c.temperature = static_cast<float>(get_number(body, "temperature", 0.0, 2.0, 1.0));
-  c.top_p = static_cast<float>(get_number(body, "top_p", 0.0, 1.0, 1.0));
-  if (c.top_p <= 0.0f) reject("top_p", "'top_p' must be in (0, 1]");
-  c.num_return_sequences = static_cast<std::int32_t>(get_int(body, "n", 1, 64, 1));
-  c.top_k = static_cast<std::int32_t>(get_int(body, "top_k", 0, model.vocab_size, 0));
-  c.min_p = static_cast<float>(get_number(body, "min_p", 0.0, 0.999999, 0.0));
-  c.repetition_penalty =
-      static_cast<float>(get_number(body, "repetition_penalty", 1e-6, 10.0, 1.0));
-  c.presence_penalty = static_cast<float>(get_number(body, "presence_penalty", -2.0, 2.0, 0.0));
-  c.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty", -2.0, 2.0, 0.0));
-  c.num_beams = static_cast<std::int32_t>(get_int(body, "num_beams", 1, 64, 1));
-  c.length_penalty = static_cast<float>(get_number(body, "length_penalty", -10.0, 10.0, 1.0));
-  c.early_stopping = get_bool(body, "early_stopping", false);
-  c.ignore_eos = get_bool(body, "ignore_eos", false);
+  c.max_new_tokens = 16;  // OpenAI's defaults where they differ from GenerationConfig's
+  c.temperature = 1.0f;
+  read_generation_params(body, model, c);
   if (body.contains("seed") && !body["seed"].is_null()) {
     const json& s = body["seed"];
     if (s.is_number_unsigned()) {
@@ -257,8 +209,6 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
     parse_sampling(body, model, req.config);
     parse_output(body, req);
     out.request = std::move(req);
-  } catch (const Reject& r) {
-    out.error = r.error;
   } catch (const ApiError& e) {
     out.error = e;
   }

@@ -24,6 +24,11 @@ struct ApiError {
 
 nlohmann::json error_body(const ApiError& e);
 
+// Throws the ApiError (`status`, default 400) naming `param` (request parsers).
+[[noreturn]] void reject(const std::string& param, const std::string& message, int status = 400);
+// 404 model_not_found for a model name other than the served one.
+ApiError model_not_found(const std::string& model, const std::string& served_model);
+
 struct CompletionRequest {
   detinfer::Prompt prompt{std::vector<std::int32_t>{}};
   std::string prompt_text;  // for echo: the text form of the prompt

@@ -4,6 +4,8 @@
 
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
+#include "openai_fields.h"
+#include "serve_stream.h"
 
 namespace detinfer_cli {
 
@@ -14,22 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-// The request parameter an engine error names: its field() when set, else the message
-// ("GenerationConfig.max_new_tokens must be ..." is the client's max_tokens).
-std::string param_of(const detinfer::Error& e) {
-  std::string field = e.field();
-  const std::string prefix = "GenerationConfig.";
-  if (field.empty() && e.message().rfind(prefix, 0) == 0) {
-    const auto end = e.message().find_first_of(" /:+", prefix.size());
-    field = e.message().substr(prefix.size(), end - prefix.size());
-  }
-  if (field.rfind(prefix, 0) == 0) field = field.substr(prefix.size());
-  if (field == "max_new_tokens") return "max_tokens";
-  if (field == "num_return_sequences") return "n";
-  if (field == "stop_strings") return "stop";
-  if (field.empty() && e.message().find("prompt") != std::string::npos) return "prompt";
-  return field;
-}
+// The request parameter an engine error names: its field() under OpenAI's name (the
+// message text is never parsed).
+std::string param_of(const detinfer::Error& e) { return openai_param(e.field()); }
 
 }  // namespace
 
@@ -100,7 +89,7 @@ void ServeApp::count(int status) {
 Response ServeApp::error_response(const ApiError& e) {
   Response r;
   r.status = e.status;
-  r.body = error_body(e).dump(-1, ' ', false, json::error_handler_t::replace);
+  r.body = dump_json(error_body(e));
   if (e.status == 429 || e.status == 503) r.headers.emplace_back("Retry-After", "1");
   return r;
 }

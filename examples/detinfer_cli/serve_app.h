@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -57,6 +58,16 @@ class ServeApp {
   void health(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void metrics(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void submit_error(const detinfer::Error& e, detinfer_http::ResponseWriter& w);
+  // While shutting down: answers 503 and returns true.
+  bool refuse_when_stopping(detinfer_http::ResponseWriter& w);
+  // ?fingerprint=full or X-Detinfer-Fingerprint: full (the whole run fingerprint).
+  static bool wants_full_fingerprint(const detinfer_http::Request& req);
+  // A whole (not streamed) request: submits it, cancels it when the client goes away and
+  // answers with render(result), or with the error.
+  void respond_whole(
+      const detinfer::Prompt& prompt, const detinfer::GenerationConfig& config,
+      detinfer_http::ResponseWriter& w,
+      const std::function<nlohmann::json(const detinfer::GenerationResult&)>& render);
   nlohmann::json model_json() const;
   detinfer::Counter http_counter(const char* status_class);
   ResponseContext context();

@@ -8,12 +8,9 @@
 
 namespace detinfer {
 
-RedisClient::RedisClient(const RedisOptions& options, std::string what,
-                         double error_log_interval_seconds, std::shared_ptr<CacheClock> clock)
-    : options_(options),
-      what_(std::move(what)),
-      clock_(clock ? std::move(clock) : steady_cache_clock()),
-      log_(clock_, error_log_interval_seconds) {
+RedisClient::RedisClient(const RedisOptions& options, std::string what, double,
+                         std::shared_ptr<CacheClock>)
+    : options_(options), what_(std::move(what)), log_(nullptr, 0) {
   throw Error(ErrorCode::kUnsupported,
               what_ +
                   ": the Redis tier needs hiredis, and this detinfer was built without it "

@@ -28,6 +28,22 @@ dti_status to_chat_options(const char* function, const dti_chat_options* in,
   return DTI_OK;
 }
 
+// The shared part of the chat entry points: resets *out, checks the arguments and
+// converts the options, then runs `run(options)` under the exception barrier.
+template <typename Out, typename F>
+dti_status with_chat(const char* fn, const dti_session* session, const char* messages_json,
+                     const dti_chat_options* options, Out** out, F&& run) {
+  if (out == nullptr) return null_argument(fn, "out");
+  *out = nullptr;
+  if (session == nullptr) return null_argument(fn, "session");
+  if (messages_json == nullptr) return null_argument(fn, "messages_json");
+  return guarded(fn, [&] {
+    ChatTemplateOptions o;
+    if (dti_status s = to_chat_options(fn, options, &o); s != DTI_OK) return s;
+    return run(o);
+  });
+}
+
 }  // namespace
 }  // namespace detinfer::capi
 
@@ -45,44 +61,34 @@ dti_chat_options dti_chat_options_default(void) {
 
 dti_status dti_apply_chat_template(const dti_session* session, const char* messages_json,
                                    const dti_chat_options* options, char** out) {
-  const char* fn = "dti_apply_chat_template";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (messages_json == nullptr) return null_argument(fn, "messages_json");
-  return guarded(fn, [&] {
-    detinfer::ChatTemplateOptions o;
-    if (dti_status s = detinfer::capi::to_chat_options(fn, options, &o); s != DTI_OK) return s;
-    const auto messages = detinfer::chat_messages_from_json(messages_json);
-    *out = detinfer::capi::copy_string(session->session.apply_chat_template(messages, o));
-    return DTI_OK;
-  });
+  return detinfer::capi::with_chat(
+      "dti_apply_chat_template", session, messages_json, options, out,
+      [&](const detinfer::ChatTemplateOptions& o) {
+        const auto messages = detinfer::chat_messages_from_json(messages_json);
+        *out = detinfer::capi::copy_string(session->session.apply_chat_template(messages, o));
+        return DTI_OK;
+      });
 }
 
 dti_status dti_chat(dti_session* session, const char* messages_json,
                     const dti_chat_options* options, const dti_generation_config* config,
                     dti_token_callback on_token, void* user_data, dti_result** out) {
   const char* fn = "dti_chat";
-  if (out == nullptr) return null_argument(fn, "out");
-  *out = nullptr;
-  if (session == nullptr) return null_argument(fn, "session");
-  if (messages_json == nullptr) return null_argument(fn, "messages_json");
-  return guarded(fn, [&] {
-    detinfer::ChatTemplateOptions o;
-    if (dti_status s = detinfer::capi::to_chat_options(fn, options, &o); s != DTI_OK) return s;
-    detinfer::GenerationConfig gc = session->session.default_generation_config();
-    if (config != nullptr) {
-      if (dti_status s = detinfer::capi::to_generation_config(fn, config, &gc); s != DTI_OK) {
-        return s;
-      }
-    }
-    const auto messages = detinfer::chat_messages_from_json(messages_json);
-    auto result = std::make_unique<dti_result>();
-    result->result =
-        session->session.chat(messages, gc, o, detinfer::capi::to_callback(on_token, user_data));
-    *out = result.release();
-    return DTI_OK;
-  });
+  return detinfer::capi::with_chat(
+      fn, session, messages_json, options, out, [&](const detinfer::ChatTemplateOptions& o) {
+        detinfer::GenerationConfig gc = session->session.default_generation_config();
+        if (config != nullptr) {
+          if (dti_status s = detinfer::capi::to_generation_config(fn, config, &gc); s != DTI_OK) {
+            return s;
+          }
+        }
+        const auto messages = detinfer::chat_messages_from_json(messages_json);
+        auto result = std::make_unique<dti_result>();
+        result->result = session->session.chat(messages, gc, o,
+                                               detinfer::capi::to_callback(on_token, user_data));
+        *out = result.release();
+        return DTI_OK;
+      });
 }
 
 dti_status dti_session_default_generation_config(const dti_session* session,
@@ -93,12 +99,7 @@ dti_status dti_session_default_generation_config(const dti_session* session,
   return guarded(fn, [&] {
     const detinfer::GenerationConfig d = session->session.default_generation_config();
     dti_generation_config c = dti_generation_config_default();
-    c.max_new_tokens = d.max_new_tokens;
-    c.temperature = d.temperature;
-    c.top_k = d.top_k;
-    c.top_p = d.top_p;
-    c.min_p = d.min_p;
-    c.repetition_penalty = d.repetition_penalty;
+    detinfer::capi::from_generation_config(d, &c);
     *out = c;
     return DTI_OK;
   });

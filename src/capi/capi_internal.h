@@ -96,8 +96,13 @@ dti_status with_token_prompt(const char* fn, const dti_session* session, const i
 // the defaults.
 dti_status to_session_options(const char* function, const dti_session_options* in,
                               SessionOptions* out);
+// Both driven by the GenerationConfig field table (core/generation_fields.h). C -> C++
+// sets every field of *out from `in` except stop_token_ids, which keeps *out's value when
+// in->stop_token_ids is NULL (the model's eos ids).
 dti_status to_generation_config(const char* function, const dti_generation_config* in,
                                 GenerationConfig* out);
+// C++ -> C: the scalar fields and the seed; the list pointers of *out are left untouched.
+void from_generation_config(const GenerationConfig& in, dti_generation_config* out);
 TokenCallback to_callback(dti_token_callback cb, void* user_data);
 
 }  // namespace detinfer::capi

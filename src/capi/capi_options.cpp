@@ -1,9 +1,12 @@
 // The C option structs: their defaults (the C++ defaults) and their conversion, for every
 // released struct_size.
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include "capi/capi_internal.h"
+#include "core/generation_fields.h"
 
 // The first released layouts: a caller compiled against 0.1's c_api.h passes these sizes.
 static_assert(DTI_SESSION_OPTIONS_SIZE_V1 == 48, "dti_session_options v1 layout changed");
@@ -55,21 +58,34 @@ dti_status check_ranges(const char* function, std::initializer_list<RangeRule> r
   return DTI_OK;
 }
 
+// Calls f(C member, C++ member) for the members of dti_session_options that map one to
+// one onto SessionOptions (a bool is 0/1 in C); both conversions walk this one list.
+template <typename C, typename Cxx, typename F>
+void for_each_plain_option(C& c, Cxx& s, F&& f) {
+  f(c.threads, s.threads);
+  f(c.kv_budget_bytes, s.kv_budget_bytes);
+  f(c.kv_block_size, s.kv_block_size);
+  f(c.max_batch, s.max_batch);
+  f(c.prefill_chunk_tokens, s.prefill_chunk_tokens);
+  f(c.max_queue, s.max_queue);
+  f(c.prefix_cache, s.cache.prefix.enabled);
+  f(c.disk_cache_bytes, s.cache.prefix.disk.budget_bytes);
+  f(c.prefix_cache_redis, s.cache.prefix.redis.enabled);
+  f(c.result_cache, s.cache.result.enabled);
+  f(c.result_cache_memory_bytes, s.cache.result.memory_budget_bytes);
+  f(c.result_cache_redis, s.cache.result.use_redis);
+  f(c.redis_port, s.cache.redis.port);
+}
+
+// The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
   CacheOptions& cache = out->cache;
-  cache.prefix.enabled = c.prefix_cache != 0;
   cache.prefix.memory.enabled = c.prefix_cache_memory_bytes >= 0;
   if (c.prefix_cache_memory_bytes > 0) {
     cache.prefix.memory.budget_bytes = c.prefix_cache_memory_bytes;
   }
   if (c.disk_cache_dir != nullptr) cache.prefix.disk.directory = c.disk_cache_dir;
-  cache.prefix.disk.budget_bytes = c.disk_cache_bytes;
-  cache.prefix.redis.enabled = c.prefix_cache_redis != 0;
-  cache.result.enabled = c.result_cache != 0;
-  cache.result.memory_budget_bytes = c.result_cache_memory_bytes;
-  cache.result.use_redis = c.result_cache_redis != 0;
   if (c.redis_host != nullptr) cache.redis.host = c.redis_host;
-  cache.redis.port = c.redis_port;
   if (c.cache_salt != nullptr) out->cache_salt = c.cache_salt;
 }
 
@@ -97,40 +113,36 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   // The session's own recorder fills GenerationResult::fingerprint_json (in memory).
   out->recorder.level = static_cast<RecordLevel>(c.fingerprint_level);
   out->mode = c.mode == DTI_MODE_FAST ? NumericsMode::kFast : NumericsMode::kCanonical;
-  out->threads = c.threads;
-  out->kv_budget_bytes = c.kv_budget_bytes;
-  out->kv_block_size = c.kv_block_size;
-  out->max_batch = c.max_batch;
-  out->prefill_chunk_tokens = c.prefill_chunk_tokens;
-  out->max_queue = c.max_queue;
+  for_each_plain_option(c, *out, [](const auto& from, auto& to) {
+    to = static_cast<std::decay_t<decltype(to)>>(from);
+  });
   if (c.log_level >= 0) out->log_level = static_cast<LogLevel>(c.log_level);
   to_cache_options(c, out);
   return DTI_OK;
 }
 
-dti_status to_generation_config(const char* function, const dti_generation_config* in,
-                                GenerationConfig* out) {
-  if (in == nullptr) return DTI_OK;  // defaults
-  dti_generation_config c = dti_generation_config_default();
-  if (dti_status s = read_versioned(function, "dti_generation_config", *in,
-                                    {DTI_GENERATION_CONFIG_SIZE_V1}, &c);
-      s != DTI_OK) {
-    return s;
-  }
-  out->max_new_tokens = c.max_new_tokens;
-  out->temperature = c.temperature;
-  out->top_k = c.top_k;
-  out->top_p = c.top_p;
-  out->min_p = c.min_p;
-  out->repetition_penalty = c.repetition_penalty;
-  out->presence_penalty = c.presence_penalty;
-  out->frequency_penalty = c.frequency_penalty;
-  if (c.has_seed != 0) out->seed = c.seed;
-  out->num_return_sequences = c.num_return_sequences;
-  out->first_sample_index = c.first_sample_index;
-  out->num_beams = c.num_beams;
-  out->length_penalty = c.length_penalty;
-  out->early_stopping = c.early_stopping != 0;
+// The table's scalar fields have members of the same names and matching types in
+// dti_generation_config (a bool is an int32_t 0/1); a table field missing from the C
+// struct fails to compile here.
+template <typename Cxx>
+using CType = std::conditional_t<std::is_same_v<Cxx, bool>, std::int32_t, Cxx>;
+#define DETINFER_C_FIELD_TYPE(member, ...)                                 \
+  static_assert(std::is_same_v<decltype(dti_generation_config::member),    \
+                               CType<decltype(GenerationConfig::member)>>, \
+                "dti_generation_config." #member " must have GenerationConfig's type");
+DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_FIELD_TYPE)
+#undef DETINFER_C_FIELD_TYPE
+// The other fields (seed, stop_token_ids, stop_strings) are converted by hand below.
+#define DETINFER_COUNT_C_FIELD(...) +1
+static_assert(0 DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_C_FIELD) == 3,
+              "a new non-scalar GenerationConfig field needs its C conversion here");
+#undef DETINFER_COUNT_C_FIELD
+
+namespace {
+
+// The lists of the C struct (NULL pointers with nonzero counts are errors).
+dti_status lists_to_cxx(const char* function, const dti_generation_config& c,
+                        GenerationConfig* out) {
   if (c.stop_token_ids != nullptr) {
     out->stop_token_ids.emplace(c.stop_token_ids, c.stop_token_ids + c.num_stop_token_ids);
   } else if (c.num_stop_token_ids != 0) {
@@ -141,6 +153,7 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
   if (c.num_stop_strings != 0 && c.stop_strings == nullptr) {
     return null_argument(function, "stop_strings");
   }
+  out->stop_strings.clear();
   for (std::size_t i = 0; i < c.num_stop_strings; ++i) {
     if (c.stop_strings[i] == nullptr) {
       return set_error(DTI_INVALID_ARGUMENT,
@@ -148,9 +161,35 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
     }
     out->stop_strings.emplace_back(c.stop_strings[i]);
   }
-  out->logprobs = c.logprobs;
-  out->ignore_eos = c.ignore_eos != 0;
   return DTI_OK;
+}
+
+}  // namespace
+
+dti_status to_generation_config(const char* function, const dti_generation_config* in,
+                                GenerationConfig* out) {
+  if (in == nullptr) return DTI_OK;  // defaults
+  dti_generation_config c = dti_generation_config_default();
+  if (dti_status s = read_versioned(function, "dti_generation_config", *in,
+                                    {DTI_GENERATION_CONFIG_SIZE_V1}, &c);
+      s != DTI_OK) {
+    return s;
+  }
+#define DETINFER_C_TO_CXX(member, ...) \
+  out->member = static_cast<decltype(GenerationConfig::member)>(c.member);
+  DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_TO_CXX)
+#undef DETINFER_C_TO_CXX
+  out->seed = c.has_seed != 0 ? std::optional<std::uint64_t>(c.seed) : std::nullopt;
+  return lists_to_cxx(function, c, out);
+}
+
+void from_generation_config(const GenerationConfig& in, dti_generation_config* out) {
+#define DETINFER_CXX_TO_C(member, ...) \
+  out->member = static_cast<decltype(dti_generation_config::member)>(in.member);
+  DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_CXX_TO_C)
+#undef DETINFER_CXX_TO_C
+  out->has_seed = in.seed.has_value() ? 1 : 0;
+  out->seed = in.seed.value_or(0);
 }
 
 TokenCallback to_callback(dti_token_callback cb, void* user_data) {
@@ -169,50 +208,22 @@ dti_session_options dti_session_options_default(void) {
   dti_session_options o{};
   o.struct_size = sizeof(dti_session_options);
   o.mode = DTI_MODE_CANONICAL;
-  o.threads = d.threads;
-  o.kv_budget_bytes = d.kv_budget_bytes;
-  o.kv_block_size = d.kv_block_size;
-  o.max_batch = d.max_batch;
-  o.prefill_chunk_tokens = d.prefill_chunk_tokens;
-  o.max_queue = d.max_queue;
   o.log_level = -1;
   o.fingerprint_level = static_cast<int32_t>(d.recorder.level);  // as in C++: steps
+  detinfer::capi::for_each_plain_option(
+      o, d, [](auto& to, const auto& from) { to = static_cast<std::decay_t<decltype(to)>>(from); });
   const detinfer::CacheOptions& cache = d.cache;
-  o.prefix_cache = cache.prefix.enabled ? 1 : 0;
   o.prefix_cache_memory_bytes = cache.prefix.memory.enabled ? cache.prefix.memory.budget_bytes : -1;
   o.disk_cache_dir = nullptr;
-  o.disk_cache_bytes = cache.prefix.disk.budget_bytes;
-  o.prefix_cache_redis = cache.prefix.redis.enabled ? 1 : 0;
-  o.result_cache = cache.result.enabled ? 1 : 0;
-  o.result_cache_memory_bytes = cache.result.memory_budget_bytes;
-  o.result_cache_redis = cache.result.use_redis ? 1 : 0;
   o.redis_host = nullptr;
-  o.redis_port = cache.redis.port;
   o.cache_salt = nullptr;
   return o;
 }
 
 dti_generation_config dti_generation_config_default(void) {
-  const detinfer::GenerationConfig d;
   dti_generation_config c{};
   c.struct_size = sizeof(dti_generation_config);
-  c.max_new_tokens = d.max_new_tokens;
-  c.temperature = d.temperature;
-  c.top_k = d.top_k;
-  c.top_p = d.top_p;
-  c.min_p = d.min_p;
-  c.repetition_penalty = d.repetition_penalty;
-  c.presence_penalty = d.presence_penalty;
-  c.frequency_penalty = d.frequency_penalty;
-  c.has_seed = 0;
-  c.seed = 0;
-  c.num_return_sequences = d.num_return_sequences;
-  c.first_sample_index = d.first_sample_index;
-  c.num_beams = d.num_beams;
-  c.length_penalty = d.length_penalty;
-  c.early_stopping = d.early_stopping ? 1 : 0;
-  c.logprobs = d.logprobs;
-  c.ignore_eos = d.ignore_eos ? 1 : 0;
+  detinfer::capi::from_generation_config(detinfer::GenerationConfig{}, &c);
   return c;
 }
 

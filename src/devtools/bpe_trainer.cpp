@@ -62,6 +62,26 @@ struct Trainer {
     s.resize(out);
   }
 };
+
+// The distinct pre-tokenized words and their counts, sorted (which fixes the numbering).
+std::vector<std::pair<std::string, std::int64_t>> count_words(
+    const std::vector<std::string_view>& texts, const Regex& split) {
+  std::unordered_map<std::string, std::int64_t> counts;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  for (const std::string_view text : texts) {
+    const std::size_t bad = find_invalid_utf8(text);
+    if (bad != std::string_view::npos) {
+      fail(ErrorCode::kInvalidArgument, "BPE trainer: text is not valid UTF-8 at byte ", bad);
+    }
+    spans.clear();
+    split.find_all(text, spans);
+    for (const auto& [b, e] : spans) ++counts[std::string(text.substr(b, e - b))];
+  }
+  std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
 }  // namespace
 
 TrainedBpe train_byte_level_bpe(const std::vector<std::string_view>& texts,
@@ -79,23 +99,8 @@ TrainedBpe train_byte_level_bpe(const std::vector<std::string_view>& texts,
     out.vocab.push_back(byte_to_char(b));
   }
 
-  // Count distinct pre-tokenized words; sorting them fixes the word numbering.
-  std::unordered_map<std::string, std::int64_t> counts;
-  std::vector<std::pair<std::size_t, std::size_t>> spans;
-  for (const std::string_view text : texts) {
-    const std::size_t bad = find_invalid_utf8(text);
-    if (bad != std::string_view::npos) {
-      fail(ErrorCode::kInvalidArgument, "BPE trainer: text is not valid UTF-8 at byte ", bad);
-    }
-    spans.clear();
-    split.find_all(text, spans);
-    for (const auto& [b, e] : spans) ++counts[std::string(text.substr(b, e - b))];
-  }
-  std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
-  std::sort(sorted.begin(), sorted.end());
-
   Trainer t;
-  for (const auto& [w, c] : sorted) {
+  for (const auto& [w, c] : count_words(texts, split)) {
     std::vector<std::int32_t> s;
     for (const char ch : w) s.push_back(byte_id[static_cast<std::uint8_t>(ch)]);
     t.words.push_back(std::move(s));

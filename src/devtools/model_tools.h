@@ -7,21 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "detinfer/numerics.h"
 
 namespace detinfer {
 
 enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
-enum class WeightDType : std::uint8_t { kF32, kBF16, kF16 };
 
 // Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
-WeightDType parse_weight_dtype(const std::string& name);
+DType parse_weight_dtype(const std::string& name);
 
 struct TinyModelOptions {
   TinyArch arch = TinyArch::kLlama;
-  WeightDType dtype = WeightDType::kF32;
+  DType dtype = DType::kF32;
   std::int64_t hidden = 64;           // hidden_size
   std::int64_t intermediate = 128;    // intermediate_size
   std::int64_t layers = 2;            // num_hidden_layers

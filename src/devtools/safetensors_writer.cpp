@@ -19,7 +19,7 @@ void write_safetensors(
   std::uint64_t offset = 0;
   std::vector<std::uint64_t> sizes;
   for (const auto& e : entries) {
-    std::uint64_t bytes = element_size(e.dtype);
+    std::uint64_t bytes = dtype_size(e.dtype);
     for (const std::int64_t d : e.shape) bytes *= static_cast<std::uint64_t>(d);
     header[e.name] = {{"dtype", safetensors_name(e.dtype)},
                       {"shape", e.shape},

@@ -14,7 +14,7 @@ namespace detinfer {
 
 struct TensorEntry {
   std::string name;
-  TensorDType dtype = TensorDType::kF32;
+  DType dtype = DType::kF32;
   std::vector<std::int64_t> shape;
 };
 

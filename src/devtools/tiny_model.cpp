@@ -114,9 +114,9 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
       {"rope_theta", o.rope_theta},
       {"hidden_act", "silu"},
       {"tie_word_embeddings", o.tie_word_embeddings},
-      {"torch_dtype", o.dtype == WeightDType::kF32    ? "float32"
-                      : o.dtype == WeightDType::kBF16 ? "bfloat16"
-                                                      : "float16"},
+      {"torch_dtype", o.dtype == DType::kF32    ? "float32"
+                      : o.dtype == DType::kBF16 ? "bfloat16"
+                                                : "float16"},
       {"bos_token_id", nullptr},
       {"eos_token_id", eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos.front())},
       {"rope_scaling", nullptr},
@@ -158,21 +158,9 @@ ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_dim) {
   return c;
 }
 
-TensorDType tensor_dtype(WeightDType d) {
-  switch (d) {
-    case WeightDType::kF32:
-      return TensorDType::kF32;
-    case WeightDType::kBF16:
-      return TensorDType::kBF16;
-    case WeightDType::kF16:
-      return TensorDType::kF16;
-  }
-  return TensorDType::kF32;
-}
-
 // Philox draws for tensor `stream`: value e = center + scale * (2u - 1).
-void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t stream,
-                 TensorDType dtype, std::vector<std::uint8_t>& out) {
+void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t stream, DType dtype,
+                 std::vector<std::uint8_t>& out) {
   float center = 0.0f, scale = 0.0f;
   switch (spec.kind) {
     case WeightKind::kEmbed:
@@ -197,17 +185,17 @@ void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t strea
   }
   std::int64_t n = 1;
   for (const std::int64_t d : spec.shape) n *= d;
-  out.resize(static_cast<std::size_t>(n) * element_size(dtype));
+  out.resize(static_cast<std::size_t>(n) * dtype_size(dtype));
   PhiloxCounter block{};
   for (std::int64_t e = 0; e < n; ++e) {
     if (e % 4 == 0) block = philox_block(seed, stream, static_cast<std::uint64_t>(e / 4));
     const float u = uniform01(block[static_cast<std::size_t>(e % 4)]);
     const float v = center + scale * (2.0f * u - 1.0f);
-    std::uint8_t* dst = out.data() + static_cast<std::size_t>(e) * element_size(dtype);
-    if (dtype == TensorDType::kF32) {
+    std::uint8_t* dst = out.data() + static_cast<std::size_t>(e) * dtype_size(dtype);
+    if (dtype == DType::kF32) {
       std::memcpy(dst, &v, 4);
     } else {
-      const std::uint16_t b = dtype == TensorDType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      const std::uint16_t b = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
       std::memcpy(dst, &b, 2);
     }
   }
@@ -231,10 +219,8 @@ TinyArch parse_tiny_arch(const std::string& name) {
        "' (llama, mistral, qwen2, qwen3)");
 }
 
-WeightDType parse_weight_dtype(const std::string& name) {
-  if (name == "f32") return WeightDType::kF32;
-  if (name == "bf16") return WeightDType::kBF16;
-  if (name == "f16") return WeightDType::kF16;
+DType parse_weight_dtype(const std::string& name) {
+  if (const auto d = parse_dtype(name)) return *d;
   fail(ErrorCode::kInvalidArgument, "unknown weight dtype '", name, "' (f32, bf16, f16)");
 }
 
@@ -256,7 +242,7 @@ void make_tiny_model(const TinyModelOptions& o) {
   write_text(dir + "/generation_config.json", gen.dump(2) + "\n");
 
   const std::vector<WeightSpec> specs = required_weights(model_config_of(o, head_dim));
-  const TensorDType dtype = tensor_dtype(o.dtype);
+  const DType dtype = o.dtype;
   if (o.shards > static_cast<std::int64_t>(specs.size())) {
     fail(ErrorCode::kInvalidArgument, "shards = ", o.shards, " exceeds the ", specs.size(),
          " tensors");
@@ -288,7 +274,7 @@ void make_tiny_model(const TinyModelOptions& o) {
   } else {
     std::int64_t total = 0;
     for (const auto& w : specs) {
-      std::int64_t k = static_cast<std::int64_t>(element_size(dtype));
+      std::int64_t k = static_cast<std::int64_t>(dtype_size(dtype));
       for (const std::int64_t d : w.shape) k *= d;
       total += k;
     }

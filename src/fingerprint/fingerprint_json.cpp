@@ -230,6 +230,66 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
   return s;
 }
 
+void read_numerics(ObjectReader n, FingerprintNumerics& out) {
+  out.mode = n.string("mode");
+  if (out.mode != "canonical" && out.mode != "fast" && out.mode != "device_invariant") {
+    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", out.mode,
+         "' is not one of canonical, fast, device_invariant");
+  }
+  out.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
+  out.kernel_isa = n.string("kernel_isa");
+  out.threads = static_cast<int>(n.integer("threads", 1, 1 << 20));
+  out.device = n.string("device");
+  if (out.device != "cpu" && out.device != "cuda") {
+    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", out.device,
+         "' is not one of cpu, cuda");
+  }
+  n.done();
+}
+
+void read_device(ObjectReader d, FingerprintDevice& out) {
+  out.cpu_model = d.string("cpu_model");
+  const json& flags = d.array("cpu_flags");
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    out.cpu_flags.push_back(as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
+  }
+  out.hardware_threads = static_cast<std::uint32_t>(
+      d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));
+  if (d.has("gpu")) {
+    ObjectReader g = d.object("gpu");
+    out.gpu = FingerprintGpu{g.string("name"), g.string("compute_capability"), g.string("driver")};
+    g.done();
+  }
+  d.done();
+}
+
+void read_environment(ObjectReader e, FingerprintEnvironment& out) {
+  out.os = e.string("os");
+  out.glibc_version = e.string("glibc_version");
+  out.libtorch_version = e.string("libtorch_version");
+  ObjectReader vars = e.object("env_vars");
+  const json& vj = e.required("env_vars");
+  for (auto it = vj.begin(); it != vj.end(); ++it) {
+    out.env_vars[it.key()] = vars.string(it.key().c_str());
+  }
+  vars.done();
+  if (e.hex64("hash") != out.hash()) {
+    fail(ErrorCode::kCorrupt, "fingerprint field .environment.hash: does not match the ",
+         "environment fields");
+  }
+  e.done();
+}
+
+void read_output(ObjectReader o, RunFingerprint& fp) {
+  fp.level = parse_level(o.string("level"), o.path_of("level"));
+  const json& seqs = o.array("sequences");
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    fp.sequences.push_back(read_sequence(
+        ObjectReader(seqs[i], ".output.sequences[" + std::to_string(i) + "]"), fp.level));
+  }
+  o.done();
+}
+
 RunFingerprint from_json_object(const json& j) {
   ObjectReader top(j, "");
   check_schema(top);
@@ -240,59 +300,9 @@ RunFingerprint from_json_object(const json& j) {
                   l.string("build_type"), l.string("build_flags")};
     l.done();
   }
-  {
-    ObjectReader n = top.object("numerics");
-    fp.numerics.mode = n.string("mode");
-    if (fp.numerics.mode != "canonical" && fp.numerics.mode != "fast" &&
-        fp.numerics.mode != "device_invariant") {
-      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", fp.numerics.mode,
-           "' is not one of canonical, fast, device_invariant");
-    }
-    fp.numerics.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
-    fp.numerics.kernel_isa = n.string("kernel_isa");
-    fp.numerics.threads = static_cast<int>(n.integer("threads", 1, 1 << 20));
-    fp.numerics.device = n.string("device");
-    if (fp.numerics.device != "cpu" && fp.numerics.device != "cuda") {
-      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", fp.numerics.device,
-           "' is not one of cpu, cuda");
-    }
-    n.done();
-  }
-  {
-    ObjectReader d = top.object("device");
-    fp.device.cpu_model = d.string("cpu_model");
-    const json& flags = d.array("cpu_flags");
-    for (std::size_t i = 0; i < flags.size(); ++i) {
-      fp.device.cpu_flags.push_back(
-          as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
-    }
-    fp.device.hardware_threads = static_cast<std::uint32_t>(
-        d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));
-    if (d.has("gpu")) {
-      ObjectReader g = d.object("gpu");
-      fp.device.gpu =
-          FingerprintGpu{g.string("name"), g.string("compute_capability"), g.string("driver")};
-      g.done();
-    }
-    d.done();
-  }
-  {
-    ObjectReader e = top.object("environment");
-    fp.environment.os = e.string("os");
-    fp.environment.glibc_version = e.string("glibc_version");
-    fp.environment.libtorch_version = e.string("libtorch_version");
-    ObjectReader vars = e.object("env_vars");
-    const json& vj = e.required("env_vars");
-    for (auto it = vj.begin(); it != vj.end(); ++it) {
-      fp.environment.env_vars[it.key()] = vars.string(it.key().c_str());
-    }
-    vars.done();
-    if (e.hex64("hash") != fp.environment.hash()) {
-      fail(ErrorCode::kCorrupt, "fingerprint field .environment.hash: does not match the ",
-           "environment fields");
-    }
-    e.done();
-  }
+  read_numerics(top.object("numerics"), fp.numerics);
+  read_device(top.object("device"), fp.device);
+  read_environment(top.object("environment"), fp.environment);
   {
     ObjectReader m = top.object("model");
     fp.model = {m.hex128("fingerprint"), m.string("architecture"), m.string("weight_dtype")};
@@ -304,16 +314,7 @@ RunFingerprint from_json_object(const json& j) {
     t.done();
   }
   read_request(top.object("request"), fp);
-  {
-    ObjectReader o = top.object("output");
-    fp.level = parse_level(o.string("level"), o.path_of("level"));
-    const json& seqs = o.array("sequences");
-    for (std::size_t i = 0; i < seqs.size(); ++i) {
-      fp.sequences.push_back(read_sequence(
-          ObjectReader(seqs[i], ".output.sequences[" + std::to_string(i) + "]"), fp.level));
-    }
-    o.done();
-  }
+  read_output(top.object("output"), fp);
   {
     ObjectReader c = top.object("cache");
     fp.cache.prefix_cached_tokens = c.integer("prefix_cached_tokens", 0, kI64Max);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "jinja/strings.h"
 #include "jinja/value.h"
 
 namespace detinfer::jinja {
@@ -41,17 +42,6 @@ std::string float_repr(double x) {
 
 namespace {
 
-// Decodes the code point at s[k] (advancing k); invalid bytes decode as themselves.
-std::uint32_t next_code_point(std::string_view s, std::size_t& k) {
-  const auto c = static_cast<unsigned char>(s[k]);
-  int n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-  std::uint32_t cp = n == 3 ? (c & 0x07u) : n == 2 ? (c & 0x0Fu) : n == 1 ? (c & 0x1Fu) : c;
-  ++k;
-  for (; n > 0 && k < s.size(); --n, ++k)
-    cp = (cp << 6) | (static_cast<unsigned char>(s[k]) & 0x3Fu);
-  return cp;
-}
-
 // Python's str.isprintable() is false for these (control, format, separators other
 // than ' ', private use).
 bool printable(std::uint32_t cp) {
@@ -85,7 +75,7 @@ std::string string_repr(std::string_view s) {
   std::size_t k = 0;
   while (k < s.size()) {
     const std::size_t start = k;
-    const std::uint32_t cp = next_code_point(s, k);
+    const std::uint32_t cp = decode_utf8(s, k);
     if (cp == '\\' || cp == static_cast<std::uint32_t>(quote)) {
       out += '\\';
       out += static_cast<char>(cp);

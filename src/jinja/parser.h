@@ -59,6 +59,8 @@ class Parser {
   NodePtr parse_filter(NodePtr operand);
   NodePtr parse_test(NodePtr operand);
   void parse_call_args(Node& call);
+  // A call of `callee`: its argument list at the current "(".
+  NodePtr parse_call(NodePtr callee);
 
   // Tokens.
   const Token& peek(std::size_t ahead = 0) const;

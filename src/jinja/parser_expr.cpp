@@ -230,10 +230,7 @@ NodePtr Parser::parse_postfix(NodePtr node) {
     if (at_op(".") || at_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (at_op("(")) {
-      auto call = make(NodeKind::kCall, peek().offset);
-      call->args.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
@@ -301,6 +298,13 @@ void Parser::parse_call_args(Node& call) {
   expect_op(")");
 }
 
+NodePtr Parser::parse_call(NodePtr callee) {
+  auto call = make(NodeKind::kCall, peek().offset);
+  call->args.push_back(std::move(callee));
+  parse_call_args(*call);
+  return call;
+}
+
 NodePtr Parser::parse_filter_expr(NodePtr node) {
   while (true) {
     if (skip_op("|")) {
@@ -309,10 +313,7 @@ NodePtr Parser::parse_filter_expr(NodePtr node) {
       next();
       node = parse_test(std::move(node));
     } else if (at_op("(")) {
-      auto call = make(NodeKind::kCall, peek().offset);
-      call->args.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

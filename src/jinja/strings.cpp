@@ -6,7 +6,7 @@
 
 namespace detinfer::jinja {
 
-std::uint32_t decode_utf8(const std::string& s, std::size_t& k) {
+std::uint32_t decode_utf8(std::string_view s, std::size_t& k) {
   const auto c = static_cast<unsigned char>(s[k]);
   int n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
   std::uint32_t cp = n == 3 ? (c & 0x07u) : n == 2 ? (c & 0x0Fu) : n == 1 ? (c & 0x1Fu) : c;

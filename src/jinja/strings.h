@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace detinfer::jinja {
@@ -24,7 +25,7 @@ std::string capitalize_text(const std::string& s);
 std::string replace_text(Evaluator& e, const std::string& s, const std::string& from,
                          const std::string& to, std::int64_t count);
 // Decodes one code point at s[k], advancing k (invalid bytes decode as themselves).
-std::uint32_t decode_utf8(const std::string& s, std::size_t& k);
+std::uint32_t decode_utf8(std::string_view s, std::size_t& k);
 bool is_python_space(std::uint32_t cp);
 
 }  // namespace detinfer::jinja

@@ -1,5 +1,5 @@
-// Dispatching layer of the canonical CPU kernels: dtypes, ISA selection and the row
-// ops. Every entry point computes the bits the scalar reference defines.
+// Dispatching layer of the canonical CPU kernels: widening conversions, ISA selection and
+// the row ops. Every entry point computes the bits the scalar reference defines.
 #include "kernels/kernels.h"
 
 #include <algorithm>
@@ -18,20 +18,6 @@
 #include "kernels/reference/reference.h"
 
 namespace detinfer::kernels {
-
-const char* to_string(DType d) {
-  switch (d) {
-    case DType::kF32:
-      return "f32";
-    case DType::kBF16:
-      return "bf16";
-    case DType::kF16:
-      return "f16";
-  }
-  return "unknown";
-}
-
-std::size_t dtype_size(DType d) { return d == DType::kF32 ? 4 : 2; }
 
 float bf16_to_f32(std::uint16_t bits) {
   const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;

@@ -14,15 +14,18 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
+
 namespace detinfer {
 class ThreadPool;
 }
 
 namespace detinfer::kernels {
 
-enum class DType : std::uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
-const char* to_string(DType d);
-std::size_t dtype_size(DType d);
+// The weight element type lives in core (core/dtype.h); re-exported for kernel callers.
+using detinfer::DType;
+using detinfer::dtype_size;
+using detinfer::to_string;
 
 // Exact widening conversions.
 float bf16_to_f32(std::uint16_t bits);

@@ -22,7 +22,7 @@ struct LayerBiases {
   std::vector<float> q, k, v;
 };
 
-std::vector<float> to_f32(const WeightSpec& spec, TensorDType dtype, const void* data) {
+std::vector<float> to_f32(const WeightSpec& spec, DType dtype, const void* data) {
   std::int64_t n = 1;
   for (const std::int64_t d : spec.shape) n *= d;
   std::vector<float> out(static_cast<std::size_t>(n));
@@ -65,13 +65,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   DeviceInfo device_info() const override { return backend_->device_info(); }
 
  private:
-  BackendBuffer upload_f32(const WeightSpec& s, TensorDType dtype, const void* data) {
+  BackendBuffer upload_f32(const WeightSpec& s, DType dtype, const void* data) {
     const std::vector<float> v = to_f32(s, dtype, data);
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
   }
 
-  void take(const WeightSpec& s, TensorDType dtype, const void* data) override {
-    const kernels::DType kd = to_kernel_dtype(dtype);
+  void take(const WeightSpec& s, DType dtype, const void* data) override {
+    const kernels::DType kd = dtype;
     const auto li = static_cast<std::size_t>(s.layer);
     auto pack = [&](const std::vector<float>* bias) {
       const bool with_bias = bias != nullptr && config_.attention_bias;
@@ -88,7 +88,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         // One copy of a tied table: rows are read back from the lm_head when it can.
         if (!config_.tie_word_embeddings || !backend_->linear_serves_rows()) {
           embed_ = backend_->upload_new(
-              data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * element_size(dtype));
+              data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * dtype_size(dtype));
         }
         break;
       case WeightKind::kLmHead:

@@ -45,7 +45,7 @@ class FastModel final : public TransformerBase, private WeightSink {
   }
 
  private:
-  void take(const WeightSpec& s, TensorDType dtype, const void* data) override {
+  void take(const WeightSpec& s, DType dtype, const void* data) override {
     // Weights are widened to f32 once; libtorch's CPU bf16/f16 matmuls are slow.
     at::Tensor t = at::empty(s.shape, at::kFloat);
     widen_to_f32(dtype, data, t.numel(), t.data_ptr<float>());

@@ -18,19 +18,6 @@ constexpr int kMaxJsonDepth = 4;
   fail(ErrorCode::kCorrupt, "safetensors file ", file, ": ", what);
 }
 
-bool parse_dtype(const std::string& s, TensorDType* out) {
-  if (s == "F32") {
-    *out = TensorDType::kF32;
-  } else if (s == "BF16") {
-    *out = TensorDType::kBF16;
-  } else if (s == "F16") {
-    *out = TensorDType::kF16;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 bool known_unsupported_dtype(const std::string& s) {
   static const char* const kKnown[] = {"F64",     "I64", "I32",     "I16",     "I8",      "U64",
                                        "U32",     "U16", "U8",      "BOOL",    "F8_E4M3", "F8_E5M2",
@@ -61,7 +48,9 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::ui
   const auto dt = e.find("dtype");
   if (dt == e.end() || !dt->is_string()) corrupt(file, where + " has no string 'dtype'");
   const std::string dtype = dt->get<std::string>();
-  if (!parse_dtype(dtype, &t.dtype)) {
+  if (const auto d = parse_safetensors_dtype(dtype)) {
+    t.dtype = *d;
+  } else {
     if (known_unsupported_dtype(dtype)) {
       fail(ErrorCode::kUnsupported, "safetensors file ", file, ": ", where, " has dtype ", dtype,
            " (supported: F32, BF16, F16)");
@@ -73,7 +62,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::ui
   if (sh->size() > 8) corrupt(file, where + " has more than 8 dimensions");
   // Overflow-safe element count: every partial product stays below 2^62 bytes.
   constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 62;
-  std::uint64_t bytes = element_size(t.dtype);
+  std::uint64_t bytes = dtype_size(t.dtype);
   for (const auto& d : *sh) {
     if (!d.is_number_unsigned()) corrupt(file, where + " has a shape entry that is not a count");
     const std::uint64_t v = d.get<std::uint64_t>();
@@ -100,20 +89,6 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::ui
 }
 
 }  // namespace
-
-const char* safetensors_name(TensorDType d) {
-  switch (d) {
-    case TensorDType::kF32:
-      return "F32";
-    case TensorDType::kBF16:
-      return "BF16";
-    case TensorDType::kF16:
-      return "F16";
-  }
-  return "?";
-}
-
-std::size_t element_size(TensorDType d) { return d == TensorDType::kF32 ? 4 : 2; }
 
 std::int64_t TensorInfo::numel() const {
   std::int64_t n = 1;

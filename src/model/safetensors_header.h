@@ -10,20 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace detinfer {
 
 // Upper bound on N. Real headers are a few hundred KB; the bound stops a hostile length
 // from making us allocate or parse gigabytes.
 inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100ull * 1000 * 1000;
 
-// The safetensors dtypes detinfer reads (others are rejected with kUnsupported).
-enum class TensorDType : std::uint8_t { kF32, kBF16, kF16 };
-const char* safetensors_name(TensorDType d);  // "F32", "BF16", "F16"
-std::size_t element_size(TensorDType d);
-
 struct TensorInfo {
   std::string name;
-  TensorDType dtype = TensorDType::kF32;
+  DType dtype = DType::kF32;  // the dtypes detinfer reads; others are kUnsupported
   std::vector<std::int64_t> shape;
   std::uint64_t begin = 0;  // byte offsets into the data section (after the header)
   std::uint64_t end = 0;

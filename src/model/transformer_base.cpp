@@ -6,18 +6,6 @@
 
 namespace detinfer {
 
-kernels::DType to_kernel_dtype(TensorDType d) {
-  switch (d) {
-    case TensorDType::kF32:
-      return kernels::DType::kF32;
-    case TensorDType::kBF16:
-      return kernels::DType::kBF16;
-    case TensorDType::kF16:
-      return kernels::DType::kF16;
-  }
-  return kernels::DType::kF32;
-}
-
 TransformerBase::TransformerBase(const ModelConfig& config, const ModelOptions& options)
     : config_(config),
       options_(options),
@@ -38,7 +26,7 @@ void TransformerBase::set_loaded(const LoadedWeights& w, std::int64_t resident_b
   const std::int64_t row = config_.vocab_size > 0 ? embed_only_bytes / config_.vocab_size : 0;
   decode_read_bytes_ = resident_bytes - embed_only_bytes + row;
   load_stats_.fingerprint_seconds = w.fingerprint_seconds;
-  config_.weight_dtype = to_kernel_dtype(w.embed_dtype);
+  config_.weight_dtype = w.embed_dtype;
 }
 
 BatchPlan TransformerBase::make_plan(const std::vector<SequenceStep>& batch,

@@ -62,6 +62,4 @@ class TransformerBase : public Model {
   ModelLoadStats load_stats_;
 };
 
-kernels::DType to_kernel_dtype(TensorDType d);
-
 }  // namespace detinfer

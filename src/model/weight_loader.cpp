@@ -95,7 +95,7 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
     const std::uint8_t* data = t.data();
     // The file may place a tensor at any byte offset; kernels want element alignment.
     const std::uint8_t* sink_data = data;
-    if (reinterpret_cast<std::uintptr_t>(data) % element_size(info.dtype) != 0) {
+    if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(info.dtype) != 0) {
       aligned.resize(bytes + 8);
       std::uint8_t* p = aligned.data();
       p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
@@ -137,17 +137,6 @@ void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* 
       for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
       return;
     }
-  }
-}
-
-void widen_to_f32(TensorDType dtype, const void* src, std::int64_t n, float* dst) {
-  switch (dtype) {
-    case TensorDType::kF32:
-      return widen_to_f32(kernels::DType::kF32, src, n, dst);
-    case TensorDType::kBF16:
-      return widen_to_f32(kernels::DType::kBF16, src, n, dst);
-    case TensorDType::kF16:
-      return widen_to_f32(kernels::DType::kF16, src, n, dst);
   }
 }
 

@@ -210,20 +210,6 @@ class MetaspacePre final : public PreTokenizer {
   Regex re_;
 };
 
-class RegexIsolatePre final : public PreTokenizer {
- public:
-  RegexIsolatePre(const char* pattern, Behavior b, const std::string& where)
-      : re_(pattern, false, where), behavior_(b) {}
-  void apply(Pieces& p) const override {
-    p.materialize();
-    split_all(re_, behavior_, false, p);
-  }
-
- private:
-  Regex re_;
-  Behavior behavior_;
-};
-
 PrependScheme parse_prepend_scheme(const Json& j, const std::string& where) {
   const std::string s = get_optional_string(j, "prepend_scheme", where);
   if (s.empty()) {
@@ -274,8 +260,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& j, const std::strin
   }
   if (type == "Digits") {
     const bool individual = get_bool(j, "individual_digits", false, where);
-    return std::make_unique<RegexIsolatePre>(individual ? R"(\p{N})" : R"(\p{N}+)",
-                                             Behavior::kIsolated, where);
+    const Pattern digits{individual ? R"(\p{N})" : R"(\p{N}+)", true};
+    return std::make_unique<SplitPre>(digits, Behavior::kIsolated, false, where);
   }
   unsupported(where, "pre_tokenizer '" + type + "'");
 }

@@ -149,7 +149,7 @@ Scenario make_scenario(std::int64_t vocab) {
   return sc;
 }
 
-std::string tiny_model(TinyArch arch, WeightDType dtype) {
+std::string tiny_model(TinyArch arch, DType dtype) {
   const std::string dir = scratch_dir("cuda-emu");
   TinyModelOptions o = tiny_options(arch, dtype, dir, 7);
   o.vocab = 288;
@@ -167,7 +167,7 @@ std::unique_ptr<Model> emulated_cuda_model(const std::string& dir, NumericsMode 
 
 struct Case {
   TinyArch arch;
-  WeightDType dtype;
+  DType dtype;
 };
 
 class CudaModelEmulation : public ::testing::TestWithParam<Case> {};
@@ -199,18 +199,16 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          kDtype[static_cast<int>(info.param.dtype)];
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
-                         ::testing::Values(Case{TinyArch::kLlama, WeightDType::kF32},
-                                           Case{TinyArch::kLlama, WeightDType::kBF16},
-                                           Case{TinyArch::kQwen2, WeightDType::kF32},
-                                           Case{TinyArch::kQwen2, WeightDType::kBF16},
-                                           Case{TinyArch::kQwen3, WeightDType::kF32},
-                                           Case{TinyArch::kQwen3, WeightDType::kBF16}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    TinyModels, CudaModelEmulation,
+    ::testing::Values(Case{TinyArch::kLlama, DType::kF32}, Case{TinyArch::kLlama, DType::kBF16},
+                      Case{TinyArch::kQwen2, DType::kF32}, Case{TinyArch::kQwen2, DType::kBF16},
+                      Case{TinyArch::kQwen3, DType::kF32}, Case{TinyArch::kQwen3, DType::kBF16}),
+    case_name);
 
 TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysCloseToCpu) {
   for (const TinyArch arch : {TinyArch::kQwen2, TinyArch::kQwen3}) {
-    const std::string dir = tiny_model(arch, WeightDType::kBF16);
+    const std::string dir = tiny_model(arch, DType::kBF16);
     auto cpu = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
     auto gpu = emulated_cuda_model(dir, NumericsMode::kDeviceInvariant);
     const Scenario sc = make_scenario(cpu->config().vocab_size);

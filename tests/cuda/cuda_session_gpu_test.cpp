@@ -20,7 +20,7 @@
 namespace detinfer {
 namespace {
 
-std::string model_dir(TinyArch arch, WeightDType dtype) {
+std::string model_dir(TinyArch arch, DType dtype) {
   const char* tmp = std::getenv("DETINFER_TEST_TMP");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/cuda-session-" +
                           std::to_string(static_cast<int>(arch)) + "-" +
@@ -105,9 +105,9 @@ class CudaSessionGpu : public ::testing::Test {
 };
 
 TEST_F(CudaSessionGpu, CanonicalGenerationEqualsCpuTokenForTokenAndDigestForDigest) {
-  for (const auto& [arch, dtype] : {std::pair{TinyArch::kLlama, WeightDType::kF32},
-                                    std::pair{TinyArch::kQwen2, WeightDType::kBF16},
-                                    std::pair{TinyArch::kQwen3, WeightDType::kBF16}}) {
+  for (const auto& [arch, dtype] :
+       {std::pair{TinyArch::kLlama, DType::kF32}, std::pair{TinyArch::kQwen2, DType::kBF16},
+        std::pair{TinyArch::kQwen3, DType::kBF16}}) {
     const std::string dir = model_dir(arch, dtype);
     auto cpu = DeterministicSession::open(dir, options("cpu", NumericsMode::kCanonical));
     auto gpu = DeterministicSession::open(dir, options("cuda:0", NumericsMode::kCanonical));
@@ -130,7 +130,7 @@ TEST_F(CudaSessionGpu, CanonicalGenerationEqualsCpuTokenForTokenAndDigestForDige
 }
 
 TEST_F(CudaSessionGpu, DeviceInvariantOutputIgnoresBatchingChunkingAndCacheHits) {
-  const std::string dir = model_dir(TinyArch::kQwen2, WeightDType::kBF16);
+  const std::string dir = model_dir(TinyArch::kQwen2, DType::kBF16);
   const std::vector<Request> rs = requests();
   SessionOptions alone_opts = options("cuda", NumericsMode::kDeviceInvariant);
   alone_opts.cache.prefix.enabled = false;

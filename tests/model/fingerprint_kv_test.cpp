@@ -24,8 +24,8 @@ std::string fingerprint_of(const std::string& dir, NumericsMode mode = NumericsM
 TEST(ModelFingerprint, StableAcrossRunsModesAndFolders) {
   const std::string a = scratch_dir("fa");
   const std::string b = scratch_dir("fb");
-  make_tiny_model(tiny_options(TinyArch::kQwen3, WeightDType::kBF16, a, 11));
-  make_tiny_model(tiny_options(TinyArch::kQwen3, WeightDType::kBF16, b, 11));
+  make_tiny_model(tiny_options(TinyArch::kQwen3, DType::kBF16, a, 11));
+  make_tiny_model(tiny_options(TinyArch::kQwen3, DType::kBF16, b, 11));
   const std::string fa = fingerprint_of(a);
   EXPECT_EQ(fa.size(), 32u);
   EXPECT_EQ(fa, fingerprint_of(a));
@@ -40,7 +40,7 @@ TEST(ModelFingerprint, GoldenValue) {
   // a change here is a format change (docs/fingerprint-model.md). vocab < 259: no
   // tokenizer, so the value does not depend on the tiny tokenizer's training.
   const std::string dir = scratch_dir("golden");
-  TinyModelOptions o = tiny_options(TinyArch::kQwen3, WeightDType::kBF16, dir, 11);
+  TinyModelOptions o = tiny_options(TinyArch::kQwen3, DType::kBF16, dir, 11);
   o.vocab = 200;
   make_tiny_model(o);
   EXPECT_EQ(fingerprint_of(dir), "9c75ce71b16fd97a22c550bd868a6c7f");
@@ -48,7 +48,7 @@ TEST(ModelFingerprint, GoldenValue) {
 
 TEST(ModelFingerprint, SensitiveToOneWeightByteAndOneConfigField) {
   const std::string dir = scratch_dir("fs");
-  make_tiny_model(tiny_options(TinyArch::kLlama, WeightDType::kF32, dir, 5));
+  make_tiny_model(tiny_options(TinyArch::kLlama, DType::kF32, dir, 5));
   const std::string before = fingerprint_of(dir);
   {
     std::uint64_t offset = 0;

@@ -96,7 +96,7 @@ class Runner {
 
 struct Case {
   TinyArch arch;
-  WeightDType dtype;
+  DType dtype;
 };
 
 class ForwardVsReference : public ::testing::TestWithParam<Case> {};
@@ -144,8 +144,7 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
 std::vector<Case> all_cases() {
   std::vector<Case> v;
   for (TinyArch a : {TinyArch::kLlama, TinyArch::kMistral, TinyArch::kQwen2, TinyArch::kQwen3}) {
-    for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16})
-      v.push_back({a, d});
+    for (DType d : {DType::kF32, DType::kBF16, DType::kF16}) v.push_back({a, d});
   }
   return v;
 }
@@ -168,7 +167,7 @@ class CanonicalInvariance : public ::testing::TestWithParam<TinyArch> {};
 
 TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
   const std::string dir = scratch_dir("inv");
-  TinyModelOptions o = tiny_options(GetParam(), WeightDType::kBF16, dir, 3);
+  TinyModelOptions o = tiny_options(GetParam(), DType::kBF16, dir, 3);
   make_tiny_model(o);
   const auto tokens = test_tokens(80, o.vocab, 1);
   auto model = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
@@ -202,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(AllArchs, CanonicalInvariance,
 
 TEST(Forward, LastRowOnlyMatchesAllLogits) {
   const std::string dir = scratch_dir("last");
-  make_tiny_model(tiny_options(TinyArch::kLlama, WeightDType::kF32, dir));
+  make_tiny_model(tiny_options(TinyArch::kLlama, DType::kF32, dir));
   auto model = Model::load(dir, {});
   KvCachePool kv(model->config(), 16, 1 << 20);
   SequenceStep st;
@@ -220,7 +219,7 @@ TEST(Forward, LastRowOnlyMatchesAllLogits) {
 
 TEST(Forward, RejectsBadSteps) {
   const std::string dir = scratch_dir("bad");
-  TinyModelOptions o = tiny_options(TinyArch::kMistral, WeightDType::kF32, dir);
+  TinyModelOptions o = tiny_options(TinyArch::kMistral, DType::kF32, dir);
   o.sliding_window = 32;  // < max_positions: the context becomes 32
   make_tiny_model(o);
   auto model = Model::load(dir, {});

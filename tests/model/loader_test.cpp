@@ -139,7 +139,7 @@ TEST(SafetensorsHeader, RejectsBadRanges) {
 
 std::string make_model(const std::string& name, std::int64_t shards = 1) {
   const std::string dir = scratch_dir(name);
-  TinyModelOptions o = tiny_options(TinyArch::kQwen2, WeightDType::kBF16, dir);
+  TinyModelOptions o = tiny_options(TinyArch::kQwen2, DType::kBF16, dir);
   o.shards = shards;
   make_tiny_model(o);
   return dir;
@@ -284,13 +284,13 @@ TEST(ModelLoader, MissingFiles) {
 TEST(ModelLoader, DecodeReadBytesCountOneEmbeddingRow) {
   struct Case {
     TinyArch arch;  // kLlama: untied embedding; kQwen2: tied
-    WeightDType dtype;
+    DType dtype;
     NumericsMode mode;
   };
-  for (const Case& c : {Case{TinyArch::kLlama, WeightDType::kBF16, NumericsMode::kCanonical},
-                        Case{TinyArch::kQwen2, WeightDType::kBF16, NumericsMode::kCanonical},
-                        Case{TinyArch::kLlama, WeightDType::kF32, NumericsMode::kFast},
-                        Case{TinyArch::kQwen2, WeightDType::kF32, NumericsMode::kFast}}) {
+  for (const Case& c : {Case{TinyArch::kLlama, DType::kBF16, NumericsMode::kCanonical},
+                        Case{TinyArch::kQwen2, DType::kBF16, NumericsMode::kCanonical},
+                        Case{TinyArch::kLlama, DType::kF32, NumericsMode::kFast},
+                        Case{TinyArch::kQwen2, DType::kF32, NumericsMode::kFast}}) {
     if (c.mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
     const std::string dir = scratch_dir("readbytes");
     make_tiny_model(tiny_options(c.arch, c.dtype, dir));

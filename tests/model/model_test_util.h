@@ -38,7 +38,7 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-inline TinyModelOptions tiny_options(TinyArch arch, WeightDType dtype, const std::string& dir,
+inline TinyModelOptions tiny_options(TinyArch arch, DType dtype, const std::string& dir,
                                      std::uint64_t seed = 1) {
   TinyModelOptions o;
   o.arch = arch;

@@ -56,7 +56,7 @@ class ReferenceModel {
       const std::int64_t n = ref.info->numel();
       std::vector<double> v(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i) {
-        if (ref.info->dtype == TensorDType::kF32) {
+        if (ref.info->dtype == DType::kF32) {
           float f;
           std::memcpy(&f, ref.data() + 4 * i, 4);
           v[static_cast<std::size_t>(i)] = f;
@@ -64,7 +64,7 @@ class ReferenceModel {
           std::uint16_t b;
           std::memcpy(&b, ref.data() + 2 * i, 2);
           v[static_cast<std::size_t>(i)] =
-              ref.info->dtype == TensorDType::kBF16 ? bf16_to_double(b) : half_to_double(b);
+              ref.info->dtype == DType::kBF16 ? bf16_to_double(b) : half_to_double(b);
         }
       }
       w_[name] = std::move(v);

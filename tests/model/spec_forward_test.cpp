@@ -31,15 +31,15 @@ float from_bits(std::uint32_t b) {
 }
 
 // "Inputs": weights widened exactly (bf16: the top half of a binary32; f16: same value).
-float widen(const std::uint8_t* p, TensorDType dtype) {
-  if (dtype == TensorDType::kF32) {
+float widen(const std::uint8_t* p, DType dtype) {
+  if (dtype == DType::kF32) {
     float f;
     std::memcpy(&f, p, 4);
     return f;
   }
   std::uint16_t h;
   std::memcpy(&h, p, 2);
-  if (dtype == TensorDType::kBF16) return from_bits(static_cast<std::uint32_t>(h) << 16);
+  if (dtype == DType::kBF16) return from_bits(static_cast<std::uint32_t>(h) << 16);
   const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   const float v = e == 0 ? std::ldexp(static_cast<float>(m), -24)
                          : std::ldexp(static_cast<float>(1024 + m), e - 25);
@@ -176,7 +176,7 @@ class SpecModel {
     if (it != cache_.end()) return it->second;
     const TensorRef& r = store_.get(name);
     const std::int64_t n = r.info->numel();
-    const std::int64_t es = r.info->dtype == TensorDType::kF32 ? 4 : 2;
+    const std::int64_t es = r.info->dtype == DType::kF32 ? 4 : 2;
     Vec v(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) v[i] = widen(r.data() + i * es, r.info->dtype);
     return cache_[name] = v;
@@ -256,17 +256,17 @@ class SpecModel {
 
 struct SpecCase {
   TinyArch arch;
-  WeightDType dtype;
+  DType dtype;
   bool tied;
 };
 
 TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
-  for (const SpecCase& c : {SpecCase{TinyArch::kLlama, WeightDType::kF32, false},
-                            SpecCase{TinyArch::kLlama, WeightDType::kBF16, true},
-                            SpecCase{TinyArch::kMistral, WeightDType::kF16, false},
-                            SpecCase{TinyArch::kQwen2, WeightDType::kBF16, true},
-                            SpecCase{TinyArch::kQwen2, WeightDType::kF32, false},
-                            SpecCase{TinyArch::kQwen3, WeightDType::kBF16, false}}) {
+  for (const SpecCase& c : {SpecCase{TinyArch::kLlama, DType::kF32, false},
+                            SpecCase{TinyArch::kLlama, DType::kBF16, true},
+                            SpecCase{TinyArch::kMistral, DType::kF16, false},
+                            SpecCase{TinyArch::kQwen2, DType::kBF16, true},
+                            SpecCase{TinyArch::kQwen2, DType::kF32, false},
+                            SpecCase{TinyArch::kQwen3, DType::kBF16, false}}) {
     const std::string dir = testing::scratch_dir("spec");
     TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;

@@ -45,7 +45,7 @@ std::string make_model() {
                           std::to_string(static_cast<long>(getpid()));
   TinyModelOptions o;
   o.arch = TinyArch::kQwen2;
-  o.dtype = WeightDType::kF32;
+  o.dtype = DType::kF32;
   o.hidden = 256;
   o.intermediate = 512;
   o.layers = 8;

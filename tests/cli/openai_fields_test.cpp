@@ -1,0 +1,133 @@
+// The server's request parser is driven by the GenerationConfig field table: every
+// field a request may carry is accepted under its OpenAI name, lands in the config, and a
+// wrong type or an out-of-range value is a 400 naming that OpenAI parameter.
+#include "openai_fields.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "core/generation_fields.h"
+#include "openai_protocol.h"
+
+namespace detinfer_cli {
+namespace {
+
+using detinfer::core::FieldSpec;
+using detinfer::core::ModelBound;
+using nlohmann::json;
+
+const ModelLimits kModel{512, 2048, nullptr};
+
+ParseOutcome parse(json body) {
+  body["prompt"] = json::array({1, 2, 3});
+  return parse_completion_request(body.dump(), "tiny", kModel);
+}
+
+// Fields that are not request parameters, and those with wire forms of their own.
+const std::set<std::string> kNotParams = {"first_sample_index", "stop_token_ids"};
+const std::set<std::string> kOwnForm = {"seed", "stop_strings", "logprobs"};
+
+TEST(OpenAiFields, NamesFollowTheTable) {
+  EXPECT_EQ(openai_param("max_new_tokens"), "max_tokens");
+  EXPECT_EQ(openai_param("num_return_sequences"), "n");
+  EXPECT_EQ(openai_param("stop_strings"), "stop");
+  EXPECT_EQ(openai_param("temperature"), "temperature");
+  EXPECT_EQ(openai_param("messages[0].role"), "messages[0].role");
+  EXPECT_EQ(openai_param(""), "");
+  int params = 0;
+  detinfer::GenerationConfig c;
+  detinfer::core::for_each_field(c, [&](const FieldSpec& f, const auto&) {
+    const bool accepted = kNotParams.count(f.key) == 0;
+    EXPECT_EQ(is_generation_param(openai_param(f.key)), accepted) << f.key;
+    params += accepted ? 1 : 0;
+  });
+  EXPECT_EQ(params, static_cast<int>(detinfer::core::kGenerationFieldCount) - 2);
+  EXPECT_FALSE(is_generation_param("max_new_tokens"));  // only OpenAI's spelling
+  EXPECT_FALSE(is_generation_param("frobnicate"));
+}
+
+// A valid non-default value of each plain field reaches the config; a wrong JSON type and
+// a value outside the table's range are 400s naming the parameter.
+TEST(OpenAiFields, EveryPlainFieldIsReadTypedAndRangeChecked) {
+  int checked = 0;
+  detinfer::GenerationConfig defaults;
+  detinfer::core::for_each_field(defaults, [&](const FieldSpec& f, const auto& def) {
+    using T = std::decay_t<decltype(def)>;
+    if constexpr (std::is_arithmetic_v<T>) {
+      if (kNotParams.count(f.key) != 0 || kOwnForm.count(f.key) != 0) return;
+      const std::string p = openai_param(f.key);
+      SCOPED_TRACE(p);
+      ++checked;
+      // A valid value that is not the default.
+      json good;
+      if constexpr (std::is_same_v<T, bool>) {
+        good = !def;
+      } else if constexpr (std::is_integral_v<T>) {
+        good = static_cast<std::int64_t>(f.lo) + 1;
+      } else {
+        good = f.lo_open ? f.lo + 0.5 : f.lo + 0.25;
+      }
+      ParseOutcome ok = parse({{p, good}, {"temperature", 0.5}});
+      if (p == "temperature") ok = parse({{p, good}});
+      ASSERT_TRUE(ok.request) << ok.error.message;
+      T got{};
+      detinfer::core::for_each_field(ok.request->config, [&](const FieldSpec& g, const auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, T>) {
+          if (std::string(g.key) == f.key) got = v;
+        }
+      });
+      if constexpr (std::is_same_v<T, bool>) {
+        EXPECT_EQ(got, good.get<bool>());
+      } else {
+        EXPECT_EQ(static_cast<double>(got), good.get<double>());
+      }
+
+      ParseOutcome bad_type = parse({{p, "x"}});
+      ASSERT_FALSE(bad_type.request);
+      EXPECT_EQ(bad_type.error.status, 400);
+      EXPECT_EQ(bad_type.error.param, p);
+
+      if constexpr (!std::is_same_v<T, bool>) {
+        const double low = f.lo_open ? f.lo : f.lo - 1;
+        const json low_json =
+            std::is_integral_v<T> ? json(static_cast<std::int64_t>(low)) : json(low);
+        ParseOutcome below = parse({{p, low_json}});
+        ASSERT_FALSE(below.request);
+        EXPECT_EQ(below.error.param, p) << below.error.message;
+        const double hi = f.bound == ModelBound::kVocabSize       ? kModel.vocab_size
+                          : f.bound == ModelBound::kContextLength ? kModel.context_length
+                          : p == "temperature"                    ? 2.0
+                                                                  : f.hi;
+        const double high = f.hi_open ? hi : hi + 1;
+        const json high_json =
+            std::is_integral_v<T> ? json(static_cast<std::int64_t>(high)) : json(high);
+        ParseOutcome above = parse({{p, high_json}});
+        ASSERT_FALSE(above.request);
+        EXPECT_EQ(above.error.param, p) << above.error.message;
+      }
+    }
+  });
+  EXPECT_EQ(checked, 13);  // the 15 plain fields less first_sample_index and logprobs
+}
+
+TEST(OpenAiFields, OpenAiDefaultsAndLimits) {
+  const ParseOutcome p = parse(json::object());
+  ASSERT_TRUE(p.request);
+  EXPECT_EQ(p.request->config.max_new_tokens, 16);
+  EXPECT_EQ(p.request->config.temperature, 1.0f);
+  const ParseOutcome hot = parse({{"temperature", 2.5}});  // within the library's 100
+  ASSERT_FALSE(hot.request);
+  EXPECT_EQ(hot.error.param, "temperature");
+  EXPECT_NE(hot.error.message.find("in [0, 2]"), std::string::npos) << hot.error.message;
+  const ParseOutcome ids = parse({{"first_sample_index", 1}});
+  ASSERT_FALSE(ids.request);
+  EXPECT_EQ(ids.error.param, "first_sample_index");  // not a request parameter
+}
+
+}  // namespace
+}  // namespace detinfer_cli
