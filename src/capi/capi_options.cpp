@@ -78,9 +78,10 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
 dti_status to_session_options(const char* fn, const dti_session_options* in, SessionOptions* out) {
   dti_session_options c = dti_session_options_default();
   if (in != nullptr) {
-    if (dti_status s =
-            read_versioned(fn, "dti_session_options", *in,
-                           {DTI_SESSION_OPTIONS_SIZE_V1, sizeof(dti_session_options)}, &c);
+    if (dti_status s = read_versioned(
+            fn, "dti_session_options", *in,
+            {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2, sizeof(dti_session_options)},
+            &c);
         s != DTI_OK) {
       return s;
     }
@@ -88,6 +89,7 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   if (dti_status s = check_ranges(
           fn, {{"mode", c.mode, 0, 1, "0 (canonical) or 1 (fast)"},
                {"log_level", c.log_level, -1, 6, "in [-1, 6]"},
+               {"kv_dtype", c.kv_dtype, 0, 2, "0 (f32), 1 (bf16) or 2 (f16)"},
                {"fingerprint_level", c.fingerprint_level, 0, 2, "0 (off), 1 (final) or 2 (steps)"},
                {"prefix_cache_memory_bytes", c.prefix_cache_memory_bytes, -1, INT64_MAX,
                 ">= -1 (-1 = no memory tier, 0 = auto)"}});
@@ -98,6 +100,7 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   out->recorder.level = static_cast<RecordLevel>(c.fingerprint_level);
   out->mode = c.mode == DTI_MODE_FAST ? NumericsMode::kFast : NumericsMode::kCanonical;
   out->threads = c.threads;
+  out->kv_dtype = static_cast<KvDType>(c.kv_dtype);
   out->kv_budget_bytes = c.kv_budget_bytes;
   out->kv_block_size = c.kv_block_size;
   out->max_batch = c.max_batch;
@@ -189,6 +192,7 @@ dti_session_options dti_session_options_default(void) {
   o.redis_host = nullptr;
   o.redis_port = cache.redis.port;
   o.cache_salt = nullptr;
+  o.kv_dtype = static_cast<int32_t>(d.kv_dtype);
   return o;
 }
 

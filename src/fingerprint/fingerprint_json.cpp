@@ -85,6 +85,8 @@ json to_json_object(const RunFingerprint& fp) {
                    {"kernel_isa", n.kernel_isa},
                    {"threads", n.threads},
                    {"device", n.device}};
+  // Absent for the default, so f32 fingerprints are the same bytes as before kv_dtype.
+  if (n.kv_dtype != "f32") j["numerics"]["kv_dtype"] = n.kv_dtype;
   const auto& d = fp.device;
   j["device"] = {{"cpu_model", d.cpu_model},
                  {"cpu_flags", d.cpu_flags},
@@ -255,6 +257,14 @@ RunFingerprint from_json_object(const json& j) {
     if (fp.numerics.device != "cpu" && fp.numerics.device != "cuda") {
       fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", fp.numerics.device,
            "' is not one of cpu, cuda");
+    }
+    if (n.has("kv_dtype")) {
+      fp.numerics.kv_dtype = n.string("kv_dtype");
+      if (fp.numerics.kv_dtype != "f32" && fp.numerics.kv_dtype != "bf16" &&
+          fp.numerics.kv_dtype != "f16") {
+        fail(ErrorCode::kCorrupt, "fingerprint field .numerics.kv_dtype: '", fp.numerics.kv_dtype,
+             "' is not one of f32, bf16, f16");
+      }
     }
     n.done();
   }

@@ -10,6 +10,7 @@
 #include "core/memory_limits.h"
 #include "decode/config_check.h"
 #include "detinfer/philox.h"
+#include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "session/session_impl.h"
 #include "session/session_services.h"
@@ -42,6 +43,20 @@ SessionOptions resolve_options(SessionOptions o) {
     throw Error(e.code(), "SessionOptions." + e.message(), "device");
   }
   return o;
+}
+
+kernels::DType kv_storage_dtype(KvDType d) {
+  switch (d) {
+    case KvDType::kF32:
+      return kernels::DType::kF32;
+    case KvDType::kBF16:
+      return kernels::DType::kBF16;
+    case KvDType::kF16:
+      return kernels::DType::kF16;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("SessionOptions.kv_dtype has the invalid value ", static_cast<int>(d)),
+              "kv_dtype");
 }
 
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
@@ -82,6 +97,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
   mo.device = parse_device(impl->options.device);
+  mo.kv_dtype = kv_storage_dtype(impl->options.kv_dtype);
   impl->model = Model::load(model_dir, mo);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));

@@ -105,6 +105,7 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
                                      : "torch";
   s->base_.numerics.threads = o.threads;
   s->base_.numerics.device = dev.device;
+  s->base_.numerics.kv_dtype = to_string(o.kv_dtype);
   if (cuda) s->base_.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
   // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
   // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
@@ -113,6 +114,9 @@ std::shared_ptr<SessionServices> SessionServices::attach(DeterministicSession::I
     s->prefix_salt_ += "\x1f" + std::string(to_string(model.mode())) + "@" + dev.name + " sm_" +
                        dev.compute_capability;
   }
+  // Rounded KV is other numbers: never shared with another kv_dtype's (f32 keys unchanged).
+  if (o.kv_dtype != KvDType::kF32)
+    s->prefix_salt_ += "\x1fkv_dtype=" + std::string(to_string(o.kv_dtype));
   s->base_.model.fingerprint = model.fingerprint();
   s->base_.model.architecture = to_string(model.config().architecture);
   s->base_.model.weight_dtype = kernels::to_string(model.config().weight_dtype);
@@ -286,9 +290,16 @@ void SessionServices::publish_sequence(const EngineRequest& /*r*/,
 // --- ResultShortcut -----------------------------------------------------------------------
 
 Hash128 SessionServices::result_key(const EngineRequest& r) const {
-  return result_cache_key(session_.model->fingerprint(), session_.model->mode(),
-                          kNumericsSpecVersion, base_.tokenizer_hash, r.prompt,
-                          canonical_generation_config(r.config));
+  // A non-default kv_dtype is other numerics: keyed apart (f32 keys unchanged).
+  const KvDType kv = session_.options.kv_dtype;
+  const Hash128 model_key = kv == KvDType::kF32 ? session_.model->fingerprint()
+                                                : Hasher()
+                                                      .update_hash(session_.model->fingerprint())
+                                                      .update_field("kv_dtype")
+                                                      .update_field(to_string(kv))
+                                                      .digest128();
+  return result_cache_key(model_key, session_.model->mode(), kNumericsSpecVersion,
+                          base_.tokenizer_hash, r.prompt, canonical_generation_config(r.config));
 }
 
 std::optional<GenerationResult> SessionServices::lookup(const EngineRequest& r) {
