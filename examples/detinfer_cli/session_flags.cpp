@@ -105,6 +105,16 @@ std::vector<ConfigField> session_rows() {
   t.push_back(row(
       "device", "--device", "cpu | cuda | cuda:N (weights, KV cache, kernels)",
       [](C & c) -> auto& { return c.session.device; }));
+  t.push_back(enum_row(
+      "kv_dtype", "--kv-dtype", "KV cache storage: f32 | bf16 | f16 (rounded to nearest-even)",
+      [](const C& c) { return std::string(detinfer::to_string(c.session.kv_dtype)); },
+      [](C& c, const std::string& v) {
+        try {
+          c.session.kv_dtype = detinfer::parse_kv_dtype(v);
+        } catch (const detinfer::Error&) {
+          bad("kv_dtype", "expected f32, bf16 or f16, got " + v);
+        }
+      }));
   t.push_back(row(
       "threads", "--threads", "Kernel threads 1..1024 (0 = all cores)",
       [](C & c) -> auto& { return c.session.threads; }));

@@ -82,10 +82,16 @@ typedef struct dti_session_options {
   const char* redis_host;            /* NULL = no Redis (a Redis tier then fails) */
   int32_t redis_port;                /* 6379 */
   const char* cache_salt;            /* mixed into prefix-cache keys; NULL = "" */
+  /* --- v3: numerics --- */
+  int32_t kv_dtype; /* dti_kv_dtype: KV cache storage precision; DTI_KV_F32 (docs/numerics.md) */
 } dti_session_options;
+
+typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dti_kv_dtype;
 
 /* struct_size of the first version (0.1: up to fingerprint_level). */
 #define DTI_SESSION_OPTIONS_SIZE_V1 ((uint32_t)offsetof(dti_session_options, prefix_cache))
+/* struct_size of the second version (caches, up to cache_salt). */
+#define DTI_SESSION_OPTIONS_SIZE_V2 ((uint32_t)offsetof(dti_session_options, kv_dtype))
 
 DETINFER_API dti_session_options dti_session_options_default(void);
 

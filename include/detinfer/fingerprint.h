@@ -55,6 +55,7 @@ struct DETINFER_API FingerprintNumerics {
   std::string kernel_isa;          // "scalar" | "avx2" | "avx512" | "cuda" | "torch"
   int threads = 1;                 // kernel threads
   std::string device = "cpu";      // "cpu" | "cuda"
+  std::string kv_dtype = "f32";    // KV storage: "f32" | "bf16" | "f16" (JSON: only if not f32)
 };
 
 struct DETINFER_API FingerprintGpu {

@@ -21,6 +21,16 @@ DETINFER_API const char* to_string(NumericsMode mode) noexcept;
 // The inverse of to_string; Error(kInvalidArgument, field "numerics") otherwise.
 DETINFER_API NumericsMode parse_numerics_mode(const std::string& text);
 
+// Storage precision of the KV cache (docs/numerics.md, "KV storage"): kF32 keeps K and V
+// as computed (the default); kBF16 and kF16 round each K and V value to nearest-even when
+// it is written to the cache, and attention reads the rounded values widened exactly.
+enum class KvDType : std::uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+
+// "f32", "bf16", "f16".
+DETINFER_API const char* to_string(KvDType dtype) noexcept;
+// The inverse of to_string; Error(kInvalidArgument, field "kv_dtype") otherwise.
+DETINFER_API KvDType parse_kv_dtype(const std::string& text);
+
 enum class Device : std::uint8_t {
   kCpu = 0,
   kCuda = 1,  // requires a CUDA-enabled build and device

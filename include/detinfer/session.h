@@ -43,6 +43,11 @@ struct SessionOptions {
   // "cpu", "cuda" (= "cuda:0") or "cuda:N": where weights, KV cache and kernels live
   // (docs/cuda.md). Sampling, caches and fingerprints run on the host either way.
   std::string device = "cpu";
+  // KV cache storage precision (docs/numerics.md, "KV storage"): kF32 (default) keeps K/V
+  // as computed; kBF16/kF16 round them to nearest-even when cached. Part of the numerics:
+  // recorded in fingerprints and cache keys. Canonical mode on the CPU only (else
+  // Error(kUnsupported, field "kv_dtype")).
+  KvDType kv_dtype = KvDType::kF32;
   std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores
   std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto: max_batch full contexts,
                                             // at most 1/4 of the memory limit (cgroup)

@@ -94,9 +94,10 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
 dti_status to_session_options(const char* fn, const dti_session_options* in, SessionOptions* out) {
   dti_session_options c = dti_session_options_default();
   if (in != nullptr) {
-    if (dti_status s =
-            read_versioned(fn, "dti_session_options", *in,
-                           {DTI_SESSION_OPTIONS_SIZE_V1, sizeof(dti_session_options)}, &c);
+    if (dti_status s = read_versioned(
+            fn, "dti_session_options", *in,
+            {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2, sizeof(dti_session_options)},
+            &c);
         s != DTI_OK) {
       return s;
     }
@@ -104,6 +105,7 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   if (dti_status s = check_ranges(
           fn, {{"mode", c.mode, 0, 1, "0 (canonical) or 1 (fast)"},
                {"log_level", c.log_level, -1, 6, "in [-1, 6]"},
+               {"kv_dtype", c.kv_dtype, 0, 2, "0 (f32), 1 (bf16) or 2 (f16)"},
                {"fingerprint_level", c.fingerprint_level, 0, 2, "0 (off), 1 (final) or 2 (steps)"},
                {"prefix_cache_memory_bytes", c.prefix_cache_memory_bytes, -1, INT64_MAX,
                 ">= -1 (-1 = no memory tier, 0 = auto)"}});
@@ -116,6 +118,7 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   for_each_plain_option(c, *out, [](const auto& from, auto& to) {
     to = static_cast<std::decay_t<decltype(to)>>(from);
   });
+  out->kv_dtype = static_cast<KvDType>(c.kv_dtype);
   if (c.log_level >= 0) out->log_level = static_cast<LogLevel>(c.log_level);
   to_cache_options(c, out);
   return DTI_OK;
@@ -217,6 +220,7 @@ dti_session_options dti_session_options_default(void) {
   o.disk_cache_dir = nullptr;
   o.redis_host = nullptr;
   o.cache_salt = nullptr;
+  o.kv_dtype = static_cast<int32_t>(d.kv_dtype);
   return o;
 }
 

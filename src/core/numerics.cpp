@@ -29,6 +29,27 @@ NumericsMode parse_numerics_mode(const std::string& text) {
               "numerics");
 }
 
+const char* to_string(KvDType dtype) noexcept {
+  switch (dtype) {
+    case KvDType::kF32:
+      return "f32";
+    case KvDType::kBF16:
+      return "bf16";
+    case KvDType::kF16:
+      return "f16";
+  }
+  return "unknown";
+}
+
+KvDType parse_kv_dtype(const std::string& text) {
+  for (const KvDType d : {KvDType::kF32, KvDType::kBF16, KvDType::kF16}) {
+    if (text == to_string(d)) return d;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("kv_dtype '", text, "' is not one of \"f32\", \"bf16\", \"f16\""),
+              "kv_dtype");
+}
+
 DeviceSpec parse_device(const std::string& text) {
   DeviceSpec d;
   if (text == "cpu") return d;

@@ -121,6 +121,7 @@ std::vector<GroupDifference> compare_groups(const RunFingerprint& a, const RunFi
       .field("kernel_isa", na.kernel_isa, nb.kernel_isa)
       .num("threads", na.threads, nb.threads)
       .field("device", na.device, nb.device)
+      .field("kv_dtype", na.kv_dtype, nb.kv_dtype)
       .add_to(out);
   const auto& la = a.library;
   const auto& lb = b.library;

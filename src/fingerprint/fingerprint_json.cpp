@@ -85,6 +85,8 @@ json to_json_object(const RunFingerprint& fp) {
                    {"kernel_isa", n.kernel_isa},
                    {"threads", n.threads},
                    {"device", n.device}};
+  // Absent for the default, so f32 fingerprints are the same bytes as before kv_dtype.
+  if (n.kv_dtype != "f32") j["numerics"]["kv_dtype"] = n.kv_dtype;
   const auto& d = fp.device;
   j["device"] = {{"cpu_model", d.cpu_model},
                  {"cpu_flags", d.cpu_flags},
@@ -243,6 +245,13 @@ void read_numerics(ObjectReader n, FingerprintNumerics& out) {
   if (out.device != "cpu" && out.device != "cuda") {
     fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", out.device,
          "' is not one of cpu, cuda");
+  }
+  if (n.has("kv_dtype")) {  // absent = f32
+    out.kv_dtype = n.string("kv_dtype");
+    if (out.kv_dtype != "f32" && out.kv_dtype != "bf16" && out.kv_dtype != "f16") {
+      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.kv_dtype: '", out.kv_dtype,
+           "' is not one of f32, bf16, f16");
+    }
   }
   n.done();
 }

@@ -57,41 +57,60 @@ struct Job {
   std::int64_t keys(std::int64_t pair) const { return num_keys[pair / kv_heads]; }
 };
 
-// One (row, kv head) with all of its keys: scores, max, partials folded in place.
-void attend_whole(const Job& job, std::int64_t pair, float* S, float* kt, float* stats) {
+// Pairs [p0, p1) of one row (consecutive kv heads) with all of their keys: scores, max,
+// partials folded in place. The kv heads take turns every kStep keys, so a token's K
+// (then V) row, all kv heads of it, is read while it is in cache.
+constexpr std::int64_t kStep = 256;
+
+void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, float* kt,
+                  float* stats) {
   const cpu::IsaKernels& isa = cpu::active_kernels();
-  const std::int64_t G = job.group, d = job.d, nk = job.keys(pair);
-  float* out = job.out_of(pair);
-  if (nk == 0) {
-    std::fill(out, out + G * d, 0.0f);
-    return;
+  const std::int64_t G = job.group, d = job.d, nk = job.keys(p0), n = p1 - p0;
+  float *mx = stats, *m = stats + n * G, *den = stats + 2 * n * G, *tmp = stats + 3 * n * G;
+  for (std::int64_t i = 0; i < n; ++i)
+    std::fill(job.out_of(p0 + i), job.out_of(p0 + i) + G * d, 0.0f);
+  if (nk == 0) return;
+  std::fill(mx, mx + n * G, -std::numeric_limits<float>::infinity());
+  for (std::int64_t j = 0; j < nk; j += kStep) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      isa.attn_scores(job.heads(p0 + i), j, std::min(nk, j + kStep), S + i * G * job.lds, job.lds,
+                      tmp, kt);
+      for (std::int64_t g = 0; g < G; ++g)
+        mx[i * G + g] = tmp[g] > mx[i * G + g] ? tmp[g] : mx[i * G + g];
+    }
   }
-  float *mx = stats, *m = stats + G, *den = stats + 2 * G;
-  const cpu::AttnHeads a = job.heads(pair);
-  isa.attn_scores(a, 0, nk, S, job.lds, mx, kt);
-  fold_max(S, job.lds, G, mx, 1, m);
-  std::fill(den, den + G, 0.0f);
-  std::fill(out, out + G * d, 0.0f);
-  isa.attn_partials(a, S, job.lds, m, 0, nk, den, 0, out, 0);
-  for (std::int64_t g = 0; g < G; ++g)
-    for (std::int64_t c = 0; c < d; ++c) out[g * d + c] = out[g * d + c] / den[g];
+  for (std::int64_t i = 0; i < n; ++i)
+    fold_max(S + i * G * job.lds, job.lds, G, mx + i * G, 1, m + i * G);
+  std::fill(den, den + n * G, 0.0f);
+  for (std::int64_t j = 0; j < nk; j += kStep) {
+    for (std::int64_t i = 0; i < n; ++i)
+      isa.attn_partials(job.heads(p0 + i), S + i * G * job.lds, job.lds, m + i * G, j,
+                        std::min(nk, j + kStep), den + i * G, 0, job.out_of(p0 + i), 0);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* out = job.out_of(p0 + i);
+    for (std::int64_t g = 0; g < G; ++g)
+      for (std::int64_t c = 0; c < d; ++c) out[g * d + c] = out[g * d + c] / den[i * G + g];
+  }
 }
 
-void run_whole(const Job& job, std::int64_t pairs, ThreadPool* pool) {
+// Tasks of `per` consecutive kv heads of a row (per divides kv_heads).
+void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, ThreadPool* pool) {
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     const std::int64_t G = job.group;
     // Uninitialized: the kernels write every scratch float before reading it.
     const std::unique_ptr<float[]> buf(new float[static_cast<std::size_t>(
-        G * job.lds + cpu::attention_scratch_floats(job.d) + 3 * G)]);
+        per * G * job.lds + cpu::attention_scratch_floats(job.d) + 4 * per * G)]);
     float* S = buf.get();
-    float* kt = S + G * job.lds;
+    float* kt = S + per * G * job.lds;
     float* stats = kt + cpu::attention_scratch_floats(job.d);
-    for (std::int64_t t = t0; t < t1; ++t) attend_whole(job, t, S, kt, stats);
+    for (std::int64_t t = t0; t < t1; ++t) attend_heads(job, t * per, (t + 1) * per, S, kt, stats);
   };
-  if (pool != nullptr && pairs > 1) {
-    pool->parallel_for(pairs, 1, body);
+  const std::int64_t tasks = pairs / per;
+  if (pool != nullptr && tasks > 1) {
+    pool->parallel_for(tasks, 1, body);
   } else {
-    body(0, pairs);
+    body(0, tasks);
   }
 }
 
@@ -203,7 +222,9 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   if (pool != nullptr && pairs < threads && parts >= 2) {
     run_split(job, pairs, parts, *pool);
   } else {
-    run_whole(job, pairs, pool);
+    // A row's kv heads in one task when there are no more threads than rows.
+    const std::int64_t per = rows >= threads ? kv.num_kv_heads : 1;
+    run_whole(job, pairs, per, pool);
   }
 }
 

@@ -31,6 +31,14 @@ using detinfer::to_string;
 float bf16_to_f32(std::uint16_t bits);
 float f16_to_f32(std::uint16_t bits);
 
+// Narrowing to nearest, ties to even, as bits: overflow gives +-inf, a NaN stays a
+// (quiet) NaN, f16 subnormals are exact.
+std::uint16_t f32_to_bf16_rne(float x);
+std::uint16_t f32_to_f16_rne(float x);
+// y[i] = x[i] rounded to `dtype` (as above) and widened back exactly; kF32: a copy.
+// x and y may alias.
+void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype);
+
 // Instruction set of the optimized CPU kernels. Chosen once by cpuid, overridable with
 // DETINFER_CPU_ISA=scalar|avx2|avx512 (a request the CPU cannot run is an error).
 enum class Isa : std::uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };

@@ -94,6 +94,8 @@ struct KvLayer {
   std::int64_t block_size = 16;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  // kv_write rounds K and V to this dtype (nearest-even) and stores them widened back.
+  kernels::DType kv_dtype = kernels::DType::kF32;
 };
 
 class Backend {

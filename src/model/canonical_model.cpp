@@ -45,6 +45,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
         biases_(layers_.size()) {
+    if (options.kv_dtype != kernels::DType::kF32 && backend_->device_info().device != "cpu") {
+      throw Error(
+          ErrorCode::kUnsupported,
+          str_cat("kv_dtype ", kernels::to_string(options.kv_dtype), " is not supported on ",
+                  backend_->device_info().device, " yet (docs/numerics.md, KV storage)"),
+          "kv_dtype");
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
@@ -198,6 +205,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     layer.block_size = kv.block_size();
     layer.num_kv_heads = c.num_kv_heads;
     layer.head_dim = hd;
+    layer.kv_dtype = options_.kv_dtype;
     be.kv_write(a.k.as<float>(), a.v.as<float>(), kd, layer);
     be.attention(a.q.as<float>(), qd, c.num_heads, layer, attention_scale_, a.attn.as<float>(), qd);
     be.linear(*l.o, a.attn.as<float>(), qd, m, tmp, h);

@@ -108,8 +108,13 @@ class CpuBackend final : public Backend {
     const auto bytes = static_cast<std::size_t>(stride) * sizeof(float);
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
       const std::int64_t slot = plan_->kv_slots[static_cast<std::size_t>(r)];
-      std::memcpy(kv.k_pool + slot * stride, k + r * ld, bytes);
-      std::memcpy(kv.v_pool + slot * stride, v + r * ld, bytes);
+      if (kv.kv_dtype == kernels::DType::kF32) {
+        std::memcpy(kv.k_pool + slot * stride, k + r * ld, bytes);
+        std::memcpy(kv.v_pool + slot * stride, v + r * ld, bytes);
+      } else {
+        kernels::round_to_dtype(k + r * ld, kv.k_pool + slot * stride, stride, kv.kv_dtype);
+        kernels::round_to_dtype(v + r * ld, kv.v_pool + slot * stride, stride, kv.kv_dtype);
+      }
     }
   }
 

@@ -21,6 +21,8 @@ struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
   int threads = 1;                               // CPU kernel threads (1..1024)
   DeviceSpec device;                             // where weights, KV and kernels live (cpu)
+  // K/V rounding when written to the cache (canonical mode on the CPU backend only).
+  kernels::DType kv_dtype = kernels::DType::kF32;
 };
 
 // Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are

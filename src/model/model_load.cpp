@@ -1,5 +1,6 @@
 #include <chrono>
 
+#include "core/check.h"
 #include "model/model.h"
 #include "model/model_factories.h"
 
@@ -11,6 +12,12 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   const TensorStore store = TensorStore::open(dir);
   // Fast mode on the CPU is libtorch; on CUDA it is the backend's tensor-core kernels.
   const bool torch = options.mode == NumericsMode::kFast && options.device.type == Device::kCpu;
+  if (options.kv_dtype != kernels::DType::kF32 && options.mode != NumericsMode::kCanonical) {
+    throw Error(ErrorCode::kUnsupported,
+                str_cat("kv_dtype ", kernels::to_string(options.kv_dtype),
+                        " is a canonical-mode option; mode is ", to_string(options.mode)),
+                "kv_dtype");
+  }
   std::unique_ptr<TransformerBase> model = torch ? make_fast_model(config, store, options)
                                                  : make_canonical_model(config, store, options);
   model->set_load_seconds(

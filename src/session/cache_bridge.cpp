@@ -5,6 +5,7 @@
 #include "cache/prefix_pool.h"
 #include "cache/result_codec.h"
 #include "core/log.h"
+#include "detinfer/hash.h"
 #include "detinfer/numerics.h"
 #include "detinfer/version.h"
 
@@ -38,7 +39,7 @@ void stream_cached(const EngineRequest& r, const GenerationResult& result) {
 }  // namespace
 
 CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash128& tokenizer_hash)
-    : model_(model), tokenizer_hash_(tokenizer_hash) {
+    : model_(model), tokenizer_hash_(tokenizer_hash), kv_dtype_(o.kv_dtype) {
   const DeviceInfo dev = model.device_info();
   // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
   // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
@@ -47,6 +48,9 @@ CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash
     prefix_salt_ += "\x1f" + std::string(to_string(model.mode())) + "@" + dev.name + " sm_" +
                     dev.compute_capability;
   }
+  // Rounded KV is other numbers: never shared with another kv_dtype's (f32 keys unchanged).
+  if (o.kv_dtype != KvDType::kF32)
+    prefix_salt_ += "\x1fkv_dtype=" + std::string(to_string(o.kv_dtype));
   if (o.cache.prefix.enabled) {
     prefix_ = std::make_unique<PrefixCache>(o.cache.prefix, o.cache.redis);
   }
@@ -60,8 +64,15 @@ CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash
 // --- result cache -------------------------------------------------------------------------
 
 Hash128 CacheBridge::result_key(const EngineRequest& r) const {
-  return result_cache_key(model_.fingerprint(), model_.mode(), kNumericsSpecVersion,
-                          tokenizer_hash_, r.prompt, canonical_generation_config(r.config));
+  // A non-default kv_dtype is other numerics: keyed apart (f32 keys unchanged).
+  const Hash128 model_key = kv_dtype_ == KvDType::kF32 ? model_.fingerprint()
+                                                       : Hasher()
+                                                             .update_hash(model_.fingerprint())
+                                                             .update_field("kv_dtype")
+                                                             .update_field(to_string(kv_dtype_))
+                                                             .digest128();
+  return result_cache_key(model_key, model_.mode(), kNumericsSpecVersion, tokenizer_hash_, r.prompt,
+                          canonical_generation_config(r.config));
 }
 
 std::optional<GenerationResult> CacheBridge::lookup(const EngineRequest& r) {

@@ -61,6 +61,7 @@ class CacheBridge final : public PrefixProvider, public EngineObserver {
   const Model& model_;
   const Hash128 tokenizer_hash_;
   std::unique_ptr<PrefixCache> prefix_;
+  KvDType kv_dtype_;         // storage of K/V: a non-f32 one keys results apart
   std::string prefix_salt_;  // cache_salt, plus the GPU model for non-canonical CUDA KV
   std::once_flag prefix_opened_;
   std::unique_ptr<ResultCache> results_;

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/memory_limits.h"
+#include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "session/distribution_stats.h"
 #include "session/session_impl.h"
@@ -40,6 +41,20 @@ SessionOptions resolve_options(SessionOptions o) {
     throw Error(e.code(), "SessionOptions." + e.message(), "device");
   }
   return o;
+}
+
+kernels::DType kv_storage_dtype(KvDType d) {
+  switch (d) {
+    case KvDType::kF32:
+      return kernels::DType::kF32;
+    case KvDType::kBF16:
+      return kernels::DType::kBF16;
+    case KvDType::kF16:
+      return kernels::DType::kF16;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("SessionOptions.kv_dtype has the invalid value ", static_cast<int>(d)),
+              "kv_dtype");
 }
 
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
@@ -83,6 +98,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   // The tokenizer first: parsing a large tokenizer.json peaks at several times the file's
   // size, and that peak should not sit on top of the weights. Its freed parse tree goes
   // back to the system before the weights are packed.
+  mo.kv_dtype = kv_storage_dtype(impl->options.kv_dtype);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) {
     impl->tokenizer.emplace(Tokenizer::load(model_dir));

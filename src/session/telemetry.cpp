@@ -71,6 +71,7 @@ RunFingerprint session_base_fingerprint(const SessionOptions& o, const Model& mo
                               : "torch";
   b.numerics.threads = o.threads;
   b.numerics.device = dev.device;
+  b.numerics.kv_dtype = to_string(o.kv_dtype);
   if (cuda) b.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
   b.model.fingerprint = model.fingerprint();
   b.model.architecture = to_string(model.config().architecture);

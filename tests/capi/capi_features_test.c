@@ -79,6 +79,28 @@ static void test_versions(void) {
   CHECK(strstr(dti_last_error(), "struct_size") != NULL);
   dti_generation_config c = dti_generation_config_default();
   CHECK(c.struct_size == DTI_GENERATION_CONFIG_SIZE_V1);
+
+  /* v3: kv_dtype (f32 by default; a v2-sized struct keeps it; bad values are refused). */
+  CHECK(DTI_SESSION_OPTIONS_SIZE_V2 < sizeof(dti_session_options));
+  CHECK(d.kv_dtype == DTI_KV_F32);
+  dti_session_options v2 = dti_session_options_default();
+  v2.struct_size = DTI_SESSION_OPTIONS_SIZE_V2;
+  v2.threads = 1;
+  CHECK_OK(dti_session_open(model_dir, &v2, &s));
+  dti_session_close(s);
+  dti_session_options bf = dti_session_options_default();
+  bf.threads = 1;
+  bf.kv_dtype = DTI_KV_BF16;
+  CHECK_OK(dti_session_open(model_dir, &bf, &s));
+  if (s != NULL) {
+    dti_result* r = greedy(s, "half kv", 4);
+    CHECK(r != NULL && strstr(dti_result_fingerprint_json(r), "\"kv_dtype\":\"bf16\"") != NULL);
+    dti_result_free(r);
+    dti_session_close(s);
+  }
+  bf.kv_dtype = 7;
+  CHECK(dti_session_open(model_dir, &bf, &s) == DTI_INVALID_ARGUMENT);
+  CHECK(strstr(dti_last_error(), "kv_dtype") != NULL);
 }
 
 /* --- async cancel: the callback holds the engine until the cancel has been issued ------ */

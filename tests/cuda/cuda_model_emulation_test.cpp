@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "detinfer/error.h"
 #include "devtools/model_tools.h"
 #include "model/cuda_backend.h"
 #include "model/model.h"
@@ -228,6 +229,26 @@ TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysClose
                                       (1.0 + std::abs(static_cast<double>(want[s][r][i]))));
     EXPECT_LT(worst, 0.1) << "arch " << static_cast<int>(arch);
     EXPECT_GT(worst, 0.0) << "device-invariant mode should not be running the canonical kernels";
+  }
+}
+
+// kv_dtype other than f32 is not implemented on CUDA yet (docs/numerics.md, KV storage):
+// loading is a clear kUnsupported naming the field, never silently f32 KV.
+TEST(CudaModelEmulationKvDtype, HalfKvIsRejectedNamingTheField) {
+  const std::string dir = tiny_model(TinyArch::kQwen2, WeightDType::kBF16);
+  for (const kernels::DType kv : {kernels::DType::kBF16, kernels::DType::kF16}) {
+    ModelOptions mo;
+    mo.device = parse_device("cuda:0");
+    mo.kv_dtype = kv;
+    try {
+      load_model_on(dir, mo,
+                    make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
+                                           NumericsMode::kCanonical, "cuda:0"));
+      FAIL() << "kv_dtype " << kernels::to_string(kv) << " accepted on CUDA";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_EQ(e.field(), "kv_dtype");
+    }
   }
 }
 

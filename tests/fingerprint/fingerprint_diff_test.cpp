@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "detinfer/error.h"
 #include "fingerprint/fingerprint_test_util.h"
 
 namespace detinfer {
@@ -63,6 +64,8 @@ TEST(FingerprintDiff, NamesEachDifferingGroup) {
       {FingerprintGroup::kSeed, [](RunFingerprint& f) { f.request.seed = 42; }, "seed"},
       {FingerprintGroup::kNumerics, [](RunFingerprint& f) { f.numerics.mode = "fast"; }, "mode"},
       {FingerprintGroup::kNumerics, [](RunFingerprint& f) { f.numerics.threads = 16; }, "threads"},
+      {FingerprintGroup::kNumerics, [](RunFingerprint& f) { f.numerics.kv_dtype = "bf16"; },
+       "kv_dtype"},
       {FingerprintGroup::kLibrary, [](RunFingerprint& f) { f.library.git_revision = "def"; },
        "git_revision"},
       {FingerprintGroup::kDevice, [](RunFingerprint& f) { f.device.cpu_model = "Other"; },
@@ -86,6 +89,27 @@ TEST(FingerprintDiff, NamesEachDifferingGroup) {
     EXPECT_EQ(d.reproduced(), !is_input_group(c.group)) << to_string(c.group);
     EXPECT_NE(d.to_text().find(std::string("group ") + to_string(c.group) + " differs"),
               std::string::npos);
+  }
+}
+
+// numerics.kv_dtype: written only when not f32 (default fingerprints keep their bytes),
+// read back, and checked.
+TEST(FingerprintDiff, KvDtypeRoundTripsAndIsChecked) {
+  RunFingerprint a = make_fingerprint(1);
+  EXPECT_EQ(a.to_json().find("kv_dtype"), std::string::npos);
+  EXPECT_EQ(RunFingerprint::from_json(a.to_json()).numerics.kv_dtype, "f32");
+  a.numerics.kv_dtype = "f16";
+  const std::string j = a.to_json();
+  EXPECT_NE(j.find("\"kv_dtype\":\"f16\""), std::string::npos) << j;
+  EXPECT_EQ(RunFingerprint::from_json(j).numerics.kv_dtype, "f16");
+  std::string bad = j;
+  bad.replace(bad.find("\"f16\""), 5, "\"f8\"");
+  try {
+    RunFingerprint::from_json(bad);
+    FAIL() << "kv_dtype f8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_NE(e.message().find("kv_dtype"), std::string::npos) << e.message();
   }
 }
 

@@ -1,9 +1,9 @@
-// The attention kernels' lane layouts (score lanes over heads, numerator lanes over head
-// columns, 8- and 16-lane variants) equal the reference bit for bit on the edges of every
-// layout: GQA group sizes 1..16 (AVX-512 switches variants at 8), key counts around
-// multiples of 16 and of the 64-key chunk, head dims that are not multiples of 16, every
-// ISA and thread counts {1, 2, 3, 8}; and non-finite scores (NaN keys anywhere,
-// infinities) give the reference's results.
+// The attention kernels' lane layouts (score lanes over keys, numerator lanes over head
+// columns, 8- and 16-lane ISAs, chunk ranges split over threads) equal the reference bit for bit on
+// the edges of every layout: GQA group sizes 1..16 (AVX-512 switches variants at 8), key counts
+// around multiples of 16 and of the 64-key chunk, head dims that are not multiples of 16, every ISA
+// and thread counts {1, 2, 3, 8}; and non-finite scores (NaN keys anywhere, infinities) give the
+// reference's results.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,33 +50,35 @@ ThreadPool* pool_for(int threads) {
   return pools[threads].get();
 }
 
-// K/V of `tokens` tokens in blocks of 16 placed in reverse order (block b at physical
-// block blocks-1-b), so consecutive keys cross scattered blocks.
+// K/V of `tokens` tokens in blocks of `block` tokens placed in reverse order (block b at
+// physical block blocks-1-b), so consecutive keys cross scattered blocks.
 struct Cache {
-  std::int64_t kv_heads, d;
+  std::int64_t kv_heads, d, block;
   std::vector<float> k, v;
   std::vector<std::int32_t> table;
-  Cache(std::int64_t tokens, std::int64_t kvh, std::int64_t dim, std::uint64_t stream)
-      : kv_heads(kvh), d(dim) {
-    const std::int64_t blocks = (tokens + 15) / 16, w = kvh * dim;
+  Cache(std::int64_t tokens, std::int64_t kvh, std::int64_t dim, std::uint64_t stream,
+        std::int64_t block_size = 16)
+      : kv_heads(kvh), d(dim), block(block_size) {
+    const std::int64_t blocks = (tokens + block - 1) / block, w = kvh * dim;
     for (std::int64_t b = 0; b < blocks; ++b)
       table.push_back(static_cast<std::int32_t>(blocks - 1 - b));
     const std::vector<float> kr = random_floats(tokens * w, stream, 2.0f);
     const std::vector<float> vr = random_floats(tokens * w, stream + 1);
-    k.assign(blocks * 16 * w, 1e30f);  // poison: unused slots must not be read
+    k.assign(blocks * block * w, 1e30f);  // poison: unused slots must not be read
     v = k;
     for (std::int64_t t = 0; t < tokens; ++t) {
-      const std::int64_t off = (table[t / 16] * 16 + t % 16) * w;
+      const std::int64_t off = (table[t / block] * block + t % block) * w;
       std::memcpy(&k[off], &kr[t * w], w * sizeof(float));
       std::memcpy(&v[off], &vr[t * w], w * sizeof(float));
     }
   }
   float* k_at(std::int64_t t, std::int64_t h) {
-    return &k[(table[t / 16] * 16 + t % 16) * kv_heads * d + h * d];
+    return &k[(table[t / block] * block + t % block) * kv_heads * d + h * d];
   }
   PagedKvView view() const {
     return PagedKvView{
-        k.data(), v.data(), table.data(), static_cast<std::int64_t>(table.size()), 16, kv_heads, d};
+        k.data(), v.data(), table.data(), static_cast<std::int64_t>(table.size()), block,
+        kv_heads, d};
   }
 };
 
@@ -161,6 +163,39 @@ TEST(AttentionLanes, NonFiniteScoresMatchReference) {
       expect_reference(cache, tokens, 2 * group, 2, 0.125f,
                        "group=" + std::to_string(group) + " case=" + std::to_string(c), true);
     }
+  }
+}
+
+// Key counts around the 64-key chunks and the split of chunk ranges over threads (a
+// decode row with 2 kv heads is split for 3 and 8 threads from 256 keys on), every block
+// size, GQA ratios 1/2/7, and a NaN score at the first key of a later part.
+TEST(AttentionLanes, ChunkRangesSplitOverThreadsAnyBlockSize) {
+  IsaGuard guard;
+  std::uint64_t stream = 5000;
+  for (std::int64_t group : {1, 2, 7}) {
+    for (std::int64_t block : {1, 5, 16, 64}) {
+      for (std::int64_t tokens : {191, 192, 193, 255, 256, 257, 300}) {
+        Cache cache(tokens, 2, 64, stream += 2, block);
+        const std::string what = "group=" + std::to_string(group) +
+                                 " block=" + std::to_string(block) +
+                                 " tokens=" + std::to_string(tokens);
+        expect_reference(cache, tokens, 2 * group, 1, 0.125f, what + " rows=1");
+        expect_reference(cache, tokens, 2 * group, 3, 0.125f, what + " rows=3");
+      }
+    }
+  }
+  for (std::int64_t token : {0, 128, 192}) {
+    Cache cache(300, 2, 64, stream += 2, 16);
+    cache.k_at(token, 0)[3] = std::numeric_limits<float>::quiet_NaN();
+    expect_reference(cache, 300, 14, 1, 0.125f, "NaN key " + std::to_string(token));
+  }
+}
+
+TEST(AttentionLanes, LongContext8192Keys) {
+  IsaGuard guard;
+  for (std::int64_t group : {1, 7}) {
+    Cache cache(8192, 2, 64, 7000 + group, 16);
+    expect_reference(cache, 8192, 2 * group, 1, 0.125f, "8192 group=" + std::to_string(group));
   }
 }
 
