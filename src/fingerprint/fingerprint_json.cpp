@@ -7,6 +7,7 @@
 #include "core/json_reader.h"
 #include "core/vocabulary.h"
 #include "detinfer/fingerprint.h"
+#include "detinfer/numerics.h"
 #include "fingerprint/base64.h"
 #include "fingerprint/fingerprint_config_json.h"
 #include "fingerprint/json_reader.h"
@@ -116,8 +117,8 @@ json to_json_object(const RunFingerprint& fp) {
     json js = {{"tokens", s.tokens},
                {"finish_reason", to_string(s.finish_reason)},
                {"chain_digest", hex64(s.chain_digest)}};
-    if (fp.level >= DigestLevel::kSteps) js["step_digests"] = hex_list(s.step_digests);
-    if (fp.level >= DigestLevel::kLogits) {
+    if (fp.level >= RecordLevel::kSteps) js["step_digests"] = hex_list(s.step_digests);
+    if (fp.level >= RecordLevel::kLogits) {
       json rows = json::array();
       for (const auto& row : s.logits) rows.push_back(encode_logits(row));
       js["logits"] = std::move(rows);
@@ -172,15 +173,15 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
   r.done();
 }
 
-DigestLevel parse_level(const std::string& s, const std::string& path) {
-  if (s == "final") return DigestLevel::kFinal;
-  if (s == "steps") return DigestLevel::kSteps;
-  if (s == "logits") return DigestLevel::kLogits;
+RecordLevel parse_level(const std::string& s, const std::string& path) {
+  for (RecordLevel l : {RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
+    if (s == to_string(l)) return l;
+  }
   fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": '", s,
        "' is not one of final, steps, logits");
 }
 
-FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
+FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
   FingerprintSequence s;
   s.tokens = token_list(r.required("tokens"), r.path_of("tokens"));
   const std::string reason = r.string("finish_reason");
@@ -191,7 +192,7 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
   }
   s.finish_reason = *parsed;
   s.chain_digest = r.hex64("chain_digest");
-  if (level >= DigestLevel::kSteps) {
+  if (level >= RecordLevel::kSteps) {
     const std::string path = r.path_of("step_digests");
     const json& a = r.array("step_digests");
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -206,7 +207,7 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
            ": does not match the chain over step_digests");
     }
   }
-  if (level >= DigestLevel::kLogits) {
+  if (level >= RecordLevel::kLogits) {
     const std::string path = r.path_of("logits");
     const json& a = r.array("logits");
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -230,6 +231,64 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
   return s;
 }
 
+FingerprintNumerics read_numerics(ObjectReader n) {
+  FingerprintNumerics v;
+  v.mode = n.string("mode");
+  try {
+    parse_numerics_mode(v.mode);  // the one list of mode names
+  } catch (const Error&) {
+    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", v.mode,
+         "' is not one of canonical, fast, device_invariant");
+  }
+  v.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
+  v.kernel_isa = n.string("kernel_isa");
+  v.threads = static_cast<int>(n.integer("threads", 1, 1 << 20));
+  v.device = n.string("device");
+  if (v.device != "cpu" && v.device != "cuda") {
+    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", v.device,
+         "' is not one of cpu, cuda");
+  }
+  n.done();
+  return v;
+}
+
+FingerprintDevice read_device(ObjectReader d) {
+  FingerprintDevice v;
+  v.cpu_model = d.string("cpu_model");
+  const json& flags = d.array("cpu_flags");
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    v.cpu_flags.push_back(as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
+  }
+  v.hardware_threads = static_cast<std::uint32_t>(
+      d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));
+  if (d.has("gpu")) {
+    ObjectReader g = d.object("gpu");
+    v.gpu = FingerprintGpu{g.string("name"), g.string("compute_capability"), g.string("driver")};
+    g.done();
+  }
+  d.done();
+  return v;
+}
+
+FingerprintEnvironment read_environment(ObjectReader e) {
+  FingerprintEnvironment v;
+  v.os = e.string("os");
+  v.glibc_version = e.string("glibc_version");
+  v.libtorch_version = e.string("libtorch_version");
+  ObjectReader vars = e.object("env_vars");
+  const json& vj = e.required("env_vars");
+  for (auto it = vj.begin(); it != vj.end(); ++it) {
+    v.env_vars[it.key()] = vars.string(it.key().c_str());
+  }
+  vars.done();
+  if (e.hex64("hash") != v.hash()) {
+    fail(ErrorCode::kCorrupt, "fingerprint field .environment.hash: does not match the ",
+         "environment fields");
+  }
+  e.done();
+  return v;
+}
+
 RunFingerprint from_json_object(const json& j) {
   ObjectReader top(j, "");
   check_schema(top);
@@ -240,59 +299,9 @@ RunFingerprint from_json_object(const json& j) {
                   l.string("build_type"), l.string("build_flags")};
     l.done();
   }
-  {
-    ObjectReader n = top.object("numerics");
-    fp.numerics.mode = n.string("mode");
-    if (fp.numerics.mode != "canonical" && fp.numerics.mode != "fast" &&
-        fp.numerics.mode != "device_invariant") {
-      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", fp.numerics.mode,
-           "' is not one of canonical, fast, device_invariant");
-    }
-    fp.numerics.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
-    fp.numerics.kernel_isa = n.string("kernel_isa");
-    fp.numerics.threads = static_cast<int>(n.integer("threads", 1, 1 << 20));
-    fp.numerics.device = n.string("device");
-    if (fp.numerics.device != "cpu" && fp.numerics.device != "cuda") {
-      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", fp.numerics.device,
-           "' is not one of cpu, cuda");
-    }
-    n.done();
-  }
-  {
-    ObjectReader d = top.object("device");
-    fp.device.cpu_model = d.string("cpu_model");
-    const json& flags = d.array("cpu_flags");
-    for (std::size_t i = 0; i < flags.size(); ++i) {
-      fp.device.cpu_flags.push_back(
-          as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
-    }
-    fp.device.hardware_threads = static_cast<std::uint32_t>(
-        d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));
-    if (d.has("gpu")) {
-      ObjectReader g = d.object("gpu");
-      fp.device.gpu =
-          FingerprintGpu{g.string("name"), g.string("compute_capability"), g.string("driver")};
-      g.done();
-    }
-    d.done();
-  }
-  {
-    ObjectReader e = top.object("environment");
-    fp.environment.os = e.string("os");
-    fp.environment.glibc_version = e.string("glibc_version");
-    fp.environment.libtorch_version = e.string("libtorch_version");
-    ObjectReader vars = e.object("env_vars");
-    const json& vj = e.required("env_vars");
-    for (auto it = vj.begin(); it != vj.end(); ++it) {
-      fp.environment.env_vars[it.key()] = vars.string(it.key().c_str());
-    }
-    vars.done();
-    if (e.hex64("hash") != fp.environment.hash()) {
-      fail(ErrorCode::kCorrupt, "fingerprint field .environment.hash: does not match the ",
-           "environment fields");
-    }
-    e.done();
-  }
+  fp.numerics = read_numerics(top.object("numerics"));
+  fp.device = read_device(top.object("device"));
+  fp.environment = read_environment(top.object("environment"));
   {
     ObjectReader m = top.object("model");
     fp.model = {m.hex128("fingerprint"), m.string("architecture"), m.string("weight_dtype")};
