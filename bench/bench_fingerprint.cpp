@@ -109,7 +109,7 @@ BENCHMARK(BM_DigestVsLmHead)->Arg(1)->Arg(2)->UseRealTime()->MinTime(2.0);
 
 void BM_FingerprintToJson(benchmark::State& state) {
   const RunFingerprint fp = testing::at_level(
-      testing::make_fingerprint(1, 1, static_cast<int>(state.range(0))), DigestLevel::kSteps);
+      testing::make_fingerprint(1, 1, static_cast<int>(state.range(0))), RecordLevel::kSteps);
   for (auto _ : state) benchmark::DoNotOptimize(fp.to_json());
 }
 BENCHMARK(BM_FingerprintToJson)->Arg(64)->Arg(1024);
@@ -117,7 +117,7 @@ BENCHMARK(BM_FingerprintToJson)->Arg(64)->Arg(1024);
 void BM_FingerprintFromJson(benchmark::State& state) {
   const std::string text =
       testing::at_level(testing::make_fingerprint(1, 1, static_cast<int>(state.range(0))),
-                        DigestLevel::kSteps)
+                        RecordLevel::kSteps)
           .to_json();
   for (auto _ : state) benchmark::DoNotOptimize(RunFingerprint::from_json(text));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(text.size()));

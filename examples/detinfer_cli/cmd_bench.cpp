@@ -160,7 +160,7 @@ void measure_mode(const BenchOptions& o, const std::string& m, const std::vector
   out.threads = session.threads();
   const detinfer::ModelFootprint footprint = session.footprint();
   if (out.rows.empty()) out.footprint = footprint;
-  detinfer_cli::CliRandom rng(12345, m == "fast" ? 2 : 1);
+  detinfer_cli::CliRandom rng(12345, so.mode == detinfer::NumericsMode::kFast ? 2 : 1);
   timed_batch(session, 1, 8, 2, rng);  // warm-up
   for (int b : batches) {
     std::vector<double> prefill, decode;
@@ -255,7 +255,9 @@ int run_bench(const BenchOptions& o) {
     batches.push_back(v);
   }
   for (const auto& m : modes) {
-    if (m != "canonical" && m != "fast" && m != "device_invariant") {
+    try {
+      detinfer::parse_numerics_mode(m);  // the one list of mode names
+    } catch (const detinfer::Error&) {
       throw detinfer::Error(
           detinfer::ErrorCode::kInvalidArgument,
           "--modes takes canonical, fast and/or device_invariant, got '" + m + "'");

@@ -22,7 +22,7 @@ struct ChatOptions {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<std::int32_t> top_k, max_new_tokens;
   std::optional<std::uint64_t> seed;
-  std::string mode = "canonical";
+  std::string mode = detinfer::to_string(detinfer::NumericsMode::kCanonical);
   std::int32_t threads = 0;
 };
 
@@ -163,7 +163,7 @@ int run_interactive(detinfer::DeterministicSession& session, const ChatOptions& 
 
 int run_chat(const ChatOptions& o) {
   detinfer::SessionOptions so;
-  so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+  so.mode = detinfer::parse_numerics_mode(o.mode);
   so.threads = o.threads;
   so.chat_template_path = o.flags.chat_template;
   auto session = detinfer::DeterministicSession::open(o.model, so);
@@ -189,7 +189,8 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--max-new-tokens", o->max_new_tokens, "Default: the model's");
       sub.add_option("--seed", o->seed, "Sampling seed (default: drawn and reported)");
       sub.add_option("--mode", o->mode, "canonical | fast")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+          ->check(CLI::IsMember({detinfer::to_string(detinfer::NumericsMode::kCanonical),
+                                 detinfer::to_string(detinfer::NumericsMode::kFast)}))
           ->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->capture_default_str();

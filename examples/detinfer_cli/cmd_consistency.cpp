@@ -39,7 +39,8 @@ struct ConsistencyOptions {
   std::optional<std::uint64_t> seed;
   std::int32_t concurrency = 4;  // background request streams
   std::int32_t background_max_tokens = 16;
-  std::string mode = "canonical";    // canonical | fast | both
+  std::string mode =
+      detinfer::to_string(detinfer::NumericsMode::kCanonical);  // canonical | fast | both
   detinfer::SessionOptions session;  // from the session flags (session_flags.h)
   std::uint64_t traffic_seed = 1;
   bool json = false;
@@ -276,11 +277,11 @@ int run_consistency(const ConsistencyOptions& o) {
   if (!o.url.empty()) {
     reports.push_back(run_url(o));
   } else {
-    if (o.mode == "canonical" || o.mode == "both") {
-      reports.push_back(run_local(o, detinfer::NumericsMode::kCanonical, "canonical"));
-    }
-    if (o.mode == "fast" || o.mode == "both") {
-      reports.push_back(run_local(o, detinfer::NumericsMode::kFast, "fast"));
+    for (const detinfer::NumericsMode m :
+         {detinfer::NumericsMode::kCanonical, detinfer::NumericsMode::kFast}) {
+      if (o.mode == detinfer::to_string(m) || o.mode == "both") {
+        reports.push_back(run_local(o, m, detinfer::to_string(m)));
+      }
     }
   }
   if (o.json) {
@@ -324,7 +325,8 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(1, 100000));
       sub.add_option("--mode", o->mode, "canonical, fast or both")
-          ->check(CLI::IsMember({"canonical", "fast", "both"}))
+          ->check(CLI::IsMember({detinfer::to_string(detinfer::NumericsMode::kCanonical),
+                                 detinfer::to_string(detinfer::NumericsMode::kFast), "both"}))
           ->capture_default_str();
       sub.add_option("--traffic-seed", o->traffic_seed, "Seed of the background traffic")
           ->capture_default_str();

@@ -8,13 +8,14 @@
 
 #include "command_registry.h"
 #include "detinfer/error.h"
+#include "detinfer/numerics.h"
 #include "devtools/model_tools.h"
 
 namespace {
 struct LogitsOptions {
   std::string model;
   std::string tokens;
-  std::string mode = "canonical";
+  std::string mode = detinfer::to_string(detinfer::NumericsMode::kCanonical);
   int threads = 1;
   std::string out;
 };
@@ -55,7 +56,7 @@ void run(const LogitsOptions& o) {
   detinfer::LogitsRequest req;
   req.model_dir = o.model;
   req.tokens = parse_tokens(o.tokens);
-  req.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+  req.mode = detinfer::parse_numerics_mode(o.mode);
   req.threads = o.threads;
   const detinfer::LogitsResult r = detinfer::compute_logits(req);
   std::ofstream out(o.out, std::ios::binary | std::ios::trunc);
@@ -81,7 +82,8 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--model", o->model, "Model folder")->required();
       sub.add_option("--tokens", o->tokens, "Comma-separated token ids, e.g. 1,2,3")->required();
       sub.add_option("--mode", o->mode, "canonical | fast")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+          ->check(CLI::IsMember({detinfer::to_string(detinfer::NumericsMode::kCanonical),
+                                 detinfer::to_string(detinfer::NumericsMode::kFast)}))
           ->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads")
           ->check(CLI::Range(1, 1024))

@@ -14,7 +14,7 @@ struct ReplayOptions {
   std::string fingerprint;
   std::string model;
   std::int32_t threads = 0;
-  std::string mode = "canonical";
+  std::string mode = detinfer::to_string(detinfer::NumericsMode::kCanonical);
   std::size_t index = 0;
   bool index_set = false;
   bool json = false;
@@ -34,7 +34,7 @@ int run_replay(const ReplayOptions& o) {
                                 o.fingerprint + " holds " + std::to_string(all.size()));
     }
     detinfer::SessionOptions so;
-    so.mode = o.mode == "fast" ? detinfer::NumericsMode::kFast : detinfer::NumericsMode::kCanonical;
+    so.mode = detinfer::parse_numerics_mode(o.mode);
     so.threads = o.threads;
     so.recorder.level = detinfer::RecordLevel::kOff;  // a replay is not a new record
     auto session = detinfer::DeterministicSession::open(o.model, so);
@@ -73,7 +73,8 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->capture_default_str();
       sub.add_option("--mode", o->mode, "canonical | fast")
-          ->check(CLI::IsMember({"canonical", "fast"}))
+          ->check(CLI::IsMember({detinfer::to_string(detinfer::NumericsMode::kCanonical),
+                                 detinfer::to_string(detinfer::NumericsMode::kFast)}))
           ->capture_default_str();
       auto* index = sub.add_option("--index", o->index, "Which fingerprint of a JSON Lines file");
       sub.add_flag("--json", o->json, "Print {verdict, diff} as one JSON object");

@@ -33,13 +33,22 @@ DETINFER_API std::uint64_t chain_digest(const std::vector<std::uint64_t>& step_d
 DETINFER_API std::uint64_t prompt_hash(const std::vector<std::int32_t>& prompt_tokens);
 
 // --- groups ----------------------------------------------------------------------------
-// How much of the output a fingerprint records (RecorderOptions::level).
-enum class DigestLevel : std::uint8_t {
+// How much of the output a fingerprint records: the level of a RunFingerprint and what a
+// session records per request (RecorderOptions::level). The C API's fingerprint_level
+// uses the same numbers.
+enum class RecordLevel : std::uint8_t {
+  kOff = 0,     // nothing (never the level of a RunFingerprint)
   kFinal = 1,   // tokens and chain digests only
   kSteps = 2,   // + per-step digests
-  kLogits = 3,  // + every step's full logits row (debugging; large)
+  kLogits = 3,  // + every step's full logits row (debugging: ~vocab*4*4/3 bytes per step)
 };
-DETINFER_API const char* to_string(DigestLevel level);
+// What a session records unless told otherwise, in C++ (SessionOptions::recorder) and C
+// (dti_session_options_default).
+inline constexpr RecordLevel kDefaultRecordLevel = RecordLevel::kSteps;
+// "off" | "final" | "steps" | "logits".
+DETINFER_API const char* to_string(RecordLevel level);
+// The inverse of to_string; throws Error(kInvalidArgument) for any other name.
+DETINFER_API RecordLevel parse_record_level(const std::string& name);
 
 struct DETINFER_API FingerprintLibrary {
   std::string version;
@@ -117,7 +126,7 @@ struct DETINFER_API RunFingerprint {
   FingerprintModel model;
   Hash128 tokenizer_hash;
   FingerprintRequest request;
-  DigestLevel level = DigestLevel::kSteps;
+  RecordLevel level = RecordLevel::kSteps;  // never kOff
   std::vector<FingerprintSequence> sequences;
   CacheUsage cache;  // recorded for operators; never part of any digest or of diff
 

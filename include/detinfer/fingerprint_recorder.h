@@ -12,19 +12,8 @@
 
 namespace detinfer {
 
-// What a session records per request.
-enum class RecordLevel : std::uint8_t {
-  kOff = 0,     // nothing (no digests computed beyond what the session always does)
-  kFinal = 1,   // tokens + chain digests
-  kSteps = 2,   // + per-step digests
-  kLogits = 3,  // + full logits rows (debugging: ~vocab*4*4/3 bytes per step)
-};
-DETINFER_API const char* to_string(RecordLevel level);
-// "off" | "final" | "steps" | "logits"; throws Error(kInvalidArgument) otherwise.
-DETINFER_API RecordLevel parse_record_level(const std::string& name);
-
 struct DETINFER_API RecorderOptions {
-  RecordLevel level = RecordLevel::kOff;
+  RecordLevel level = RecordLevel::kOff;  // RecordLevel: detinfer/fingerprint.h
   // JSON Lines file, opened for append; empty = no file.
   std::string path;
   // Called with each fingerprint and its JSON line (without the newline), on the thread

@@ -71,7 +71,7 @@ struct SessionOptions {
   // Fingerprints (docs/fingerprint.md). Default: level "steps" in memory, no file and no
   // callback, so every GenerationResult carries fingerprint_json (one JSON serialization
   // per request: ~40 us for 64 tokens; "off" saves it).
-  RecorderOptions recorder{RecordLevel::kSteps, {}, {}, true};
+  RecorderOptions recorder{kDefaultRecordLevel, {}, {}, true};
   ConsistencyOptions consistency;  // off by default
 
   // Next-token distribution metrics (docs/metrics.md): the top-1 probability and entropy

@@ -49,16 +49,27 @@ std::uint64_t prompt_hash(const std::vector<std::int32_t>& prompt_tokens) {
   return h.digest64();
 }
 
-const char* to_string(DigestLevel level) {
+const char* to_string(RecordLevel level) {
   switch (level) {
-    case DigestLevel::kFinal:
+    case RecordLevel::kOff:
+      return "off";
+    case RecordLevel::kFinal:
       return "final";
-    case DigestLevel::kSteps:
+    case RecordLevel::kSteps:
       return "steps";
-    case DigestLevel::kLogits:
+    case RecordLevel::kLogits:
       return "logits";
   }
   return "unknown";
+}
+
+RecordLevel parse_record_level(const std::string& name) {
+  for (RecordLevel l :
+       {RecordLevel::kOff, RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
+    if (name == to_string(l)) return l;
+  }
+  fail(ErrorCode::kInvalidArgument, "fingerprint record level '", name,
+       "' is not one of off, final, steps, logits");
 }
 
 std::uint64_t FingerprintEnvironment::hash() const {
@@ -87,7 +98,7 @@ RunFingerprint fingerprint_of(const RunFingerprint& base, const GenerationConfig
   fp.request.config = config;
   fp.request.config.seed.reset();
   fp.request.seed = result.seed;
-  fp.level = DigestLevel::kSteps;
+  fp.level = RecordLevel::kSteps;
   fp.sequences.clear();
   for (const Sequence& s : result.sequences) {
     FingerprintSequence fs;

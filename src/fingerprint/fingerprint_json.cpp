@@ -7,6 +7,7 @@
 #include "core/json_reader.h"
 #include "core/vocabulary.h"
 #include "detinfer/fingerprint.h"
+#include "detinfer/numerics.h"
 #include "fingerprint/base64.h"
 #include "fingerprint/fingerprint_config_json.h"
 #include "fingerprint/json_reader.h"
@@ -118,8 +119,8 @@ json to_json_object(const RunFingerprint& fp) {
     json js = {{"tokens", s.tokens},
                {"finish_reason", to_string(s.finish_reason)},
                {"chain_digest", hex64(s.chain_digest)}};
-    if (fp.level >= DigestLevel::kSteps) js["step_digests"] = hex_list(s.step_digests);
-    if (fp.level >= DigestLevel::kLogits) {
+    if (fp.level >= RecordLevel::kSteps) js["step_digests"] = hex_list(s.step_digests);
+    if (fp.level >= RecordLevel::kLogits) {
       json rows = json::array();
       for (const auto& row : s.logits) rows.push_back(encode_logits(row));
       js["logits"] = std::move(rows);
@@ -174,15 +175,15 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
   r.done();
 }
 
-DigestLevel parse_level(const std::string& s, const std::string& path) {
-  if (s == "final") return DigestLevel::kFinal;
-  if (s == "steps") return DigestLevel::kSteps;
-  if (s == "logits") return DigestLevel::kLogits;
+RecordLevel parse_level(const std::string& s, const std::string& path) {
+  for (RecordLevel l : {RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
+    if (s == to_string(l)) return l;
+  }
   fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": '", s,
        "' is not one of final, steps, logits");
 }
 
-FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
+FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
   FingerprintSequence s;
   s.tokens = token_list(r.required("tokens"), r.path_of("tokens"));
   const std::string reason = r.string("finish_reason");
@@ -193,7 +194,7 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
   }
   s.finish_reason = *parsed;
   s.chain_digest = r.hex64("chain_digest");
-  if (level >= DigestLevel::kSteps) {
+  if (level >= RecordLevel::kSteps) {
     const std::string path = r.path_of("step_digests");
     const json& a = r.array("step_digests");
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -208,7 +209,7 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
            ": does not match the chain over step_digests");
     }
   }
-  if (level >= DigestLevel::kLogits) {
+  if (level >= RecordLevel::kLogits) {
     const std::string path = r.path_of("logits");
     const json& a = r.array("logits");
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -234,7 +235,9 @@ FingerprintSequence read_sequence(ObjectReader r, DigestLevel level) {
 
 void read_numerics(ObjectReader n, FingerprintNumerics& out) {
   out.mode = n.string("mode");
-  if (out.mode != "canonical" && out.mode != "fast" && out.mode != "device_invariant") {
+  try {
+    parse_numerics_mode(out.mode);  // the one list of mode names
+  } catch (const Error&) {
     fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", out.mode,
          "' is not one of canonical, fast, device_invariant");
   }

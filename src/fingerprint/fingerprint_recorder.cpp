@@ -7,29 +7,6 @@
 
 namespace detinfer {
 
-const char* to_string(RecordLevel level) {
-  switch (level) {
-    case RecordLevel::kOff:
-      return "off";
-    case RecordLevel::kFinal:
-      return "final";
-    case RecordLevel::kSteps:
-      return "steps";
-    case RecordLevel::kLogits:
-      return "logits";
-  }
-  return "unknown";
-}
-
-RecordLevel parse_record_level(const std::string& name) {
-  for (RecordLevel l :
-       {RecordLevel::kOff, RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
-    if (name == to_string(l)) return l;
-  }
-  fail(ErrorCode::kInvalidArgument, "fingerprint record level '", name,
-       "' is not one of off, final, steps, logits");
-}
-
 struct FingerprintRecorder::Impl {
   RecorderOptions options;
   std::mutex mu;
@@ -63,7 +40,7 @@ std::uint64_t FingerprintRecorder::records() const {
 std::string FingerprintRecorder::record(RunFingerprint fp) {
   const RecordLevel level = impl_->options.level;
   if (level == RecordLevel::kOff) return {};
-  fp.level = static_cast<DigestLevel>(level);
+  fp.level = level;
   for (auto& s : fp.sequences) {
     if (!s.step_digests.empty()) s.chain_digest = chain_digest(s.step_digests);
     if (level < RecordLevel::kSteps) s.step_digests.clear();

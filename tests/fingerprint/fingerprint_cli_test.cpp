@@ -46,7 +46,7 @@ TEST(CliDiff, RunContextDifferencesStillReproduce) {
 }
 
 TEST(CliDiff, DivergenceExitsOneAndJsonNamesTheStep) {
-  const RunFingerprint a = testing::at_level(testing::make_fingerprint(2), DigestLevel::kSteps);
+  const RunFingerprint a = testing::at_level(testing::make_fingerprint(2), RecordLevel::kSteps);
   RunFingerprint b = a;
   b.request.config.temperature = 1.0f;
   b.sequences[0].tokens[3] = 30;

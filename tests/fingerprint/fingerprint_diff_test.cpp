@@ -144,7 +144,7 @@ TEST(FingerprintDiff, FirstDivergentStepWithTop5FromLogitsDumps) {
 }
 
 TEST(FingerprintDiff, StepDigestsLocateADivergenceBeforeTheTokensDiffer) {
-  const RunFingerprint a = at_level(make_fingerprint(4), DigestLevel::kSteps);
+  const RunFingerprint a = at_level(make_fingerprint(4), RecordLevel::kSteps);
   RunFingerprint b = a;
   b.sequences[0].step_digests[2] ^= 1;  // same token, different logits bits
   b.sequences[0].chain_digest = chain_digest(b.sequences[0].step_digests);
@@ -156,7 +156,7 @@ TEST(FingerprintDiff, StepDigestsLocateADivergenceBeforeTheTokensDiffer) {
 }
 
 TEST(FingerprintDiff, FinalLevelAndLengthDifferences) {
-  const RunFingerprint a = at_level(make_fingerprint(5), DigestLevel::kFinal);
+  const RunFingerprint a = at_level(make_fingerprint(5), RecordLevel::kFinal);
   RunFingerprint b = a;
   b.sequences[0].chain_digest ^= 1;
   FingerprintDiff d = diff(a, b);

@@ -61,7 +61,7 @@ TEST(FingerprintDigests, MatchTheirDefinitions) {
 }
 
 TEST(FingerprintJson, RoundTripsEveryLevelExactly) {
-  for (DigestLevel level : {DigestLevel::kFinal, DigestLevel::kSteps, DigestLevel::kLogits}) {
+  for (RecordLevel level : {RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
     const RunFingerprint fp = at_level(make_fingerprint(11), level);
     const std::string text = fp.to_json();
     EXPECT_EQ(text.find('\n'), std::string::npos) << "one line";
@@ -76,7 +76,7 @@ TEST(FingerprintJson, RoundTripsEveryLevelExactly) {
     EXPECT_EQ(back.sequences[1].tokens, fp.sequences[1].tokens);
     EXPECT_EQ(back.sequences[1].finish_reason, FinishReason::kStop);
     EXPECT_TRUE(same_output(fp, back));
-    if (level == DigestLevel::kLogits) {
+    if (level == RecordLevel::kLogits) {
       ASSERT_EQ(back.sequences[0].logits.size(), 6u);
       EXPECT_EQ(std::memcmp(back.sequences[0].logits[3].data(), fp.sequences[0].logits[3].data(),
                             fp.sequences[0].logits[3].size() * 4),
@@ -86,7 +86,7 @@ TEST(FingerprintJson, RoundTripsEveryLevelExactly) {
 }
 
 TEST(FingerprintJson, OptionalPartsRoundTrip) {
-  RunFingerprint fp = at_level(make_fingerprint(5), DigestLevel::kSteps);
+  RunFingerprint fp = at_level(make_fingerprint(5), RecordLevel::kSteps);
   fp.set_prompt({4, 5, 6}, /*store_tokens=*/false);
   fp.request.config.stop_token_ids.reset();
   fp.device.gpu = FingerprintGpu{"NVIDIA H200", "9.0", "550.54"};
@@ -167,7 +167,7 @@ TEST(FingerprintJson, StrictFieldValidation) {
   };
   for (const auto& c : cases) expect_rejected(mutate(fp, c.f), ErrorCode::kCorrupt, c.needle);
   // A final-level fingerprint must not carry step digests.
-  const RunFingerprint final_fp = at_level(fp, DigestLevel::kFinal);
+  const RunFingerprint final_fp = at_level(fp, RecordLevel::kFinal);
   expect_rejected(
       mutate(final_fp,
              [](json& j) { j["output"]["sequences"][0]["step_digests"] = json::array(); }),
@@ -175,7 +175,7 @@ TEST(FingerprintJson, StrictFieldValidation) {
 }
 
 TEST(FingerprintJson, MalformedInputIsAnErrorNeverACrash) {
-  const std::string text = at_level(make_fingerprint(4, 1, 3, 8), DigestLevel::kLogits).to_json();
+  const std::string text = at_level(make_fingerprint(4, 1, 3, 8), RecordLevel::kLogits).to_json();
   // Every prefix, and every single-byte corruption at a stride, is rejected cleanly.
   for (std::size_t n = 0; n < text.size(); n += 3) {
     EXPECT_THROW(RunFingerprint::from_json(text.substr(0, n)), Error);
@@ -204,8 +204,8 @@ TEST(FingerprintJson, LoadsDocumentsAndJsonLines) {
   const char* tmp = std::getenv("DETINFER_TEST_TMP");
   const std::string dir = tmp ? tmp : "/tmp";
   std::system(("mkdir -p '" + dir + "'").c_str());
-  const RunFingerprint a = at_level(make_fingerprint(1), DigestLevel::kSteps);
-  const RunFingerprint b = at_level(make_fingerprint(2), DigestLevel::kFinal);
+  const RunFingerprint a = at_level(make_fingerprint(1), RecordLevel::kSteps);
+  const RunFingerprint b = at_level(make_fingerprint(2), RecordLevel::kFinal);
   const std::string pretty = dir + "/fp_pretty.json";
   const std::string lines = dir + "/fp_lines.jsonl";
   std::ofstream(pretty) << a.to_json(2) << "\n";

@@ -58,6 +58,16 @@ TEST(FingerprintRecorder, LevelsTrimWhatIsRecorded) {
   }
   EXPECT_EQ(parse_record_level("steps"), RecordLevel::kSteps);
   EXPECT_THROW(parse_record_level("everything"), Error);
+  // One enum, one set of names: a fingerprint's level is written with the recorder's name.
+  for (RecordLevel level :
+       {RecordLevel::kOff, RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
+    EXPECT_EQ(parse_record_level(to_string(level)), level);
+  }
+  RunFingerprint fp = testing::make_fingerprint(1);
+  fp.level = RecordLevel::kFinal;
+  EXPECT_NE(fp.to_json().find("\"level\":\"final\""), std::string::npos) << fp.to_json();
+  // The C numbering (dti_session_options.fingerprint_level) is the enum's.
+  EXPECT_EQ(static_cast<int>(kDefaultRecordLevel), 2);
 }
 
 TEST(FingerprintRecorder, ConcurrentRecordsAreWholeJsonLines) {

@@ -128,7 +128,7 @@ std::string joined(const std::vector<std::string>& errors) {
 
 TEST(FingerprintSchema, ProducedFingerprintsValidate) {
   const SchemaValidator schema = load_schema();
-  for (DigestLevel level : {DigestLevel::kFinal, DigestLevel::kSteps, DigestLevel::kLogits}) {
+  for (RecordLevel level : {RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
     for (std::uint64_t seed : {1, 2, 3}) {
       RunFingerprint fp = testing::at_level(testing::make_fingerprint(seed), level);
       if (seed == 2) {

@@ -17,7 +17,7 @@ inline std::vector<float> random_logits(std::uint64_t seed, std::uint64_t row, s
 }
 
 // A complete fingerprint: `n_seq` sequences of `n_tokens` tokens each, whose step digests
-// are the digests of random logits rows (kept at DigestLevel::kLogits).
+// are the digests of random logits rows (kept at RecordLevel::kLogits).
 inline RunFingerprint make_fingerprint(std::uint64_t seed, int n_seq = 2, int n_tokens = 6,
                                        std::size_t vocab = 32) {
   RunFingerprint fp;
@@ -54,7 +54,7 @@ inline RunFingerprint make_fingerprint(std::uint64_t seed, int n_seq = 2, int n_
   fp.request.config.stop_token_ids = std::vector<std::int32_t>{2, 7};
   fp.request.config.stop_strings = {"\n\n", "END"};
   fp.request.seed = 0xFFFFFFFFFFFFFFF0ull - seed;
-  fp.level = DigestLevel::kLogits;
+  fp.level = RecordLevel::kLogits;
   for (int s = 0; s < n_seq; ++s) {
     FingerprintSequence seq;
     for (int t = 0; t < n_tokens; ++t) {
@@ -73,11 +73,11 @@ inline RunFingerprint make_fingerprint(std::uint64_t seed, int n_seq = 2, int n_
 }
 
 // The same fingerprint at a lower level (drops what that level does not record).
-inline RunFingerprint at_level(RunFingerprint fp, DigestLevel level) {
+inline RunFingerprint at_level(RunFingerprint fp, RecordLevel level) {
   fp.level = level;
   for (auto& s : fp.sequences) {
-    if (level < DigestLevel::kSteps) s.step_digests.clear();
-    if (level < DigestLevel::kLogits) s.logits.clear();
+    if (level < RecordLevel::kSteps) s.step_digests.clear();
+    if (level < RecordLevel::kLogits) s.logits.clear();
   }
   return fp;
 }

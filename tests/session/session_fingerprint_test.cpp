@@ -68,7 +68,7 @@ TEST(SessionFingerprint, EveryResultCarriesItsFingerprintByDefault) {
   EXPECT_EQ(fp.numerics.mode, "canonical");
   EXPECT_EQ(fp.numerics.threads, 1);
   EXPECT_FALSE(fp.numerics.kernel_isa.empty());
-  EXPECT_EQ(fp.level, DigestLevel::kSteps);
+  EXPECT_EQ(fp.level, RecordLevel::kSteps);
   EXPECT_EQ(fp.request.seed, 1234u);
   ASSERT_EQ(fp.sequences.size(), 1u);
   EXPECT_EQ(fp.sequences[0].tokens, r.sequences[0].tokens);
