@@ -94,5 +94,27 @@ TEST(FusedLinear, MismatchedShapesAreErrors) {
   EXPECT_THROW(gate.packed.run_panels(x.data(), 32, 1, g.data(), 64, 0, 2), Error);
 }
 
+// A tied embedding reads its rows back from the packed lm_head: every row of every
+// dtype, in full and partial panels, equals the exact widening of the source row.
+TEST(PackedLinearRows, WidenRowEqualsTheSourceRowBitForBit) {
+  std::uint64_t stream = 9000;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const std::int64_t n : {1, 63, 64, 65, 200}) {
+      const Linear w(dtype, n, 70, stream += 4, false);
+      std::vector<float> row(static_cast<std::size_t>(w.k), -1.0f);
+      for (std::int64_t j = 0; j < n; ++j) {
+        w.packed.widen_row(j, row.data());
+        ASSERT_EQ(first_diff(row.data(), w.f32.data() + j * w.k, w.k), -1)
+            << to_string(dtype) << " n=" << n << " row " << j;
+      }
+    }
+  }
+  const Linear w(DType::kBF16, 10, 8, 1, false);
+  std::vector<float> row(8);
+  EXPECT_THROW(w.packed.widen_row(10, row.data()), Error);
+  EXPECT_THROW(w.packed.widen_row(-1, row.data()), Error);
+  EXPECT_THROW(PackedLinear().widen_row(0, row.data()), Error);
+}
+
 }  // namespace
 }  // namespace detinfer::kernels
