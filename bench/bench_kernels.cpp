@@ -7,6 +7,7 @@
 // "cold" variants rotate over copies totalling ~256 MiB so data comes from DRAM, as in
 // a real model whose weights do not fit in the caches; "hot" ones reuse one copy.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 #include <time.h>
 
 #include <algorithm>
@@ -224,6 +225,45 @@ void BM_BatchedLinearBf16(benchmark::State& state) {
   }
 }
 
+// --- fma peak ------------------------------------------------------------------------
+//
+// The core's AVX-512 fma rate: 24 independent 16-lane fma chains (enough to cover the
+// latency on any current x86), per thread CPU second. The ceiling of any canonical
+// linear, which performs one f32 fma per multiply-add (docs/numerics.md): batched decode
+// cannot aggregate more tokens per CPU second than this / (2 x linear weights).
+__attribute__((target("avx512f"))) float fma_chains(std::int64_t iters) {
+  __m512 a[24];
+  for (int i = 0; i < 24; ++i) a[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512 b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.0001f);
+  for (std::int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; ++i) a[i] = _mm512_fmadd_ps(a[i], b, c);
+  }
+  alignas(64) float lanes[16];
+  float s = 0.0f;
+  for (int i = 0; i < 24; ++i) {
+    _mm512_store_ps(lanes, a[i]);
+    s += lanes[i % 16];
+  }
+  return s;
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx512)) {
+    state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
+  constexpr std::int64_t kIters = 1 << 20;
+  double cpu = 0;
+  for (auto _ : state) {
+    const double c0 = thread_cpu_s();
+    benchmark::DoNotOptimize(fma_chains(kIters));
+    cpu += thread_cpu_s() - c0;
+  }
+  state.counters["cpu_GFLOPS"] =
+      2.0 * 16 * 24 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
+}
+
 // --- thread pool ---------------------------------------------------------------------
 //
 // Round trip of one parallel_for with trivial work per thread (the synchronization a
@@ -348,6 +388,7 @@ BENCHMARK(BM_BatchedLinearBf16)
     ->ArgsProduct({{16, 32}, {4864}, {896}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FmaPeak)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ParallelForRoundTrip)->ArgName("threads")->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillLinearF32VsTorch)
     ->ArgNames({"M", "K", "N", "threads"})

