@@ -223,12 +223,9 @@ class DETINFER_API DeterministicSession {
   ReplayReport replay(const RunFingerprint& fingerprint);
   ReplayReport replay(const std::string& fingerprint_json);
 
-  // For the modules the session composes (caches, metrics, fingerprint recorder):
-  // src/session/session_impl.h.
-  struct Impl;
-  Impl& impl();
-
  private:
+  friend struct SessionInternals;  // src/session/session_internal.h (tests only)
+  struct Impl;
   explicit DeterministicSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -60,6 +60,9 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n);
 
 void softmax(const float* x, float* y, std::int64_t n);
 void log_softmax(const float* x, float* y, std::int64_t n);
+// log_softmax(x)[i] alone (same operations and bits, without writing the other n - 1
+// outputs): what a greedy step needs when no top logprobs are asked for.
+float log_softmax_at(const float* x, std::int64_t n, std::int64_t i);
 
 // Index of the largest value, ties to the lowest index. A NaN is an
 // Error(kInvalidArgument); n must be > 0.

@@ -5,76 +5,27 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "detinfer/error.h"
-#include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "linear_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
 
+using testing::available_isas;
 using testing::first_diff;
-using testing::random_bf16;
-using testing::random_f16;
+using testing::IsaGuard;
+using testing::pool_for;
 using testing::random_floats;
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
-}
-
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
 constexpr std::int64_t kRowCounts[] = {1, 2, 3, 5, 6, 7, 12, 13, 16, 17, 31, 32, 33, 64};
 
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
-  if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
-  return pools[threads].get();
-}
-
-// Packed weights plus their exact f32 widening (what the reference reads).
-struct Linear {
-  std::int64_t n, k;
-  std::vector<float> f32, bias;
-  PackedLinear packed;
-  Linear(DType dtype, std::int64_t n_, std::int64_t k_, std::uint64_t stream, bool with_bias)
-      : n(n_), k(k_) {
-    std::vector<std::uint16_t> half;
-    if (dtype == DType::kF32) {
-      f32 = random_floats(n * k, stream);
-    } else {
-      half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
-      for (std::uint16_t h : half)
-        f32.push_back(dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h));
-    }
-    if (with_bias) bias = random_floats(n, stream + 1);
-    const void* data = half.empty() ? static_cast<const void*>(f32.data()) : half.data();
-    packed = PackedLinear::pack(data, dtype, n, k, bias.empty() ? nullptr : bias.data());
-  }
-  std::vector<float> reference(const std::vector<float>& x, std::int64_t m) const {
-    std::vector<float> y(m * n);
-    ref::linear(x.data(), k, m, f32.data(), n, k, bias.empty() ? nullptr : bias.data(), y.data(),
-                n);
-    return y;
-  }
-};
+using Linear = testing::TestLinear;
 
 TEST(FusedLinear, QkvInOneRegionEqualsReference) {
   IsaGuard guard;
