@@ -62,7 +62,20 @@ std::string make_model() {
   return dir;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 TEST(SessionMemory, ResidentBytesMatchRssAndAnUnusedKvPoolCostsNothing) {
+  if (kSanitized) GTEST_SKIP() << "sanitizer shadow memory and quarantine change RSS";
   // Large blocks always come from (and go back to) mmap: glibc's dynamic threshold would
   // otherwise let the session reuse heap the model generator freed, hiding its cost.
   mallopt(M_MMAP_THRESHOLD, 64 * 1024);
