@@ -4,6 +4,7 @@
 
 #include "command_registry.h"
 #include "detinfer/environment.h"
+#include "detinfer/fingerprint.h"
 
 namespace {
 struct EnvOptions {
@@ -12,6 +13,9 @@ struct EnvOptions {
 
 void print_env(const EnvOptions& opts) {
   const detinfer::EnvironmentInfo e = detinfer::collect_environment();
+  // The relevant environment variables a fingerprint records (environment.env_vars), e.g.
+  // DETINFER_PACKAGES in a deploy/ image.
+  const std::map<std::string, std::string> vars = detinfer::relevant_env_vars();
   std::string flags;
   for (const auto& f : e.cpu_flags) flags += (flags.empty() ? "" : " ") + f;
   if (opts.json) {
@@ -27,7 +31,8 @@ void print_env(const EnvOptions& opts) {
                         {"libtorch_version", e.libtorch_version},
                         {"glibc_version", e.glibc_version},
                         {"os", e.os},
-                        {"cuda_compiled", e.cuda_compiled}};
+                        {"cuda_compiled", e.cuda_compiled},
+                        {"env_vars", vars}};
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -44,6 +49,7 @@ void print_env(const EnvOptions& opts) {
             << "glibc_version:         " << e.glibc_version << "\n"
             << "os:                    " << e.os << "\n"
             << "cuda_compiled:         " << (e.cuda_compiled ? "yes" : "no") << "\n";
+  for (const auto& [name, value] : vars) std::cout << "env " << name << "=" << value << "\n";
 }
 
 const detinfer_cli::RegisterCommand kRegister("env", "Print the library and environment report",

@@ -95,6 +95,9 @@ class PackedLinear {
   DType dtype() const;
   // Bytes this object keeps (packed weights + bias).
   std::size_t packed_bytes() const;
+  // Row j of W (K elements) widened exactly to f32: the values run() multiplies by, read
+  // back from the panels (so a tied embedding needs no second copy of the table).
+  void widen_row(std::int64_t j, float* dst) const;
 
   // y[m][n] = dot(x[m], W[n], K) (+ bias[n]) for m in [0, M). Rows are independent.
   void run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,

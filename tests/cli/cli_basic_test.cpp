@@ -1,6 +1,8 @@
 // Runs the real `detinfer` program.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/subprocess.h"
 #include "detinfer/version.h"
 
@@ -34,6 +36,19 @@ TEST(Cli, EnvJsonIsOneObject) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.front(), '{');
   EXPECT_NE(r.out.find("\"libtorch_version\""), std::string::npos);
+}
+
+TEST(Cli, EnvShowsTheEnvironmentVariablesFingerprintsRecord) {
+  // deploy/entrypoint.sh exports the image's package versions as DETINFER_PACKAGES.
+  const std::string pkgs = "sha256:0123 g++-12=12.2.0-14 libc6=2.36-9";
+  const auto r = run_shell("DETINFER_PACKAGES='" + pkgs + "' DETINFER_LOG_LEVEL=debug " +
+                           cli_path() + " env --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["env_vars"]["DETINFER_PACKAGES"], pkgs);
+  EXPECT_FALSE(j["env_vars"].contains("DETINFER_LOG_LEVEL"));  // not a numerics input
+  const auto text = run_shell("DETINFER_PACKAGES='" + pkgs + "' " + cli_path() + " env");
+  EXPECT_NE(text.out.find("env DETINFER_PACKAGES=" + pkgs + "\n"), std::string::npos) << text.out;
 }
 
 TEST(Cli, UnknownSubcommandFails) {

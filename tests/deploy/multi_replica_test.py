@@ -96,11 +96,11 @@ class Fleet:
         with open(os.path.join(self.tmp, name + ".log")) as f:
             return f.read()
 
-    def replica(self, name, port, extra=()):
+    def replica(self, name, port, extra=(), threads=1):
         a = self.args
         argv = [a.detinfer, "serve", "--model", self.model, "--host", "127.0.0.1",
                 "--port", str(port), "--config", os.path.join(a.source_dir, "deploy/config.json"),
-                "--cache-dir", "", "--threads", "1", "--log-level", "warn"] + list(extra)
+                "--cache-dir", "", "--threads", str(threads), "--log-level", "warn"] + list(extra)
         self.spawn(name, argv)
         poll(name + " /health", lambda: self.alive(name) and
              request(port, "GET", "/health", timeout=2)[0] == 200)
@@ -269,35 +269,63 @@ def test(fleet):
     check(status == 421, "the fast-mode replica answers 421 to a request expecting %s" % fp)
 
 
-def bench(fleet, n, concurrency):
+def one_pass(port, bodies, concurrency):
+    """Closed-loop load: `concurrency` clients send `bodies`; requests/s over the pass's
+    wall time, latency percentiles per request."""
+    lat = []
+
+    def timed(b):
+        t = time.monotonic()
+        outcome(port, b)
+        lat.append(time.monotonic() - t)
+
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(timed, bodies))
+    wall = time.monotonic() - t0
+    lat.sort()
+    return {"requests_per_s": len(bodies) / wall, "p50_ms": 1000 * lat[len(lat) // 2],
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
+
+
+def bench(fleet, n, concurrency, rounds):
+    """Same load on: one 1-thread replica, two 1-thread replicas behind HAProxy, and one
+    2-thread replica (the cores of the pair), interleaved for `rounds` rounds; medians
+    over the rounds, with the machine's load average before and after."""
     fleet.redis()
     redis = ["--redis-host", "127.0.0.1", "--redis-port", str(fleet.redis_port)]
-    ports = [free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port()]
     fleet.replica("a", ports[0], redis)
     fleet.replica("b", ports[1], redis)
-    fleet.haproxy(ports)
+    fleet.replica("wide", ports[2], redis, threads=2)
+    fleet.haproxy(ports[:2])
     bodies = mixed_requests(n)
-    results = {}
-    for name, port in [("one replica", ports[0]), ("two replicas", fleet.lb_port),
-                       ("one replica (again)", ports[0]), ("two replicas (again)", fleet.lb_port)]:
-        lat = []
-
-        def timed(b):
-            t = time.monotonic()
-            outcome(port, b)
-            lat.append(time.monotonic() - t)
-
-        t0 = time.monotonic()
-        with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
-            list(ex.map(timed, bodies))
-        wall = time.monotonic() - t0
-        lat.sort()
-        results[name] = {"requests_per_s": n / wall, "p50_ms": 1000 * lat[len(lat) // 2],
-                         "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
-        print("%-22s %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms" % (
-            name, results[name]["requests_per_s"], results[name]["p50_ms"],
-            results[name]["p99_ms"]), flush=True)
-    return results
+    run_all(ports[2], bodies, concurrency)  # warm-up: page in, fill the Redis prefix tier
+    with open("/proc/loadavg") as f:
+        print("load average before:", f.read().strip(), flush=True)
+    configs = [("one replica, 1 thread", ports[0]), ("two replicas + HAProxy", fleet.lb_port),
+               ("one replica, 2 threads", ports[2])]
+    passes = {name: [] for name, _ in configs}
+    for r in range(rounds):
+        for name, port in configs:
+            res = one_pass(port, bodies, concurrency)
+            passes[name].append(res)
+            print("round %d  %-24s %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms" % (
+                r + 1, name, res["requests_per_s"], res["p50_ms"], res["p99_ms"]), flush=True)
+    with open("/proc/loadavg") as f:
+        print("load average after:", f.read().strip(), flush=True)
+    med = {}
+    for name, _ in configs:
+        med[name] = {k: sorted(p[k] for p in passes[name])[rounds // 2]
+                     for k in ("requests_per_s", "p50_ms", "p99_ms")}
+        print("median   %-24s %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms" % (
+            name, med[name]["requests_per_s"], med[name]["p50_ms"], med[name]["p99_ms"]))
+    print("two replicas / one 1-thread replica: %.2fx; / one 2-thread replica: %.2fx" % (
+        med["two replicas + HAProxy"]["requests_per_s"] /
+        med["one replica, 1 thread"]["requests_per_s"],
+        med["two replicas + HAProxy"]["requests_per_s"] /
+        med["one replica, 2 threads"]["requests_per_s"]), flush=True)
+    return med
 
 
 def main():
@@ -307,6 +335,9 @@ def main():
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--bench", type=int, default=0, help="requests per configuration")
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=5, help="with --bench: rounds (median)")
+    ap.add_argument("--model-args", default="",
+                    help="extra make-tiny-model arguments (a larger model for --bench)")
     args = ap.parse_args()
     if args.tmp:
         os.makedirs(args.tmp, exist_ok=True)
@@ -314,10 +345,10 @@ def main():
     fleet = Fleet(args, tmp)
     try:
         fleet.model = os.path.join(tmp, "model")
-        subprocess.run([args.detinfer, "make-tiny-model", "--out", fleet.model], check=True,
-                       capture_output=True)
+        subprocess.run([args.detinfer, "make-tiny-model", "--out", fleet.model] +
+                       args.model_args.split(), check=True, capture_output=True)
         if args.bench:
-            bench(fleet, args.bench, args.concurrency)
+            bench(fleet, args.bench, args.concurrency, args.rounds)
         else:
             test(fleet)
     except AssertionError as e:
