@@ -1,3 +1,7 @@
+# bench_embedding: a tied embedding row from the table vs from the packed lm_head.
+add_executable(bench_embedding ${CMAKE_CURRENT_LIST_DIR}/bench_embedding.cpp)
+target_link_libraries(bench_embedding PRIVATE detinfer_flags benchmark::benchmark Threads::Threads)
+detinfer_link_modules(bench_embedding model)
 # Compares against libtorch (torch::mm / the fast mode): only with DETINFER_WITH_TORCH.
 if(NOT DETINFER_HAVE_TORCH)
   return()

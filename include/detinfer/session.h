@@ -124,10 +124,18 @@ struct SessionStats {
 // Memory and per-token traffic of the loaded model (benchmarks, capacity planning).
 struct ModelFootprint {
   std::int64_t weight_bytes = 0;        // tensors as stored in the safetensors files
-  std::int64_t resident_bytes = 0;      // what the loaded model keeps in memory
+  std::int64_t resident_bytes = 0;      // what the loaded model holds in memory: weights
+                                        //   as packed (one copy each), RoPE table, step
+                                        //   buffers; not the KV pool (below)
   std::int64_t decode_read_bytes = 0;   // weight bytes a decode step reads per sequence:
                                         //   linears, lm_head, norms, one embedding row
   std::int64_t kv_bytes_per_token = 0;  // K + V of one cached token over all layers
+  std::int64_t kv_reserved_bytes = 0;   // the KV pool's capacity: address space, zero
+                                        //   pages until a block is first used
+  std::int64_t kv_in_use_bytes = 0;     // blocks held now by sequences and the prefix
+                                        //   cache (a freed block is reused before an
+                                        //   untouched one, so what the pool has ever
+                                        //   touched is its peak use)
 };
 
 class DETINFER_API DeterministicSession {
@@ -215,12 +223,9 @@ class DETINFER_API DeterministicSession {
   ReplayReport replay(const RunFingerprint& fingerprint);
   ReplayReport replay(const std::string& fingerprint_json);
 
-  // For the modules the session composes (caches, metrics, fingerprint recorder):
-  // src/session/session_impl.h.
-  struct Impl;
-  Impl& impl();
-
  private:
+  friend struct SessionInternals;  // src/session/session_internal.h (tests only)
+  struct Impl;
   explicit DeterministicSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,6 +1,9 @@
 #include "core/memory_limits.h"
 
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <fstream>
@@ -93,6 +96,12 @@ std::int64_t memory_limit_bytes(const CgroupPaths& paths) {
   if (physical == 0) return cgroup;
   if (cgroup == 0) return physical;
   return std::min(physical, cgroup);
+}
+
+void release_free_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace detinfer

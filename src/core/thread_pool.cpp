@@ -35,7 +35,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   spin_ = cores != 0 && static_cast<unsigned>(num_threads) <= cores;
   spin_budget_.store(kMinSpin, std::memory_order_relaxed);
   workers_.reserve(static_cast<std::size_t>(num_threads - 1));
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -63,7 +63,6 @@ bool ThreadPool::spin_until(Pred pred) {
 }
 
 void ThreadPool::run_chunk(int index) {
-  if (index >= chunks_) return;
   const std::int64_t per = (n_ + chunks_ - 1) / chunks_;
   const std::int64_t begin = per * index;
   const std::int64_t end = std::min(n_, begin + per);
@@ -76,12 +75,40 @@ void ThreadPool::run_chunk(int index) {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
-  std::uint64_t seen = 0;
+namespace {
+constexpr std::uint32_t ticket_gen(std::uint64_t t) { return static_cast<std::uint32_t>(t >> 32); }
+constexpr int ticket_count(std::uint64_t t) { return static_cast<int>((t >> 16) & 0xffff); }
+constexpr int ticket_next(std::uint64_t t) { return static_cast<int>(t & 0xffff); }
+constexpr int kMaxChunks = 0xffff;
+}  // namespace
+
+void ThreadPool::run_chunks(std::uint32_t gen, bool notify) {
+  std::uint64_t t = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    if (ticket_gen(t) != gen || ticket_next(t) >= ticket_count(t)) return;
+    // A successful claim means job `gen` is still running (its caller waits for this
+    // chunk), so fn_, n_ and chunks_ are that job's.
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      continue;
+    }
+    const int count = ticket_count(t);
+    run_chunk(ticket_next(t));
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == count && notify) {
+      // Taking the lock orders this notify after a waiter's predicate check.
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
+    t = ticket_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  std::uint32_t seen = 0;
   t_inside_pool = true;
   auto ready = [&] {
     return stop_.load(std::memory_order_acquire) ||
-           generation_.load(std::memory_order_acquire) != seen;
+           ticket_gen(ticket_.load(std::memory_order_acquire)) != seen;
   };
   for (;;) {
     if (!spin_until(ready)) {
@@ -89,25 +116,19 @@ void ThreadPool::worker_loop(int index) {
       start_cv_.wait(lock, ready);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    // No new job can start before this worker finishes the current one (the
-    // dispatcher waits for pending_ == 0), so this is exactly one generation ahead.
-    seen = generation_.load(std::memory_order_acquire);
-    run_chunk(index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // Taking the lock orders this notify after a waiter's predicate check.
-      std::lock_guard<std::mutex> lock(mu_);
-      done_cv_.notify_one();
-    }
+    seen = ticket_gen(ticket_.load(std::memory_order_acquire));
+    run_chunks(seen, true);
   }
 }
 
 void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
-                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+                              const std::function<void(std::int64_t, std::int64_t)>& fn,
+                              int max_chunks) {
   if (n <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
-  const std::int64_t max_chunks = (n + grain - 1) / grain;
-  const int chunks = static_cast<int>(std::min<std::int64_t>(num_threads_, max_chunks));
-  if (chunks <= 1 || t_inside_pool) {
+  const std::int64_t limit = std::min(max_chunks > 0 ? max_chunks : num_threads_, kMaxChunks);
+  const int chunks = static_cast<int>(std::min<std::int64_t>(limit, (n + grain - 1) / grain));
+  if (chunks <= 1 || num_threads_ == 1 || t_inside_pool) {
     fn(0, n);
     return;
   }
@@ -115,22 +136,24 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
   fn_ = &fn;
   n_ = n;
   chunks_ = chunks;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const std::uint32_t gen = ++generation_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
+    ticket_.store((std::uint64_t{gen} << 32) | (static_cast<std::uint64_t>(chunks) << 16),
+                  std::memory_order_release);
   }
   start_cv_.notify_all();  // cheap when every worker is spinning (no sleepers)
   t_inside_pool = true;
-  run_chunk(0);
+  run_chunks(gen, false);
   t_inside_pool = false;
-  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
-  std::exception_ptr err;
-  if (!spin_until(done)) {
+  auto done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
+  if (!done() && !spin_until(done)) {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, done);
   }
+  std::exception_ptr err;
   {
     std::lock_guard<std::mutex> lock(mu_);
     fn_ = nullptr;

@@ -30,6 +30,11 @@ Candidates keep_if(const Candidates& c, const std::vector<char>& keep) {
 }
 }  // namespace
 
+bool has_penalties(const GenerationConfig& config) {
+  return config.repetition_penalty != 1.0f || config.presence_penalty != 0.0f ||
+         config.frequency_penalty != 0.0f;
+}
+
 void apply_penalties(const GenerationConfig& config, const std::vector<std::int32_t>& prompt,
                      const std::vector<std::int32_t>& generated, float* row, std::int64_t vocab) {
   const auto in_range = [vocab](std::int32_t t) { return t >= 0 && t < vocab; };

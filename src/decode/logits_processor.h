@@ -18,6 +18,8 @@ namespace detinfer::decode {
 // the sequence so far; ids outside [0, vocab) are ignored.
 void apply_penalties(const GenerationConfig& config, const std::vector<std::int32_t>& prompt,
                      const std::vector<std::int32_t>& generated, float* row, std::int64_t vocab);
+// False when apply_penalties leaves every row unchanged (no penalty is set).
+bool has_penalties(const GenerationConfig& config);
 
 // Surviving tokens and their (processed) logits, in ascending token id order.
 struct Candidates {

@@ -48,21 +48,33 @@ TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,
                          std::uint32_t sample_index, std::uint64_t step) {
-  std::vector<float> row(raw, raw + vocab);
-  apply_penalties(config, prompt, generated, row.data(), vocab);
   TokenChoice choice;
   if (config.temperature == 0.0f) {
-    choice.token = static_cast<std::int32_t>(kernels::argmax(row.data(), vocab));
-    std::vector<float> lp(static_cast<std::size_t>(vocab));
-    kernels::log_softmax(row.data(), lp.data(), vocab);
-    choice.logprob = lp[choice.token];
-    if (config.logprobs > 0) {
+    // Greedy: the row is copied only when a penalty changes it, and the full
+    // log-softmax is computed only when top logprobs are asked for (the chosen token's
+    // logprob alone has the same bits).
+    std::vector<float> penalized;
+    const float* row = raw;
+    if (has_penalties(config)) {
+      penalized.assign(raw, raw + vocab);
+      apply_penalties(config, prompt, generated, penalized.data(), vocab);
+      row = penalized.data();
+    }
+    choice.token = static_cast<std::int32_t>(kernels::argmax(row, vocab));
+    if (config.logprobs <= 0) {
+      choice.logprob = kernels::log_softmax_at(row, vocab, choice.token);
+    } else {
+      std::vector<float> lp(static_cast<std::size_t>(vocab));
+      kernels::log_softmax(row, lp.data(), vocab);
+      choice.logprob = lp[choice.token];
       std::vector<std::int32_t> ids(static_cast<std::size_t>(vocab));
       for (std::int64_t i = 0; i < vocab; ++i) ids[i] = static_cast<std::int32_t>(i);
       choice.top = top_logprobs(lp, ids, config.logprobs);
     }
     return choice;
   }
+  std::vector<float> row(raw, raw + vocab);
+  apply_penalties(config, prompt, generated, row.data(), vocab);
   const Candidates c = apply_warpers(config, row.data(), vocab);
   const std::uint64_t stream = static_cast<std::uint64_t>(config.first_sample_index) + sample_index;
   const std::size_t i = draw_index(c, seed, stream, step);

@@ -184,9 +184,26 @@ void Engine::Impl::step() {
       maybe_complete(*g);
     }
   }
-  std::vector<SequenceStep> batch;
-  std::vector<BatchEntry> entries;
-  StepStats stats;
+  Batch b;
+  build_batch(b);
+  if (b.steps.empty()) return;
+  std::vector<float> logits;
+  model.forward(b.steps, pool, logits);
+  steps.fetch_add(1);
+  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) ==
+                          static_cast<std::int64_t>(b.entries.size()) * vocab);
+  process_rows(b.entries, logits.data());
+  for (auto& g : running) maybe_complete(*g);
+  b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
+  b.stats.kv_blocks_capacity = pool.capacity();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    b.stats.queue_depth = static_cast<std::int64_t>(queue.size());
+  }
+  for (auto& o : observers) o->on_step(b.stats);
+}
+
+void Engine::Impl::build_batch(Batch& b) {
   // Decode: one token for every running sequence.
   for (auto& gp : running) {
     Group& g = *gp;
@@ -195,9 +212,9 @@ void Engine::Impl::step() {
       SeqState& s = g.seqs[i];
       if (s.finished) continue;
       ensure_blocks(pool, s.blocks, s.num_computed + 1);
-      batch.push_back({{s.pending}, s.num_computed, s.blocks, false});
-      entries.push_back({&g, i, 1, false});
-      ++stats.decode_sequences;
+      b.steps.push_back({{s.pending}, s.num_computed, s.blocks, false});
+      b.entries.push_back({&g, i, 1, false});
+      ++b.stats.decode_sequences;
     }
   }
   // Prefill: prompt chunks in admission order within the token budget.
@@ -213,66 +230,12 @@ void Engine::Impl::step() {
     st.tokens.assign(g.req.prompt.begin() + g.prefilled, g.req.prompt.begin() + g.prefilled + n);
     st.start_pos = g.prefilled;
     st.block_table = s.blocks;
-    batch.push_back(std::move(st));
-    entries.push_back({&g, 0, n, true});
+    b.steps.push_back(std::move(st));
+    b.entries.push_back({&g, 0, n, true});
     budget -= n;
-    ++stats.prefill_sequences;
-    stats.prefill_tokens += n;
+    ++b.stats.prefill_sequences;
+    b.stats.prefill_tokens += n;
   }
-  if (batch.empty()) return;
-  std::vector<float> logits;
-  model.forward(batch, pool, logits);
-  steps.fetch_add(1);
-  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) ==
-                          static_cast<std::int64_t>(entries.size()) * vocab);
-
-  // Beam groups need all their rows at once; everything else is handled per row.
-  std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
-  std::vector<std::vector<const float*>> beam_rows;
-  for (std::size_t e = 0; e < entries.size(); ++e) {
-    const BatchEntry& be = entries[e];
-    Group& g = *be.group;
-    const float* row = logits.data() + static_cast<std::int64_t>(e) * vocab;
-    if (g.done) continue;
-    try {
-      SeqState& s = g.seqs[be.seq];
-      s.num_computed += be.tokens;
-      if (be.prefill) {
-        g.prefilled += be.tokens;
-        if (g.prefilled == static_cast<std::int64_t>(g.req.prompt.size())) prefill_done(g, row);
-      } else if (g.beam) {
-        std::size_t k = 0;
-        while (k < beam_seqs.size() && beam_seqs[k].first != &g) ++k;
-        if (k == beam_seqs.size()) {
-          beam_seqs.push_back({&g, {}});
-          beam_rows.emplace_back();
-        }
-        beam_seqs[k].second.push_back(be.seq);
-        beam_rows[k].push_back(row);
-      } else {
-        sample_step(g, s, row);
-      }
-    } catch (const Error& err) {
-      fail_group(g, err);
-    }
-  }
-  for (std::size_t k = 0; k < beam_seqs.size(); ++k) {
-    Group& g = *beam_seqs[k].first;
-    if (g.done) continue;
-    try {
-      beam_step(g, beam_seqs[k].second, beam_rows[k]);
-    } catch (const Error& err) {
-      fail_group(g, err);
-    }
-  }
-  for (auto& g : running) maybe_complete(*g);
-  stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
-  stats.kv_blocks_capacity = pool.capacity();
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    stats.queue_depth = static_cast<std::int64_t>(queue.size());
-  }
-  for (auto& o : observers) o->on_step(stats);
 }
 
 }  // namespace detinfer

@@ -38,6 +38,10 @@ struct EngineRequest {
   GenerationConfig config;
   std::uint64_t seed = 0;
   TokenCallback on_token;
+  // Policy for the hooks around the engine (the scheduler itself ignores both). A replay
+  // or shadow replay sets both false: it recomputes everything and is not a served request.
+  bool use_caches = true;  // false: no prefix-cache restore or publish, no result cache
+  bool observed = true;    // false: no metrics, fingerprint record or consistency check
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   EngineClock::time_point submitted = EngineClock::now();
 };

@@ -71,8 +71,16 @@ struct BatchEntry {
   bool prefill;
 };
 
+// One step's forward batch: entries[i] describes steps[i] and logits row i.
+struct Batch {
+  std::vector<SequenceStep> steps;
+  std::vector<BatchEntry> entries;
+  StepStats stats;
+};
+
 }  // namespace engine_internal
 
+using engine_internal::Batch;
 using engine_internal::BatchEntry;
 using engine_internal::Group;
 using engine_internal::ms_between;
@@ -120,23 +128,38 @@ struct Engine::Impl {
     return width * per_seq + width;
   }
 
+  // --- scheduler (engine.cpp): admission, reservations, batch building, forward,
+  // failure, shutdown. It reaches output processing only through the next group.
   void loop();
-  void step();
   void admit(std::vector<std::unique_ptr<Group>>& admitted);
+  void step();
+  void build_batch(Batch& b);
+
+  // --- output processing, called by the scheduler (engine_output.cpp).
+  // Consumes the forward pass's rows ([entries.size()][vocab]): advances prefill,
+  // samples, steps beam searches, streams tokens, finishes sequences.
+  void process_rows(const std::vector<BatchEntry>& entries, const float* logits);
+  // Finishes every live sequence of a cancelled request with what it has.
+  void cancel_group(Group& g);
+  // Delivers the result (observers first) once every sequence has finished.
+  void maybe_complete(Group& g);
+  // Fails the request with `e` (observers first) and releases its blocks.
+  void fail_group(Group& g, const Error& e);
+  // The result of a request as it stands (sequences moved out of the group).
+  GenerationResult build_result(Group& g);
+
+  // --- output internals (engine_output.cpp only).
   void prefill_done(Group& g, const float* row);
   void sample_step(Group& g, SeqState& s, const float* row);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);
+  void beam_finish(Group& g);
   void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
                     std::uint64_t digest, const float* row);
   void finish_seq(Group& g, SeqState& s, FinishReason reason);
   void publish_generated(const Group& g, const SeqState& s);
-  void maybe_complete(Group& g);
-  void fail_group(Group& g, const Error& e);
   void release_group(Group& g);
   void emit(Group& g, const TokenEvent& ev);
-  GenerationResult build_result(Group& g);
-  void cancel_group(Group& g);
 };
 
 }  // namespace detinfer

@@ -4,6 +4,48 @@
 
 namespace detinfer {
 
+void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const float* logits) {
+  // Beam groups need all their rows at once; everything else is handled per row.
+  std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
+  std::vector<std::vector<const float*>> beam_rows;
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const BatchEntry& be = entries[e];
+    Group& g = *be.group;
+    const float* row = logits + static_cast<std::int64_t>(e) * vocab;
+    if (g.done) continue;
+    try {
+      SeqState& s = g.seqs[be.seq];
+      s.num_computed += be.tokens;
+      if (be.prefill) {
+        g.prefilled += be.tokens;
+        if (g.prefilled == static_cast<std::int64_t>(g.req.prompt.size())) prefill_done(g, row);
+      } else if (g.beam) {
+        std::size_t k = 0;
+        while (k < beam_seqs.size() && beam_seqs[k].first != &g) ++k;
+        if (k == beam_seqs.size()) {
+          beam_seqs.push_back({&g, {}});
+          beam_rows.emplace_back();
+        }
+        beam_seqs[k].second.push_back(be.seq);
+        beam_rows[k].push_back(row);
+      } else {
+        sample_step(g, s, row);
+      }
+    } catch (const Error& err) {
+      fail_group(g, err);
+    }
+  }
+  for (std::size_t k = 0; k < beam_seqs.size(); ++k) {
+    Group& g = *beam_seqs[k].first;
+    if (g.done) continue;
+    try {
+      beam_step(g, beam_seqs[k].second, beam_rows[k]);
+    } catch (const Error& err) {
+      fail_group(g, err);
+    }
+  }
+}
+
 void Engine::Impl::prefill_done(Group& g, const float* row) {
   g.prefilling = false;
   if (prefix) {
@@ -142,8 +184,11 @@ void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
   }
   for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
   g.seqs = std::move(next);
-  if (!g.seqs.empty()) return;
-  // Finished: the best hypotheses become the result.
+  if (g.seqs.empty()) beam_finish(g);
+}
+
+// The best hypotheses of a finished beam search become the result, streamed whole.
+void Engine::Impl::beam_finish(Group& g) {
   const auto& stop_ids = *g.req.config.stop_token_ids;
   for (decode::BeamSearch::Hypothesis& h : g.beam->finalize()) {
     Sequence out;

@@ -1,6 +1,12 @@
-// Paged-KV attention dispatch: threads split (row, kv head) pairs; each pair is one
-// call of the ISA kernel, which computes every query head of that kv head's group.
+// Paged-KV attention dispatch. A task is (row, kv head, range of 64-key chunks) and
+// computes every query head of that kv head's group: its scores and maxima, then its
+// chunks' denominator and numerator partials (kernels/cpu/attention_simd.h). When the
+// rows x kv heads are at least the threads, a task covers all of its row's keys and folds
+// its chunks itself; otherwise the chunks are split over tasks in three parallel
+// regions (scores, partials, fold). Either way the maxima and the chunk partials are
+// folded in the spec's order, so the bits do not depend on the split.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -10,6 +16,150 @@
 #include "kernels/kernels.h"
 
 namespace detinfer::kernels {
+namespace {
+
+constexpr std::int64_t kChunk = 64;
+// A split task gets at least this many keys (two chunks): below, the two extra
+// synchronizations cost more than the parallelism gains.
+constexpr std::int64_t kMinKeysPerPart = 128;
+
+// The spec's max_value(score): score[0] when it is NaN, else the largest non-NaN score
+// (mx: the NaN-ignoring maxima of `parts` key ranges, part-major).
+void fold_max(const float* S, std::int64_t lds, std::int64_t G, const float* mx, std::int64_t parts,
+              float* m) {
+  for (std::int64_t g = 0; g < G; ++g) {
+    float best = -std::numeric_limits<float>::infinity();
+    for (std::int64_t p = 0; p < parts; ++p) best = mx[p * G + g] > best ? mx[p * G + g] : best;
+    const float first = S[g * lds];
+    m[g] = first != first ? first : best;
+  }
+}
+
+struct Job {
+  const float* q;
+  std::int64_t ldq;
+  const std::int64_t* num_keys;
+  std::int64_t group, d, kv_heads;
+  const PagedKvView* kv;
+  const std::int64_t* off;
+  float scale;
+  float* out;
+  std::int64_t ldo;
+  std::int64_t lds;  // score row stride
+
+  cpu::AttnHeads heads(std::int64_t pair) const {
+    const std::int64_t r = pair / kv_heads, h = pair % kv_heads;
+    return cpu::AttnHeads{q + r * ldq + h * group * d, group, h, kv, off, scale};
+  }
+  float* out_of(std::int64_t pair) const {
+    return out + (pair / kv_heads) * ldo + (pair % kv_heads) * group * d;
+  }
+  std::int64_t keys(std::int64_t pair) const { return num_keys[pair / kv_heads]; }
+};
+
+// One (row, kv head) with all of its keys: scores, max, partials folded in place.
+void attend_whole(const Job& job, std::int64_t pair, float* S, float* kt, float* stats) {
+  const cpu::IsaKernels& isa = cpu::active_kernels();
+  const std::int64_t G = job.group, d = job.d, nk = job.keys(pair);
+  float* out = job.out_of(pair);
+  if (nk == 0) {
+    std::fill(out, out + G * d, 0.0f);
+    return;
+  }
+  float *mx = stats, *m = stats + G, *den = stats + 2 * G;
+  const cpu::AttnHeads a = job.heads(pair);
+  isa.attn_scores(a, 0, nk, S, job.lds, mx, kt);
+  fold_max(S, job.lds, G, mx, 1, m);
+  std::fill(den, den + G, 0.0f);
+  std::fill(out, out + G * d, 0.0f);
+  isa.attn_partials(a, S, job.lds, m, 0, nk, den, 0, out, 0);
+  for (std::int64_t g = 0; g < G; ++g)
+    for (std::int64_t c = 0; c < d; ++c) out[g * d + c] = out[g * d + c] / den[g];
+}
+
+void run_whole(const Job& job, std::int64_t pairs, ThreadPool* pool) {
+  auto body = [&](std::int64_t t0, std::int64_t t1) {
+    const std::int64_t G = job.group;
+    // Uninitialized: the kernels write every scratch float before reading it.
+    const std::unique_ptr<float[]> buf(new float[static_cast<std::size_t>(
+        G * job.lds + cpu::attention_scratch_floats(job.d) + 3 * G)]);
+    float* S = buf.get();
+    float* kt = S + G * job.lds;
+    float* stats = kt + cpu::attention_scratch_floats(job.d);
+    for (std::int64_t t = t0; t < t1; ++t) attend_whole(job, t, S, kt, stats);
+  };
+  if (pool != nullptr && pairs > 1) {
+    pool->parallel_for(pairs, 1, body);
+  } else {
+    body(0, pairs);
+  }
+}
+
+// Chunks of the pairs split into `parts` ranges each: three parallel regions.
+void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, ThreadPool& pool) {
+  const std::int64_t G = job.group, d = job.d, lds = job.lds;
+  const std::int64_t max_chunks = lds / kChunk - 1;  // chunks of the longest row
+  std::vector<float> S(static_cast<std::size_t>(pairs * G * lds));
+  std::vector<float> mx(static_cast<std::size_t>(pairs * parts * G));
+  std::vector<float> dp(static_cast<std::size_t>(pairs * max_chunks * G));
+  std::vector<float> np(static_cast<std::size_t>(pairs * max_chunks * G * d));
+  const cpu::IsaKernels& isa = cpu::active_kernels();
+  auto range = [&](std::int64_t task, std::int64_t* c0, std::int64_t* j0, std::int64_t* j1) {
+    const std::int64_t pair = task / parts, part = task % parts, nk = job.keys(pair);
+    const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
+    *c0 = chunks * part / parts;
+    *j0 = *c0 * kChunk;
+    *j1 = std::min(nk, chunks * (part + 1) / parts * kChunk);
+  };
+  pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
+    const std::unique_ptr<float[]> kt(
+        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(d))]);
+    for (std::int64_t t = t0; t < t1; ++t) {
+      std::int64_t c0, j0, j1;
+      range(t, &c0, &j0, &j1);
+      float* m = &mx[static_cast<std::size_t>(t * G)];
+      std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+      if (j0 < j1)
+        isa.attn_scores(job.heads(t / parts), j0, j1,
+                        &S[static_cast<std::size_t>(t / parts * G * lds)], lds, m, kt.get());
+    }
+  });
+  pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<float> m(static_cast<std::size_t>(G));
+    for (std::int64_t t = t0; t < t1; ++t) {
+      std::int64_t c0, j0, j1;
+      range(t, &c0, &j0, &j1);
+      if (j0 >= j1) continue;
+      const std::int64_t pair = t / parts;
+      float* Sp = &S[static_cast<std::size_t>(pair * G * lds)];
+      fold_max(Sp, lds, G, &mx[static_cast<std::size_t>(pair * parts * G)], parts, m.data());
+      const std::int64_t chunk0 = pair * max_chunks + c0;
+      isa.attn_partials(job.heads(pair), Sp, lds, m.data(), j0, j1,
+                        &dp[static_cast<std::size_t>(chunk0 * G)], G,
+                        &np[static_cast<std::size_t>(chunk0 * G * d)], G * d);
+    }
+  });
+  // Fold: s = +0; s = s + p for each chunk in order; out = num / den.
+  pool.parallel_for(pairs * G, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t pair = t / G, g = t % G, nk = job.keys(pair);
+      const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
+      float* out = job.out_of(pair) + g * d;
+      std::fill(out, out + d, 0.0f);
+      if (chunks == 0) continue;
+      float den = 0.0f;
+      for (std::int64_t i = 0; i < chunks; ++i) {
+        const std::int64_t chunk = pair * max_chunks + i;
+        den = den + dp[static_cast<std::size_t>(chunk * G + g)];
+        const float* p = &np[static_cast<std::size_t>((chunk * G + g) * d)];
+        for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] + p[c];
+      }
+      for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] / den;
+    }
+  });
+}
+
+}  // namespace
 
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
@@ -27,9 +177,7 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
            " keys but the block table covers ", kv.num_blocks * kv.block_size);
     max_keys = std::max(max_keys, num_keys[r]);
   }
-  const std::int64_t group = num_heads / kv.num_kv_heads;
   const std::int64_t d = kv.head_dim;
-  const cpu::AttentionFn fn = cpu::active_kernels().attention;
   // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
   // the kernels' inner loops).
   const std::int64_t kv_stride = kv.num_kv_heads * d;
@@ -41,30 +189,21 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     for (std::int64_t row = block * kv.block_size; t < end; ++t, ++row)
       offsets[static_cast<std::size_t>(t)] = row * kv_stride;
   }
-  // Tasks: (row, kv head, part of the kv head's query heads). Splitting a group's heads
-  // re-reads its K/V but lets decode (one row) use more threads than kv heads.
+  // Score rows: every chunk plus room for the kernels' last partial vector.
+  const std::int64_t lds = (max_keys + kChunk - 1) / kChunk * kChunk + kChunk;
+  const Job job{q,        ldq,
+                num_keys, num_heads / kv.num_kv_heads,
+                d,        kv.num_kv_heads,
+                &kv,      offsets.data(),
+                scale,    out,
+                ldo,      lds};
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   const std::int64_t pairs = rows * kv.num_kv_heads;
-  const std::int64_t splits = std::max<std::int64_t>(1, std::min(group, threads / pairs));
-  auto body = [&](std::int64_t t0, std::int64_t t1) {
-    // Uninitialized: the kernel writes every scratch float before reading it.
-    const std::unique_ptr<float[]> scratch(
-        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(max_keys, d, group))]);
-    for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t pair = t / splits, part = t % splits;
-      const std::int64_t r = pair / kv.num_kv_heads;
-      const std::int64_t h = pair % kv.num_kv_heads;
-      const std::int64_t g0 = group * part / splits, g1 = group * (part + 1) / splits;
-      const std::int64_t head = h * group + g0;
-      fn(q + r * ldq + head * d, g1 - g0, num_keys[r], h, kv, offsets.data(), scale,
-         out + r * ldo + head * d, scratch.get());
-    }
-  };
-  const std::int64_t tasks = pairs * splits;
-  if (pool != nullptr && tasks > 1) {
-    pool->parallel_for(tasks, 1, body);
+  const std::int64_t parts = std::min((threads + pairs - 1) / pairs, max_keys / kMinKeysPerPart);
+  if (pool != nullptr && pairs < threads && parts >= 2) {
+    run_split(job, pairs, parts, *pool);
   } else {
-    body(0, tasks);
+    run_whole(job, pairs, pool);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,17 @@ void log_softmax(const float* x, float* y, std::int64_t n) {
   exp_n(y, y, n);
   const float ls = ref::log_f32(sum(y, n));
   for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
+}
+
+float log_softmax_at(const float* x, std::int64_t n, std::int64_t i) {
+  if (i < 0 || i >= n) fail(ErrorCode::kInvalidArgument, "log_softmax_at: index ", i, " of ", n);
+  const float m = ref::max_value(x, n);
+  // Uninitialized scratch: every element is written before the sum reads it.
+  const std::unique_ptr<float[]> y(new float[static_cast<std::size_t>(n)]);
+  for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
+  exp_n(y.get(), y.get(), n);
+  const float ls = ref::log_f32(sum(y.get(), n));
+  return (x[i] - m) - ls;
 }
 
 std::int64_t argmax(const float* x, std::int64_t n) { return ref::argmax(x, n); }

@@ -60,6 +60,9 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n);
 
 void softmax(const float* x, float* y, std::int64_t n);
 void log_softmax(const float* x, float* y, std::int64_t n);
+// log_softmax(x)[i] alone (same operations and bits, without writing the other n - 1
+// outputs): what a greedy step needs when no top logprobs are asked for.
+float log_softmax_at(const float* x, std::int64_t n, std::int64_t i);
 
 // Index of the largest value, ties to the lowest index. A NaN is an
 // Error(kInvalidArgument); n must be > 0.
@@ -92,6 +95,9 @@ class PackedLinear {
   DType dtype() const;
   // Bytes this object keeps (packed weights + bias).
   std::size_t packed_bytes() const;
+  // Row j of W (K elements) widened exactly to f32: the values run() multiplies by, read
+  // back from the panels (so a tied embedding needs no second copy of the table).
+  void widen_row(std::int64_t j, float* dst) const;
 
   // y[m][n] = dot(x[m], W[n], K) (+ bias[n]) for m in [0, M). Rows are independent.
   void run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,

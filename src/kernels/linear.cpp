@@ -114,6 +114,25 @@ void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* 
 
 namespace detinfer::kernels {
 
+void PackedLinear::widen_row(std::int64_t j, float* dst) const {
+  if (!impl_ || j < 0 || j >= impl_->view.n)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::widen_row: row ", j, " of ", n());
+  const cpu::PackedWeights& w = impl_->view;
+  // Element i of row j sits at (panel * k + i) * kPanel + lane (see pack_panels).
+  const std::int64_t base = (j / cpu::kPanel) * w.k * cpu::kPanel + j % cpu::kPanel;
+  if (w.dtype == DType::kF32) {
+    const float* src = static_cast<const float*>(w.data) + base;
+    for (std::int64_t i = 0; i < w.k; ++i) dst[i] = src[i * cpu::kPanel];
+    return;
+  }
+  const std::uint16_t* src = static_cast<const std::uint16_t*>(w.data) + base;
+  if (w.dtype == DType::kBF16) {
+    for (std::int64_t i = 0; i < w.k; ++i) dst[i] = bf16_to_f32(src[i * cpu::kPanel]);
+  } else {
+    for (std::int64_t i = 0; i < w.k; ++i) dst[i] = f16_to_f32(src[i * cpu::kPanel]);
+  }
+}
+
 std::int64_t PackedLinear::panels() const { return impl_ ? impl_->view.panels : 0; }
 
 void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, float* y,

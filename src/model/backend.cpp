@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/check.h"
+
 namespace detinfer {
 
 BackendBuffer::~BackendBuffer() {
@@ -32,6 +34,10 @@ BackendBuffer Backend::upload_new(const void* host, std::size_t bytes) {
   BackendBuffer b = alloc(bytes);
   if (bytes > 0) upload(b.data(), host, bytes);
   return b;
+}
+
+void Backend::embedding_from_linear(const BackendLinear& /*w*/, float* /*x*/) {
+  fail(ErrorCode::kInternal, "backend ", name(), " cannot read embedding rows from a linear");
 }
 
 void Backend::project_qkv(const BackendLinear& wq, const BackendLinear& wk, const BackendLinear& wv,

@@ -126,6 +126,12 @@ class Backend {
   // x[r] = widen(table[tokens[r]]) for every row of the step; table is [vocab][dim].
   virtual void embedding(const void* table, kernels::DType dtype, std::int64_t vocab,
                          std::int64_t dim, float* x) = 0;
+  // Whether embedding_from_linear() can read rows back from a prepared linear: then a
+  // model with tied embeddings keeps one copy of the table (the lm_head) instead of two.
+  virtual bool linear_serves_rows() const { return false; }
+  // x[r] = row tokens[r] of w's [n][k] weights, widened exactly, for every row of the
+  // step (the same values embedding() gives from the table w was made from).
+  virtual void embedding_from_linear(const BackendLinear& w, float* x);
   virtual void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
                         std::int64_t ldy, std::int64_t rows, std::int64_t n) = 0;
   virtual void linear(const BackendLinear& w, const float* x, std::int64_t ldx, std::int64_t m,

@@ -57,7 +57,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         resident += static_cast<std::int64_t>((*p)->bytes());
       }
     }
-    // The bf16 embedding copy only serves row lookups (lm_head is packed separately).
+    // A kept embedding table only serves row lookups (lm_head is packed separately).
     set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
   }
 
@@ -84,9 +84,12 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     switch (s.kind) {
       case WeightKind::kEmbed:
         embed_dtype_ = kd;
-        embed_ = backend_->upload_new(
-            data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * element_size(dtype));
         if (config_.tie_word_embeddings) lm_head_ = pack(nullptr);
+        // One copy of a tied table: rows are read back from the lm_head when it can.
+        if (!config_.tie_word_embeddings || !backend_->linear_serves_rows()) {
+          embed_ = backend_->upload_new(
+              data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * element_size(dtype));
+        }
         break;
       case WeightKind::kLmHead:
         lm_head_ = pack(nullptr);
@@ -159,6 +162,12 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       grow(a.logits, lr * c.vocab_size);
       a.logit_rows = lr;
     }
+    std::size_t held = 0;
+    for (const BackendBuffer* b :
+         {&a.x, &a.hn, &a.tmp, &a.q, &a.k, &a.v, &a.k_tmp, &a.attn, &a.g, &a.u, &a.a, &a.logits}) {
+      held += b->bytes();
+    }
+    set_scratch_bytes(static_cast<std::int64_t>(held));
   }
 
   void run_layer(const Layer& l, KvCachePool& kv, std::int64_t li, std::int64_t m) {
@@ -206,7 +215,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     const auto rows = static_cast<std::int64_t>(plan.logit_rows.size());
     reserve(m, rows);
     be.begin_step(plan, rope_);
-    be.embedding(embed_.data(), embed_dtype_, c.vocab_size, h, act_.x.as<float>());
+    if (embed_.data() != nullptr) {
+      be.embedding(embed_.data(), embed_dtype_, c.vocab_size, h, act_.x.as<float>());
+    } else {
+      be.embedding_from_linear(*lm_head_, act_.x.as<float>());
+    }
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       run_layer(layers_[static_cast<std::size_t>(li)], kv, li, m);
     }

@@ -61,6 +61,13 @@ class CpuBackend final : public Backend {
     }
   }
 
+  bool linear_serves_rows() const override { return true; }
+  void embedding_from_linear(const BackendLinear& w, float* x) override {
+    for (std::int64_t r = 0; r < plan_->rows; ++r) {
+      packed(w).widen_row(plan_->tokens[static_cast<std::size_t>(r)], x + r * w.k());
+    }
+  }
+
   void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
                 std::int64_t ldy, std::int64_t rows, std::int64_t n) override {
     kernels::rms_norm(x, ldx, w, eps, y, ldy, rows, n, &pool_);

@@ -102,6 +102,12 @@ class CudaBackend final : public Backend {
                  float* x) override {
     ops_->embedding(tokens_.as<std::int32_t>(), plan_->rows, table, dtype, vocab, dim, x, dim);
   }
+  // Canonical linears keep the [n][k] table as stored; tensor-core ones a bf16 copy.
+  bool linear_serves_rows() const override { return canonical_; }
+  void embedding_from_linear(const BackendLinear& w, float* x) override {
+    const auto& l = static_cast<const CudaLinear&>(w);
+    embedding(l.w.data(), l.dtype, l.n(), l.k(), x);
+  }
 
   void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
                 std::int64_t ldy, std::int64_t rows, std::int64_t n) override {

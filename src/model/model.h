@@ -102,8 +102,11 @@ class Model {
   virtual const Hash128& fingerprint() const = 0;
   virtual NumericsMode mode() const = 0;
   virtual int threads() const = 0;
-  // Bytes of weights as stored on disk, and bytes the model keeps in memory.
+  // Bytes of weights as stored on disk.
   virtual std::int64_t weight_bytes() const = 0;
+  // Bytes the model holds in memory: its weights as prepared for the kernels (packed
+  // linears, norm vectors, biases, an embedding table unless the lm_head serves its
+  // rows), the RoPE table and the step buffers grown so far. Not the KV pool.
   virtual std::int64_t resident_bytes() const = 0;
   // Weight bytes one decode step reads per sequence: every linear (incl. lm_head), the
   // norms, and one embedding row (not the whole table). KV reads come on top.

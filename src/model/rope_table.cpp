@@ -1,6 +1,6 @@
 #include "model/rope_table.h"
 
-#include <cmath>
+#include "model/rope_math.h"
 
 namespace detinfer {
 
@@ -9,7 +9,7 @@ RopeTable::RopeTable(const ModelConfig& c) : half_(c.head_dim / 2) {
   inv_freq_.resize(static_cast<std::size_t>(half_));
   for (std::int64_t i = 0; i < half_; ++i) {
     const double exponent = static_cast<double>(2 * i) / static_cast<double>(c.head_dim);
-    double f = 1.0 / std::pow(c.rope_theta, exponent);
+    double f = 1.0 / rope_math::pow(c.rope_theta, exponent);
     if (c.rope_scaling.type == "llama3") {
       // transformers' _compute_llama3_parameters, in double.
       const RopeScaling& s = c.rope_scaling;
@@ -36,8 +36,8 @@ void RopeTable::ensure(std::int64_t n) {
   for (std::int64_t p = size_; p < n; ++p) {
     for (std::int64_t i = 0; i < half_; ++i) {
       const double angle = static_cast<double>(p) * inv_freq_[static_cast<std::size_t>(i)];
-      cos_[static_cast<std::size_t>(p * half_ + i)] = static_cast<float>(std::cos(angle));
-      sin_[static_cast<std::size_t>(p * half_ + i)] = static_cast<float>(std::sin(angle));
+      const auto at = static_cast<std::size_t>(p * half_ + i);
+      rope_math::sincos_f(angle, &sin_[at], &cos_[at]);
     }
   }
   size_ = n;

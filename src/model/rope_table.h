@@ -1,6 +1,7 @@
 // RoPE cos/sin rows, one per position (docs/numerics.md): inverse frequencies, llama3
-// scaling, angles and cos/sin are computed in double and rounded once to float, so the
-// table is a pure function of (config, position).
+// scaling, angles and cos/sin are computed in double (pow, sin and cos by rope_math.h,
+// never the C library) and rounded once to float, so the table is a pure function of
+// (config, position) on every platform.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,10 @@ class RopeTable {
   std::int64_t size() const { return size_; }
   // Grows the table to cover positions [0, n). Not thread-safe; call before using rows.
   void ensure(std::int64_t n);
+  // Bytes the cos/sin rows hold.
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>((cos_.capacity() + sin_.capacity()) * sizeof(float));
+  }
   const float* cos(std::int64_t pos) const { return cos_.data() + pos * half_; }
   const float* sin(std::int64_t pos) const { return sin_.data() + pos * half_; }
 

@@ -97,6 +97,7 @@ void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePoo
   std::int64_t max_pos = 0;
   for (const std::int64_t p : plan.positions) max_pos = std::max(max_pos, p);
   rope_.ensure(max_pos + 1);
+  rope_bytes_.store(rope_.bytes());
   run(plan, kv, logits);
 }
 

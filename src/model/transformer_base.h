@@ -2,6 +2,7 @@
 // of a batch against the config and the KV pool, and the flattening of a batch into rows.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +20,10 @@ class TransformerBase : public Model {
   NumericsMode mode() const override { return options_.mode; }
   int threads() const override { return options_.threads; }
   std::int64_t weight_bytes() const override { return weight_bytes_; }
-  std::int64_t resident_bytes() const override { return resident_bytes_; }
+  // Weights as kept, plus the RoPE table and step buffers grown so far.
+  std::int64_t resident_bytes() const override {
+    return resident_bytes_ + rope_bytes_.load() + scratch_bytes_.load();
+  }
   std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
@@ -36,6 +40,10 @@ class TransformerBase : public Model {
   void set_loaded(const LoadedWeights& w, std::int64_t resident_bytes,
                   std::int64_t embed_only_bytes = 0);
 
+  // Bytes of the buffers a forward pass keeps between steps (activations), for
+  // resident_bytes(); set by run() when it grows them.
+  void set_scratch_bytes(std::int64_t bytes) { scratch_bytes_.store(bytes); }
+
   ModelConfig config_;
   ModelOptions options_;
   RopeTable rope_;
@@ -48,6 +56,9 @@ class TransformerBase : public Model {
   std::int64_t weight_bytes_ = 0;
   std::int64_t resident_bytes_ = 0;
   std::int64_t decode_read_bytes_ = 0;
+  // Read by resident_bytes() from any thread while forward() grows them.
+  std::atomic<std::int64_t> rope_bytes_{0};
+  std::atomic<std::int64_t> scratch_bytes_{0};
   ModelLoadStats load_stats_;
 };
 

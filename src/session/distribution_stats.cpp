@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/engine.h"
+
 namespace detinfer {
 
 RowDistribution row_distribution(const float* row, std::int64_t vocab) {
@@ -40,9 +42,9 @@ DistributionStats::DistributionStats(MetricsRegistry& registry, std::int32_t int
       interval_(std::max(1, interval)),
       ring_(static_cast<std::size_t>(std::max(2, window))) {}
 
-void DistributionStats::on_logits(const EngineRequest&, std::int32_t, std::int32_t step,
+void DistributionStats::on_logits(const EngineRequest& r, std::int32_t, std::int32_t step,
                                   const float* row, std::int64_t vocab) {
-  if (step % interval_ != 0) return;
+  if (!r.observed || step % interval_ != 0) return;
   const RowDistribution d = row_distribution(row, vocab);
   top1_.observe(d.top1);
   entropy_.observe(d.entropy);

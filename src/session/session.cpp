@@ -8,11 +8,9 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/memory_limits.h"
-#include "decode/config_check.h"
-#include "detinfer/philox.h"
 #include "model/model_config.h"
+#include "session/distribution_stats.h"
 #include "session/session_impl.h"
-#include "session/session_services.h"
 
 namespace detinfer {
 
@@ -82,9 +80,15 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
   mo.device = parse_device(impl->options.device);
-  impl->model = Model::load(model_dir, mo);
+  // The tokenizer first: parsing a large tokenizer.json peaks at several times the file's
+  // size, and that peak should not sit on top of the weights. Its freed parse tree goes
+  // back to the system before the weights are packed.
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
-  if (std::filesystem::exists(tok)) impl->tokenizer.emplace(Tokenizer::load(model_dir));
+  if (std::filesystem::exists(tok)) {
+    impl->tokenizer.emplace(Tokenizer::load(model_dir));
+    release_free_heap();
+  }
+  impl->model = Model::load(model_dir, mo);
   const ModelConfig& mc = impl->model->config();
   if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
     fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
@@ -100,103 +104,67 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   eo.max_queue = impl->options.max_queue;
   eo.kv_block_size = impl->options.kv_block_size;
   eo.kv_budget_bytes = impl->options.kv_budget_bytes;
-  impl->seed_key =
-      (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  impl->engine =
-      std::make_unique<Engine>(*impl->model, impl->tokenizer ? &*impl->tokenizer : nullptr, eo);
-  if (impl->engine->kv_capacity_blocks() < 1) {
-    fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (",
-         impl->options.kv_budget_bytes, ") is smaller than one KV block");
-  }
-  impl->services = SessionServices::attach(*impl);
+  impl->build_pipeline(
+      eo, (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
   logger().info("session opened: {} ({}), mode {}, device {}, {} threads, {} KV blocks", model_dir,
                 to_string(mc.architecture), to_string(impl->options.mode), impl->options.device,
                 impl->options.threads, impl->engine->kv_capacity_blocks());
   return DeterministicSession(std::move(impl));
 }
 
-std::vector<std::int32_t> DeterministicSession::Impl::tokenize_prompt(const Prompt& prompt,
-                                                                      const ModelConfig& mc) const {
-  std::vector<std::int32_t> ids;
-  if (prompt.is_text()) {
-    if (!tokenizer) {
-      fail(ErrorCode::kUnsupported,
-           "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
-           "token ids");
-    }
-    ids = tokenizer->encode(prompt.text());
-  } else {
-    ids = prompt.ids();
+void DeterministicSession::Impl::build_pipeline(const EngineOptions& eo, std::uint64_t seed_key) {
+  prep =
+      std::make_unique<RequestPrep>(model->config(), tokenizer ? &*tokenizer : nullptr, seed_key);
+  engine = std::make_unique<Engine>(*model, tokenizer ? &*tokenizer : nullptr, eo);
+  if (engine->kv_capacity_blocks() < 1) {
+    fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (", options.kv_budget_bytes,
+         ") is smaller than one KV block");
   }
-  if (ids.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= mc.vocab_size) {
-      fail(ErrorCode::kInvalidArgument, "prompt token ", i, " is ", ids[i],
-           ", outside the vocabulary [0, ", mc.vocab_size, ")");
-    }
+  caches = std::make_shared<CacheBridge>(options, *model, tokenizer_hash);
+  telemetry = std::make_shared<Telemetry>(
+      options, session_base_fingerprint(options, *model, tokenizer_hash), caches);
+  replayer =
+      std::make_unique<Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
+  if (options.consistency.enabled) {
+    Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
+    monitor = std::make_unique<ConsistencyMonitor>(
+        options.consistency.monitor, [r](const RunFingerprint& fp) { return r->rerun(fp); },
+        options.consistency.alarm, &telemetry->session_metrics());
+    telemetry->set_monitor(monitor.get());
   }
-  const auto len = static_cast<std::int64_t>(ids.size());
-  if (len >= mc.max_position_embeddings) {
-    fail(ErrorCode::kInvalidArgument, "the prompt has ", len, " tokens; the context holds at most ",
-         mc.max_position_embeddings, " (prompt + generated)");
+  // Observers run in this order: the result is stored before it is recorded.
+  if (caches->has_prefix_cache()) engine->set_prefix_provider(caches);
+  engine->add_observer(caches);
+  engine->add_observer(telemetry);
+  if (options.distribution_interval > 0) {
+    engine->add_observer(std::make_shared<DistributionStats>(
+        telemetry->registry(), options.distribution_interval, options.distribution_window));
   }
-  return ids;
 }
 
-EngineRequest DeterministicSession::Impl::prepare(const Prompt& prompt,
-                                                  const GenerationConfig& config,
-                                                  TokenCallback on_token) {
-  if (closed.load()) fail(ErrorCode::kUnavailable, "the session is closed");
-  const ModelConfig& mc = model->config();
-  EngineRequest r;
-  try {
-    r.prompt = tokenize_prompt(prompt, mc);
-  } catch (const Error& e) {
-    if (!e.field().empty()) throw;
-    throw Error(e.code(), e.message(), "prompt");
-  }
-  const auto len = static_cast<std::int64_t>(r.prompt.size());
-  const std::int64_t ctx = mc.max_position_embeddings;
-  decode::validate_config(config, {mc.vocab_size, ctx});
-  if (len + config.max_new_tokens > ctx) {
-    throw Error(ErrorCode::kInvalidArgument,
-                str_cat("GenerationConfig.max_new_tokens must be in [1, ", ctx - len, "] for this ",
-                        len, "-token prompt (context ", ctx, "), got ", config.max_new_tokens),
-                "max_new_tokens");
-  }
-  r.config = config;
-  if (!r.config.stop_token_ids) r.config.stop_token_ids = mc.eos_token_ids;
-  if (config.seed) {
-    r.seed = *config.seed;
-  } else if (config.temperature > 0.0f) {
-    const PhiloxCounter c = philox_block(seed_key, seed_counter.fetch_add(1), 0);
-    // 53 bits: a drawn seed survives JSON parsers that read numbers as doubles.
-    r.seed = ((static_cast<std::uint64_t>(c[1]) << 32) | c[0]) & ((std::uint64_t{1} << 53) - 1);
-  }
-  r.config.seed = r.seed;
-  r.id = next_id.fetch_add(1);
-  r.on_token = std::move(on_token);
-  return r;
+void DeterministicSession::Impl::shutdown() {
+  if (prep) prep->close();
+  if (engine) engine->shutdown();
+  monitor.reset();  // its replays failed with the engine; join the worker
 }
 
 RequestHandle DeterministicSession::submit(const Prompt& prompt, const GenerationConfig& config,
                                            TokenCallback on_token) {
-  EngineRequest r = impl_->prepare(prompt, config, std::move(on_token));
+  EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
   RequestHandle h;
   h.id_ = r.id;
   h.cancelled_ = r.cancelled;
-  if (impl_->result_shortcut) {
-    if (std::optional<GenerationResult> hit = impl_->result_shortcut->lookup(r)) {
-      std::promise<GenerationResult> p;
-      p.set_value(std::move(*hit));
-      h.future_ = p.get_future();
-      return h;
-    }
+  if (std::optional<GenerationResult> hit = impl_->caches->lookup(r)) {
+    impl_->telemetry->served(r, *hit);
+    std::promise<GenerationResult> p;
+    p.set_value(std::move(*hit));
+    h.future_ = p.get_future();
+    return h;
   }
   try {
     h.future_ = impl_->engine->submit(std::move(r));
   } catch (const Error&) {
-    impl_->services->forget(h.id_);  // e.g. queue full: drop a pending result-cache audit
+    impl_->caches->forget(h.id_);  // e.g. queue full: drop a pending result-cache audit
     throw;
   }
   return h;
@@ -208,13 +176,9 @@ GenerationResult DeterministicSession::generate(const Prompt& prompt,
   return submit(prompt, config, std::move(on_token)).get();
 }
 
-void DeterministicSession::close() {
-  impl_->closed.store(true);
-  impl_->engine->shutdown();
-  impl_->services->stop_monitor();  // its replays failed with the engine; join the worker
-}
+void DeterministicSession::close() { impl_->shutdown(); }
 
-bool DeterministicSession::closed() const { return impl_->closed.load(); }
+bool DeterministicSession::closed() const { return impl_->prep->closed(); }
 
 const Tokenizer* DeterministicSession::tokenizer() const {
   return impl_->tokenizer ? &*impl_->tokenizer : nullptr;
@@ -264,9 +228,11 @@ ModelFootprint DeterministicSession::footprint() const {
   f.resident_bytes = m.resident_bytes();
   f.decode_read_bytes = m.decode_read_bytes();
   f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;  // f32 K and V
+  const EngineStats e = impl_->engine->stats();
+  const std::int64_t block = f.kv_bytes_per_token * impl_->options.kv_block_size;
+  f.kv_reserved_bytes = e.kv_blocks_capacity * block;
+  f.kv_in_use_bytes = e.kv_blocks_in_use * block;
   return f;
 }
-
-DeterministicSession::Impl& DeterministicSession::impl() { return *impl_; }
 
 }  // namespace detinfer

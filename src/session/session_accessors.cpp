@@ -1,9 +1,9 @@
-// DeterministicSession's caches, metrics and replay: thin forwarding to SessionServices.
+// DeterministicSession's caches, metrics and replay: thin forwarding to the pipeline's
+// stages (session_impl.h).
 #include <sstream>
 
 #include "detinfer/session.h"
 #include "session/session_impl.h"
-#include "session/session_services.h"
 
 namespace detinfer {
 
@@ -27,16 +27,16 @@ std::string ReplayReport::to_text() const {
   return os.str();
 }
 
-MetricsRegistry& DeterministicSession::metrics() { return impl_->services->registry(); }
-std::string DeterministicSession::metrics_text() const { return impl_->services->metrics_text(); }
-CacheStats DeterministicSession::cache_stats() const { return impl_->services->cache_stats(); }
-void DeterministicSession::invalidate_caches() { impl_->services->invalidate_caches(); }
+MetricsRegistry& DeterministicSession::metrics() { return impl_->telemetry->registry(); }
+std::string DeterministicSession::metrics_text() const { return impl_->telemetry->metrics_text(); }
+CacheStats DeterministicSession::cache_stats() const { return impl_->caches->stats(); }
+void DeterministicSession::invalidate_caches() { impl_->caches->invalidate(); }
 ConsistencyStats DeterministicSession::consistency_stats() const {
-  return impl_->services->consistency_stats();
+  return impl_->monitor ? impl_->monitor->stats() : ConsistencyStats{};
 }
 
 ReplayReport DeterministicSession::replay(const RunFingerprint& fingerprint) {
-  return impl_->services->replay(fingerprint);
+  return impl_->replayer->replay(fingerprint);
 }
 ReplayReport DeterministicSession::replay(const std::string& fingerprint_json) {
   return replay(RunFingerprint::from_json(fingerprint_json));

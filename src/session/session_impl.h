@@ -1,43 +1,32 @@
-// The inside of a DeterministicSession, for the modules it composes: the caches
-// (issue 7), the metrics registry and fingerprint recorder (issue 8) attach here through
-// the engine's hooks (engine/engine_hooks.h) and the result-cache seam below.
+// The inside of a DeterministicSession: the model, tokenizer and chat templates, and the
+// request pipeline built around the engine at open (docs/architecture.md, "A session's
+// request pipeline"):
+//   RequestPrep -> CacheBridge (result lookup) -> Engine -> CacheBridge (store/audit),
+//                                                           Telemetry (metrics, recorder,
+//                                                           consistency monitor)
+// Replays and the monitor are clients of RequestPrep and the Engine (Replayer). Policy
+// travels on each EngineRequest (use_caches, observed); no stage points back here.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <optional>
 
 #include "chat/chat_templates.h"
+#include "detinfer/consistency_monitor.h"
 #include "detinfer/session.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "session/cache_bridge.h"
+#include "session/replay.h"
+#include "session/request_prep.h"
+#include "session/telemetry.h"
 
 namespace detinfer {
-
-class SessionServices;
-
-// Consulted by submit() after validation, before a request is queued: a hit is returned
-// to the caller without running the model (e.g. the result cache). Must be thread-safe.
-class ResultShortcut {
- public:
-  virtual ~ResultShortcut() = default;
-  virtual std::optional<GenerationResult> lookup(const EngineRequest& request) = 0;
-};
 
 struct DeterministicSession::Impl {
   SessionOptions options;  // resolved
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;
-  std::unique_ptr<Engine> engine;
-  std::atomic<bool> closed{false};
-  std::atomic<std::uint64_t> next_id{1};
-  // Seeds drawn for requests without one: the low 53 bits of Philox(seed_key, counter),
-  // seed_key from std::random_device at open (53 bits: exact as a JSON double).
-  std::uint64_t seed_key = 0;
-  std::atomic<std::uint64_t> seed_counter{0};
-  std::shared_ptr<ResultShortcut> result_shortcut;  // set before the first request
-  // Caches, metrics, recorder, monitor and replay (session_services.h); set at open.
-  std::shared_ptr<SessionServices> services;
   // Chat templates and generation defaults of the model folder; the tokenizer hash the
   // fingerprints record (with the chat template when it has its own file). session_chat.cpp.
   chat::ChatTemplates chat_templates;
@@ -45,12 +34,24 @@ struct DeterministicSession::Impl {
   Hash128 tokenizer_hash;
   void load_chat(const std::string& model_dir);
 
-  // The prompt's token ids, checked against the vocabulary and the context.
-  std::vector<std::int32_t> tokenize_prompt(const Prompt& prompt, const ModelConfig& mc) const;
-  // Validates and normalizes a request (stop ids resolved, seed chosen). Errors name the
-  // offending field in Error::field() ("prompt", or a GenerationConfig key).
-  EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,
-                        TokenCallback on_token);
+  // The pipeline, in the order a request passes it (all set by build_pipeline()).
+  std::unique_ptr<RequestPrep> prep;
+  std::shared_ptr<CacheBridge> caches;
+  std::unique_ptr<Engine> engine;
+  std::shared_ptr<Telemetry> telemetry;
+  std::unique_ptr<Replayer> replayer;
+  std::unique_ptr<ConsistencyMonitor> monitor;  // null when the monitor is off
+  // Builds the stages from `options`, model and tokenizer and wires them to the engine.
+  // Throws Error(kInvalidArgument) naming an option, Error(kUnavailable) when a recorder
+  // file or cache directory cannot be opened.
+  void build_pipeline(const EngineOptions& engine_options, std::uint64_t seed_key);
+
+  // Fails queued and running requests and every later one; joins the monitor. Idempotent.
+  void shutdown();
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() { shutdown(); }
 };
 
 }  // namespace detinfer

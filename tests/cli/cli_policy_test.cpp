@@ -16,7 +16,6 @@
 #include "fingerprint_log.h"
 #include "model/model_test_util.h"
 #include "serve_policy.h"
-#include "session/session_impl.h"
 #include "session/tiny_session.h"
 #include "session_flags.h"
 
@@ -180,9 +179,7 @@ TEST(SessionFlags, ResolvedOptionsReachTheSession) {
   EXPECT_EQ(o.consistency.monitor.sample_rate, 0.25);
   EXPECT_EQ(o.consistency.monitor.threshold, 0.9);
   EXPECT_EQ(o.recorder.level, detinfer::RecordLevel::kFinal);
-  EXPECT_EQ(s.stats().kv_blocks_capacity, 8388608 / (8 * s.impl().model->config().num_layers * 2 *
-                                                     s.impl().model->config().num_kv_heads *
-                                                     s.impl().model->config().head_dim * 4));
+  EXPECT_EQ(s.stats().kv_blocks_capacity, 8388608 / (8 * s.footprint().kv_bytes_per_token));
   // The cache options took effect: the memory tier's budget is the one given.
   s.generate(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
              {});

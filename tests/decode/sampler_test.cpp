@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <vector>
 
 #include "detinfer/philox.h"
+#include "kernels/kernels.h"
 
 namespace detinfer::decode {
 namespace {
@@ -32,6 +34,43 @@ TEST(Sampler, GreedyAppliesPenalties) {
   c.repetition_penalty = 4.0f;
   const std::vector<float> row = {1.0f, 2.0f, 0.0f};
   EXPECT_EQ(choose_token(c, row.data(), 3, {}, {1}, 0, 0, 0).token, 0);
+}
+
+// Without top logprobs the greedy logprob is log_softmax_at (no full log-softmax row);
+// it must have exactly the bits of the full row's element, with and without penalties,
+// and the token must be the same as with top logprobs asked for.
+std::uint32_t bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+TEST(Sampler, GreedyLogprobWithoutTopHasTheFullLogSoftmaxBits) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const std::int64_t vocab = 1 + static_cast<std::int64_t>(seed * 977 % 5000);
+    std::vector<float> row(static_cast<std::size_t>(vocab));
+    for (std::int64_t i = 0; i < vocab; ++i) {
+      row[static_cast<std::size_t>(i)] =
+          20.0f * philox_uniform(seed, 0, static_cast<std::uint64_t>(i), 0) - 10.0f;
+    }
+    for (const float rp : {1.0f, 1.3f}) {
+      GenerationConfig c;
+      c.repetition_penalty = rp;
+      const std::vector<std::int32_t> prompt = {0, static_cast<std::int32_t>(vocab - 1)};
+      const TokenChoice t = choose_token(c, row.data(), vocab, prompt, {}, 0, 0, 0);
+      std::vector<float> penalized = row;
+      apply_penalties(c, prompt, {}, penalized.data(), vocab);
+      std::vector<float> lp(row.size());
+      kernels::log_softmax(penalized.data(), lp.data(), vocab);
+      ASSERT_EQ(t.token, kernels::argmax(penalized.data(), vocab));
+      ASSERT_EQ(bits(t.logprob), bits(lp[static_cast<std::size_t>(t.token)]))
+          << "vocab " << vocab << " rp " << rp;
+      c.logprobs = 3;
+      const TokenChoice full = choose_token(c, row.data(), vocab, prompt, {}, 0, 0, 0);
+      EXPECT_EQ(full.token, t.token);
+      EXPECT_EQ(bits(full.logprob), bits(t.logprob));
+    }
+  }
 }
 
 TEST(Sampler, DrawIsAPureFunctionOfSeedStreamStep) {

@@ -5,76 +5,27 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "detinfer/error.h"
-#include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "linear_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
 
+using testing::available_isas;
 using testing::first_diff;
-using testing::random_bf16;
-using testing::random_f16;
+using testing::IsaGuard;
+using testing::pool_for;
 using testing::random_floats;
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
-}
-
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
 constexpr std::int64_t kRowCounts[] = {1, 2, 3, 5, 6, 7, 12, 13, 16, 17, 31, 32, 33, 64};
 
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
-  if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
-  return pools[threads].get();
-}
-
-// Packed weights plus their exact f32 widening (what the reference reads).
-struct Linear {
-  std::int64_t n, k;
-  std::vector<float> f32, bias;
-  PackedLinear packed;
-  Linear(DType dtype, std::int64_t n_, std::int64_t k_, std::uint64_t stream, bool with_bias)
-      : n(n_), k(k_) {
-    std::vector<std::uint16_t> half;
-    if (dtype == DType::kF32) {
-      f32 = random_floats(n * k, stream);
-    } else {
-      half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
-      for (std::uint16_t h : half)
-        f32.push_back(dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h));
-    }
-    if (with_bias) bias = random_floats(n, stream + 1);
-    const void* data = half.empty() ? static_cast<const void*>(f32.data()) : half.data();
-    packed = PackedLinear::pack(data, dtype, n, k, bias.empty() ? nullptr : bias.data());
-  }
-  std::vector<float> reference(const std::vector<float>& x, std::int64_t m) const {
-    std::vector<float> y(m * n);
-    ref::linear(x.data(), k, m, f32.data(), n, k, bias.empty() ? nullptr : bias.data(), y.data(),
-                n);
-    return y;
-  }
-};
+using Linear = testing::TestLinear;
 
 TEST(FusedLinear, QkvInOneRegionEqualsReference) {
   IsaGuard guard;
@@ -141,6 +92,28 @@ TEST(FusedLinear, MismatchedShapesAreErrors) {
                                 a.data(), nullptr),
                Error);
   EXPECT_THROW(gate.packed.run_panels(x.data(), 32, 1, g.data(), 64, 0, 2), Error);
+}
+
+// A tied embedding reads its rows back from the packed lm_head: every row of every
+// dtype, in full and partial panels, equals the exact widening of the source row.
+TEST(PackedLinearRows, WidenRowEqualsTheSourceRowBitForBit) {
+  std::uint64_t stream = 9000;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const std::int64_t n : {1, 63, 64, 65, 200}) {
+      const Linear w(dtype, n, 70, stream += 4, false);
+      std::vector<float> row(static_cast<std::size_t>(w.k), -1.0f);
+      for (std::int64_t j = 0; j < n; ++j) {
+        w.packed.widen_row(j, row.data());
+        ASSERT_EQ(first_diff(row.data(), w.f32.data() + j * w.k, w.k), -1)
+            << to_string(dtype) << " n=" << n << " row " << j;
+      }
+    }
+  }
+  const Linear w(DType::kBF16, 10, 8, 1, false);
+  std::vector<float> row(8);
+  EXPECT_THROW(w.packed.widen_row(10, row.data()), Error);
+  EXPECT_THROW(w.packed.widen_row(-1, row.data()), Error);
+  EXPECT_THROW(PackedLinear().widen_row(0, row.data()), Error);
 }
 
 }  // namespace

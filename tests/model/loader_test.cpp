@@ -298,10 +298,11 @@ TEST(ModelLoader, DecodeReadBytesCountOneEmbeddingRow) {
     options.mode = c.mode;
     const auto m = Model::load(dir, options);
     const ModelConfig& cfg = m->config();
-    // Canonical keeps the embedding in its stored dtype (bf16 here) next to the packed
-    // lm_head; fast mode widens it to f32 and shares it with a tied lm_head.
+    // An untied embedding is a table of its own (canonical: the stored dtype, bf16 here;
+    // fast: widened to f32). A tied one is the lm_head itself: canonical reads its rows
+    // back from the packed lm_head, fast mode shares the f32 tensor.
     const std::int64_t esize = c.mode == NumericsMode::kCanonical ? 2 : 4;
-    const bool table_only = c.mode == NumericsMode::kCanonical || !cfg.tie_word_embeddings;
+    const bool table_only = !cfg.tie_word_embeddings;
     const std::int64_t table = cfg.vocab_size * cfg.hidden_size * esize;
     const std::int64_t want =
         table_only ? m->resident_bytes() - table + cfg.hidden_size * esize : m->resident_bytes();

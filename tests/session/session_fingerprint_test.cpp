@@ -14,8 +14,7 @@
 #include "detinfer/session.h"
 #include "devtools/model_tools.h"
 #include "session/flipped_model.h"
-#include "session/session_impl.h"
-#include "session/session_services.h"
+#include "session/session_internal.h"
 #include "session/tiny_session.h"
 
 namespace detinfer {
@@ -236,7 +235,7 @@ TEST(SessionFingerprint, ConsistencyMonitorReportsOneOnRealShadowReplays) {
   std::vector<RequestHandle> hs;
   for (int i = 0; i < 6; ++i) hs.push_back(s.submit(random_ids(rng, 40, 512), random_config(rng)));
   for (auto& h : hs) h.get();
-  s.impl().services->monitor()->drain();
+  SessionInternals::of(s).monitor->drain();
   const ConsistencyStats st = s.consistency_stats();
   EXPECT_EQ(st.checks, 6u);
   EXPECT_EQ(st.matches, 6u);
@@ -250,6 +249,71 @@ TEST(SessionFingerprint, ConsistencyMonitorReportsOneOnRealShadowReplays) {
   EXPECT_EQ(metric(text, "detinfer_requests_total{finish_reason=\"length\"}") +
                 metric(text, "detinfer_requests_total{finish_reason=\"stop\"}"),
             6);
+}
+
+}  // namespace
+}  // namespace detinfer
+
+namespace detinfer {
+namespace {
+
+void expect_same_tier(const CacheTierStats& a, const CacheTierStats& b, const char* tier) {
+  SCOPED_TRACE(tier);
+  EXPECT_EQ(a.hits, b.hits);
+  EXPECT_EQ(a.misses, b.misses);
+  EXPECT_EQ(a.insertions, b.insertions);
+  EXPECT_EQ(a.entries, b.entries);
+  EXPECT_EQ(a.bytes, b.bytes);
+}
+
+// A replay's request carries the policy use_caches = false, observed = false: it neither
+// asks nor fills either cache, and no metric, recorder line or distribution sample counts
+// it (only the replay verdict does).
+TEST(SessionFingerprint, ReplayLeavesMetricsRecorderAndCachesUntouched) {
+  SessionOptions o = tiny_options();
+  o.cache.result.enabled = true;
+  o.distribution_interval = 1;
+  int records = 0;
+  o.recorder.callback = [&](const RunFingerprint&, const std::string&) { ++records; };
+  auto s = DeterministicSession::open(tiny_model_dir(), o);
+  const GenerationResult r = s.generate(prompt_of(40, 3), sampled_config());
+  ASSERT_EQ(records, 1);
+  // Empty caches: a replay that used them would miss in both and then fill both.
+  s.invalidate_caches();
+  const CacheStats before = s.cache_stats();
+  const std::string m0 = s.metrics_text();
+  ASSERT_EQ(metric(m0, "detinfer_requests_total{finish_reason=\"length\"}"), 1);
+
+  const ReplayReport rep = s.replay(r.fingerprint_json);
+  ASSERT_TRUE(rep.reproduced()) << rep.to_text();
+
+  EXPECT_EQ(records, 1);
+  const CacheStats after = s.cache_stats();
+  EXPECT_EQ(after.prefix.lookups, before.prefix.lookups);
+  EXPECT_EQ(after.prefix.cached_tokens, before.prefix.cached_tokens);
+  expect_same_tier(after.prefix.memory, before.prefix.memory, "prefix memory");
+  expect_same_tier(after.result.memory, before.result.memory, "result memory");
+  const std::string m1 = s.metrics_text();
+  for (const char* series :
+       {"detinfer_requests_total{finish_reason=\"length\"}", "detinfer_generated_tokens_total",
+        "detinfer_prompt_tokens_total", "detinfer_prefix_cached_tokens_total",
+        "detinfer_time_to_first_token_seconds_count", "detinfer_inter_token_latency_seconds_count",
+        "detinfer_top1_probability_count", "detinfer_requests_failed_total",
+        "detinfer_cache_hits_total{cache=\"prefix\"}",
+        "detinfer_cache_misses_total{cache=\"prefix\"}",
+        "detinfer_cache_hits_total{cache=\"result\"}",
+        "detinfer_cache_misses_total{cache=\"result\"}"}) {
+    EXPECT_EQ(metric(m1, series), metric(m0, series)) << series;
+  }
+  EXPECT_GT(metric(m1, "detinfer_top1_probability_count"), 0);
+  EXPECT_EQ(metric(m1, "detinfer_replay_checks_total{result=\"match\"}"), 1);
+
+  // The same request served normally does use the (now empty) caches: the check above can
+  // fail.
+  s.generate(prompt_of(40, 3), sampled_config());
+  EXPECT_GT(s.cache_stats().result.memory.insertions, before.result.memory.insertions);
+  EXPECT_GT(s.cache_stats().prefix.lookups, before.prefix.lookups);
+  EXPECT_EQ(records, 2);
 }
 
 }  // namespace

@@ -19,15 +19,18 @@ using V = V256;
 
 constexpr int kMaxRows = 6;
 constexpr int kTileVecs = 2;      // 16 columns per tile
+constexpr int kScoreAccs = 12;    // attention score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 6;  // attention values: 6 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
 
 #include "kernels/cpu/simd_kernels.h"
+// After simd_kernels.h (uses its exp_lanes and kChunk).
+#include "kernels/cpu/attention_simd.h"
 
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{linear_simd, attention_simd, exp_vec, dot_fma};
+  static const IsaKernels k{linear_simd, attn_scores, attn_partials, exp_vec, dot_fma};
   return k;
 }
 

@@ -36,6 +36,38 @@ struct V512 {
   static reg load_f16(const std::uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  // r[i] = row i of a 16 x 16 tile becomes column i.
+  static void transpose(reg r[16]) {
+    reg t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4) {  // r[i + k]: rows i..i+3, columns k, k+4, k+8, k+12
+      const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+      const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+      r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+      r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+      r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+      r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) {
+      t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+      t[k + 4] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
+      t[k + 8] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+      t[k + 12] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) {
+      r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+      r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+      r[k + 4] = _mm512_shuffle_f32x4(t[k + 4], t[k + 12], 0x88);
+      r[k + 12] = _mm512_shuffle_f32x4(t[k + 4], t[k + 12], 0xdd);
+    }
+  }
   static reg max_seq(reg m, reg x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, m, _CMP_GT_OQ), m, x);
   }
@@ -56,56 +88,22 @@ struct V512 {
   }
 };
 
-// 16 lanes: linear (6 rows x 64 columns tiles), exp, attention for groups > 8 heads.
-namespace w16 {
+// 16 lanes: linear (6 rows x 64 columns tiles), exp, attention (scores with lanes over
+// 16 keys, numerator with lanes over 16 head columns).
 using V = V512;
 constexpr int kMaxRows = 6;
-constexpr int kTileVecs = 4;  // 64 columns per tile
-constexpr int kHeadsPerPass = 8;
+constexpr int kTileVecs = 4;      // 64 columns per tile
+constexpr int kScoreAccs = 16;    // score tile: heads x key blocks accumulators
+constexpr int kHeadsPerPass = 8;  // numerator: 8 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
 #include "kernels/cpu/simd_kernels.h"
-}  // namespace w16
-
-// 8 lanes with 32 registers: attention for GQA groups of <= 8 query heads (lanes run
-// over heads, so 16 lanes would idle half of each instruction).
-namespace w8 {
-#include "kernels/cpu/vec256.h"
-using V = V256;
-constexpr int kMaxRows = 6;
-constexpr int kTileVecs = 2;
-constexpr int kHeadsPerPass = 8;  // 8 heads x 2 vectors = 16 accumulators
-constexpr int kValueVecs = 2;
-#include "kernels/cpu/simd_kernels.h"
-}  // namespace w8
-
-// Score lanes run over the query heads of a kv group; with at most 8 heads (GQA models)
-// 8-lane instructions do the same score work at half width, which is at least as fast
-// (twice as fast on CPUs that split 512-bit ops). The numerator's lanes run over head
-// columns, where 16 lanes halve the instructions: scores w8, values w16. Same bits
-// either way (every lane performs the reference's sequence).
-void attention_avx512(const float* q, std::int64_t group, std::int64_t num_keys,
-                      std::int64_t kv_head, const PagedKvView& kv, const std::int64_t* token_offset,
-                      float scale, float* out, float* scratch) {
-  if (group > 8) {
-    w16::attention_simd(q, group, num_keys, kv_head, kv, token_offset, scale, out, scratch);
-    return;
-  }
-  const std::int64_t d = kv.head_dim;
-  if (num_keys <= 0) {
-    for (std::int64_t i = 0; i < group * d; ++i) out[i] = 0.0f;
-    return;
-  }
-  alignas(64) float dens[8];
-  const int G = static_cast<int>(group);
-  const float* E =
-      w8::score_softmax(q, G, num_keys, kv_head, kv, token_offset, scale, scratch, dens);
-  w16::attend_all<8>(E, G, num_keys, kv.v_pool + kv_head * d, token_offset, d, dens, out);
-}
+// After simd_kernels.h (uses its exp_lanes and kChunk).
+#include "kernels/cpu/attention_simd.h"
 
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels k{w16::linear_simd, attention_avx512, w16::exp_vec, w16::dot_fma};
+  static const IsaKernels k{linear_simd, attn_scores, attn_partials, exp_vec, dot_fma};
   return k;
 }
 

@@ -30,15 +30,35 @@ struct PackedWeights {
 using LinearFn = void (*)(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m,
                           float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1);
 
-// Attention of the `group` query heads that share kv head `kv_head`, for one query row:
-// q and out hold `group` consecutive head vectors of head_dim floats. token_offset[t]
-// is the offset (in floats) of token t's row in the K and V pools (kv head 0), i.e.
-// (block_table[t / block_size] * block_size + t % block_size) * kv_stride, computed
-// once per call. `scratch` has room for attention_scratch_floats(...) floats.
-using AttentionFn = void (*)(const float* q, std::int64_t group, std::int64_t num_keys,
-                             std::int64_t kv_head, const PagedKvView& kv,
-                             const std::int64_t* token_offset, float scale, float* out,
-                             float* scratch);
+// Attention of the `group` query heads that share kv head `kv_head`, for one query row,
+// in two phases over the spec's 64-key chunks (kernels/attention.cpp folds the results):
+// q holds `group` consecutive head vectors of head_dim floats; off[t] is the offset (in
+// floats) of token t's row in the K and V pools (kv head 0), i.e.
+// (block_table[t / block_size] * block_size + t % block_size) * kv_stride.
+struct AttnHeads {
+  const float* q = nullptr;
+  std::int64_t group = 0;
+  std::int64_t kv_head = 0;
+  const PagedKvView* kv = nullptr;
+  const std::int64_t* off = nullptr;
+  float scale = 1.0f;
+};
+
+// Scores of keys [j0, j1): S[g * lds + j] = dot(q_g, K[j], d) * scale, and mx[g] = the
+// largest of them ignoring NaNs (-inf when there is none). Positions of S from j1 up to
+// the next multiple of 16 may be overwritten. `scratch` has attention_scratch_floats(d).
+using AttnScoresFn = void (*)(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                              std::int64_t lds, float* mx, float* scratch);
+
+// For each 64-key chunk i of [j0, j1) (j0 a multiple of 64): S[g][j] = exp(S[g][j] - m[g])
+// in place, the chunk's denominator partial p_den[g] (in-order sum of the chunk's e) and
+// numerator partial p_num[g][c] (fma chain over the chunk's keys of e[j] * V[j][c]).
+// den_stride == 0: accumulate, den[g] = den[g] + p_den[g] and num[g*d + c] = num + p_num
+// (the spec's fold, when [j0, j1) is the whole range and den/num start at +0); else
+// store chunk i's partials at den + i*den_stride and num + i*num_stride.
+using AttnPartialsFn = void (*)(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
+                                std::int64_t j0, std::int64_t j1, float* den,
+                                std::int64_t den_stride, float* num, std::int64_t num_stride);
 
 // y[i] = exp_f32(x[i]) (x and y may alias).
 using ExpFn = void (*)(const float* x, float* y, std::int64_t n);
@@ -48,16 +68,15 @@ using DotFn = float (*)(const float* a, const float* b, std::int64_t k);
 
 struct IsaKernels {
   LinearFn linear;
-  AttentionFn attention;
+  AttnScoresFn attn_scores;
+  AttnPartialsFn attn_partials;
   ExpFn exp;
   DotFn dot;
 };
 
-inline std::int64_t attention_scratch_floats(std::int64_t num_keys, std::int64_t head_dim,
-                                             std::int64_t group) {
-  // SIMD kernels: a transposed q tile (head_dim x 16) and one 16-lane vector per key.
-  (void)group;
-  return (num_keys + head_dim) * 16 + 64;
+// Scratch of AttnScoresFn: 8 transposed blocks of 16 keys.
+inline std::int64_t attention_scratch_floats(std::int64_t head_dim) {
+  return 8 * 16 * head_dim + 64;
 }
 
 // Which SIMD translation units this build has.

@@ -2,6 +2,7 @@
 // no SIMD. Used when DETINFER_CPU_ISA=scalar or the CPU lacks AVX2+FMA+F16C.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/reference.h"
@@ -47,12 +48,47 @@ void linear_scalar(const PackedWeights& w, const float* x, std::int64_t ldx, std
   }
 }
 
-void attention_scalar(const float* q, std::int64_t group, std::int64_t num_keys,
-                      std::int64_t kv_head, const PagedKvView& kv,
-                      const std::int64_t* /*token_offset*/, float scale, float* out,
-                      float* /*scratch*/) {
-  for (std::int64_t g = 0; g < group; ++g)
-    ref::attention_head(q + g * kv.head_dim, num_keys, kv_head, kv, scale, out + g * kv.head_dim);
+// The reference's per-key and per-chunk sequences, one value at a time.
+void attn_scores_scalar(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                        std::int64_t lds, float* mx, float* /*scratch*/) {
+  const std::int64_t d = a.kv->head_dim;
+  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  for (std::int64_t g = 0; g < a.group; ++g) {
+    float best = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const float s = ref::dot(a.q + g * d, kbase + a.off[j], d) * a.scale;
+      S[g * lds + j] = s;
+      best = s > best ? s : best;
+    }
+    mx[g] = best;
+  }
+}
+
+void attn_partials_scalar(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
+                          std::int64_t j0, std::int64_t j1, float* den, std::int64_t den_stride,
+                          float* num, std::int64_t num_stride) {
+  const std::int64_t d = a.kv->head_dim;
+  const float* vbase = a.kv->v_pool + a.kv_head * d;
+  const bool acc = den_stride == 0;
+  for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += ref::kChunk, ++i) {
+    const std::int64_t k1 = std::min(j1, k0 + ref::kChunk);
+    for (std::int64_t g = 0; g < a.group; ++g) {
+      float* e = S + g * lds;
+      float p = 0.0f;
+      for (std::int64_t j = k0; j < k1; ++j) {
+        e[j] = ref::exp_f32(e[j] - m[g]);
+        p = p + e[j];
+      }
+      float* dg = den + i * den_stride + g;
+      *dg = acc ? *dg + p : p;
+      for (std::int64_t c = 0; c < d; ++c) {
+        float pc = 0.0f;
+        for (std::int64_t j = k0; j < k1; ++j) pc = std::fma(e[j], vbase[a.off[j] + c], pc);
+        float* o = num + i * num_stride + g * d + c;
+        *o = acc ? *o + pc : pc;
+      }
+    }
+  }
 }
 
 void exp_scalar(const float* x, float* y, std::int64_t n) {
@@ -62,7 +98,8 @@ void exp_scalar(const float* x, float* y, std::int64_t n) {
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static const IsaKernels k{linear_scalar, attention_scalar, exp_scalar, ref::dot};
+  static const IsaKernels k{linear_scalar, attn_scores_scalar, attn_partials_scalar, exp_scalar,
+                            ref::dot};
   return k;
 }
 

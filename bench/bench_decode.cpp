@@ -1,0 +1,364 @@
+// bench_decode [--quick] [--reps N] [--dir DIR]: the end-to-end decode figures of issue 18
+// (docs/performance.md, "Decode at the limit"): batch-1 decode vs the read-bandwidth bound
+// at 1 and 2 threads for the Qwen2.5-0.5B and SmolLM-135M shapes (bf16, f32), the per-step
+// work outside the forward pass, decode at contexts 512/2048/8192 with the attention
+// share, and prefill of 512 tokens. Run by scripts/perf-figures.sh. Every figure is a
+// ratio of things measured in the same repetition (interleaved), median of the reps.
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "decode/sampler.h"
+#include "detinfer/fingerprint.h"
+#include "devtools/model_tools.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "qwen05b_shape.h"
+
+namespace {
+
+using detinfer::KvCachePool;
+using detinfer::Model;
+using detinfer::SequenceStep;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double cpu_now() {  // CPU seconds of the whole process (every thread)
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Timed {
+  double wall = 0, cpu = 0;  // seconds
+};
+
+Timed time_it(const std::function<void()>& fn) {
+  const double c0 = cpu_now();
+  const auto t0 = Clock::now();
+  fn();
+  return {std::chrono::duration<double>(Clock::now() - t0).count(), cpu_now() - c0};
+}
+
+// The read-bandwidth probe: 512 MiB (far beyond the caches), each thread XOR-folds its
+// contiguous part with 32-byte loads into 4 independent accumulators. Best of 3 passes.
+class ReadProbe {
+ public:
+  ReadProbe() : buf_((std::size_t{512} << 20) / 8) {
+    for (std::size_t i = 0; i < buf_.size(); ++i) buf_[i] = i * 0x9E3779B97F4A7C15ull;
+  }
+  // Bytes per wall second and per CPU second (CPU time of all threads / threads).
+  Timed bandwidth(detinfer::ThreadPool& pool) {
+    typedef std::uint64_t V __attribute__((vector_size(32)));
+    const int threads = pool.num_threads();
+    double best_wall = 1e30, best_cpu = 1e30;
+    for (int pass = 0; pass < 3; ++pass) {
+      std::vector<std::uint64_t> sink(static_cast<std::size_t>(threads) * 8);
+      const Timed t = time_it([&] {
+        pool.parallel_for(threads, 1, [&](std::int64_t t0, std::int64_t t1) {
+          for (std::int64_t t = t0; t < t1; ++t) {
+            const std::size_t lo = buf_.size() * t / threads, hi = buf_.size() * (t + 1) / threads;
+            V a{}, b{}, c{}, d{};
+            V x;
+            for (std::size_t i = lo; i + 16 <= hi; i += 16) {
+              std::memcpy(&x, &buf_[i], 32);
+              a ^= x;
+              std::memcpy(&x, &buf_[i + 4], 32);
+              b ^= x;
+              std::memcpy(&x, &buf_[i + 8], 32);
+              c ^= x;
+              std::memcpy(&x, &buf_[i + 12], 32);
+              d ^= x;
+            }
+            const V s = a ^ b ^ c ^ d;
+            sink[static_cast<std::size_t>(t) * 8] = s[0] ^ s[1] ^ s[2] ^ s[3];
+          }
+        });
+      });
+      if (sink[0] == 42) std::printf(" ");
+      best_wall = std::min(best_wall, t.wall);
+      best_cpu = std::min(best_cpu, t.cpu / threads);
+    }
+    const double bytes = static_cast<double>(buf_.size() * 8);
+    return {bytes / best_wall, bytes / best_cpu};
+  }
+
+ private:
+  std::vector<std::uint64_t> buf_;
+};
+
+struct Shape {
+  const char* name;
+  detinfer::TinyModelOptions opt;
+};
+
+Shape qwen05b(const std::string& dir, detinfer::WeightDType dt) {
+  detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
+  o.dtype = dt;
+  return {"0.5B", o};
+}
+
+// SmolLM-135M: hidden 576, intermediate 1536, 30 layers, 9 heads, 3 KV heads, vocab
+// 49152, tied embeddings.
+Shape smol135m(const std::string& dir, detinfer::WeightDType dt) {
+  detinfer::TinyModelOptions o;
+  o.arch = detinfer::TinyArch::kLlama;
+  o.dtype = dt;
+  o.hidden = 576;
+  o.intermediate = 1536;
+  o.layers = 30;
+  o.heads = 9;
+  o.kv_heads = 3;
+  o.vocab = 49152;
+  o.max_positions = 8192;
+  o.tie_word_embeddings = true;
+  o.seed = 1;
+  o.out_dir = dir;
+  return {"135M", o};
+}
+
+void ensure_model(const detinfer::TinyModelOptions& o) {
+  struct stat st {};
+  if (::stat((o.out_dir + "/config.json").c_str(), &st) == 0) return;
+  const auto t0 = Clock::now();
+  detinfer::make_tiny_model(o);
+  std::fprintf(stderr, "generated %s in %.1f s\n", o.out_dir.c_str(),
+               std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// One loaded model with a KV pool and a sequence whose context can be set.
+struct Runner {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCachePool> kv;
+  std::vector<std::int32_t> table;
+  std::vector<float> logits;
+
+  Runner(const std::string& dir, int threads, std::int64_t max_context) {
+    model = Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
+    const auto& c = model->config();
+    const std::int64_t blocks = max_context / 16 + 2;
+    kv = std::make_unique<KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(), nullptr);
+    for (std::int64_t b = 0; b < blocks; ++b) table.push_back(kv->allocate());
+  }
+  std::int64_t kv_bytes_per_token() const {
+    const auto& c = model->config();
+    return c.num_layers * 2 * c.num_kv_heads * c.head_dim * 4;
+  }
+  // One decode step of one sequence at position `pos` (keys 0..pos are read; the KV
+  // rows beyond what was written are the pool's zeros: attention's cost does not depend
+  // on the values).
+  void step(std::int64_t pos, std::int32_t token) {
+    SequenceStep s;
+    s.tokens = {token};
+    s.start_pos = pos;
+    s.block_table = table;
+    logits.clear();
+    model->forward({s}, *kv, logits);
+  }
+  void prefill(std::int64_t n) {
+    SequenceStep s;
+    for (std::int64_t i = 0; i < n; ++i) s.tokens.push_back(static_cast<std::int32_t>(i * 7 + 3));
+    s.block_table = table;
+    logits.clear();
+    model->forward({s}, *kv, logits);
+  }
+};
+
+// Mean seconds per decode step over `steps` steps from position `pos`.
+Timed decode_steps(Runner& r, std::int64_t pos, int steps) {
+  const Timed t = time_it([&] {
+    for (int i = 0; i < steps; ++i) r.step(pos + i, static_cast<std::int32_t>(i * 31 + 5));
+  });
+  return {t.wall / steps, t.cpu / steps};
+}
+
+// Per-step work outside the forward pass (what the engine does with the logits row of
+// a greedy sample without logprobs): token choice + the step digest.
+double per_step_work_seconds(const std::vector<float>& row) {
+  detinfer::GenerationConfig config;
+  config.temperature = 0.0f;
+  const std::vector<std::int32_t> prompt = {1, 2, 3}, generated;
+  std::uint64_t sink = 0;
+  const Timed t = time_it([&] {
+    for (int i = 0; i < 20; ++i) {
+      const auto c =
+          detinfer::decode::choose_token(config, row.data(), static_cast<std::int64_t>(row.size()),
+                                         prompt, generated, 0, 0, static_cast<std::uint64_t>(i));
+      sink += static_cast<std::uint64_t>(c.token) + detinfer::logits_digest(row.data(), row.size());
+    }
+  });
+  if (sink == 42) std::printf(" ");
+  return t.cpu / 20;
+}
+
+struct Args {
+  int reps = 3;
+  bool quick = false;  // 135M only, no context sweep (a smoke run)
+  std::string dir = "/tmp/detinfer-bench-decode";
+  int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
+  int threads = 1;        // of the profile run
+};
+
+void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3], const Args& a) {
+  ensure_model(s.opt);
+  const char* dt = s.opt.dtype == detinfer::WeightDType::kBF16 ? "bf16" : "f32";
+  Runner r1(s.opt.out_dir, 1, 64), r2(s.opt.out_dir, 2, 64);
+  const double bytes = static_cast<double>(r1.model->decode_read_bytes() +
+                                           24 * r1.kv_bytes_per_token());  // context ~24
+  const int steps = s.opt.hidden > 600 ? 6 : 16;
+  r1.step(0, 1);
+  r2.step(0, 1);
+  std::vector<double> f1, f2, f1cpu, speedup, work;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    const Timed t1 = decode_steps(r1, 16, steps);
+    const Timed b1 = probe.bandwidth(*pools[1]);
+    const Timed t2 = decode_steps(r2, 16, steps);
+    const Timed b2 = probe.bandwidth(*pools[2]);
+    f1.push_back(bytes / t1.wall / b1.wall);
+    f1cpu.push_back(bytes / t1.cpu / b1.cpu);
+    f2.push_back(bytes / t2.wall / b2.wall);
+    speedup.push_back(t1.wall / t2.wall);
+    work.push_back(per_step_work_seconds(r1.logits) / t1.cpu);
+  }
+  std::printf("| %s %s | %.0f MB | %.3f (cpu %.3f) | %.3f | %.2f | %.2f%% |\n", s.name, dt,
+              bytes / 1e6, median(f1), median(f1cpu), median(f2), median(speedup),
+              100 * median(work));
+  std::fflush(stdout);
+}
+
+void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3],
+                   const Args& a) {
+  ensure_model(s.opt);
+  for (int threads : {1, 2}) {
+    Runner r(s.opt.out_dir, threads, 8192 + 64);
+    r.step(0, 1);
+    for (std::int64_t ctx : {512, 2048, 8192}) {
+      std::vector<double> share, kvfrac, tps;
+      for (int rep = 0; rep < a.reps; ++rep) {
+        // Short and long steps alternate, so both see the same machine.
+        Timed base, t;
+        for (int i = 0; i < 3; ++i) {
+          const Timed b1 = decode_steps(r, 16 + i, 1), t1 = decode_steps(r, ctx - 1 + i, 1);
+          base = {base.wall + b1.wall / 3, base.cpu + b1.cpu / 3};
+          t = {t.wall + t1.wall / 3, t.cpu + t1.cpu / 3};
+        }
+        const Timed b = probe.bandwidth(*pools[threads]);
+        // One thread: CPU time (robust to other load); two: wall time.
+        const double step = threads == 1 ? t.cpu : t.wall;
+        const double attn = std::max(1e-9, threads == 1 ? t.cpu - base.cpu : t.wall - base.wall);
+        const double bw = threads == 1 ? b.cpu : b.wall;
+        share.push_back(attn / step);
+        // KV bytes the step reads beyond the short step's, per second of that extra time.
+        kvfrac.push_back(static_cast<double>((ctx - 16) * r.kv_bytes_per_token()) / attn / bw);
+        tps.push_back(1.0 / t.wall);
+      }
+      std::printf("| %s, %d thread%s | %lld | %.2f | %.0f%% | %.2f |\n", s.name, threads,
+                  threads > 1 ? "s (wall)" : " (CPU time)", static_cast<long long>(ctx),
+                  median(tps), 100 * median(share), median(kvfrac));
+      std::fflush(stdout);
+    }
+  }
+}
+
+void prefill_table(const Shape& s, const Args& a) {
+  ensure_model(s.opt);
+  Runner r1(s.opt.out_dir, 1, 600), r2(s.opt.out_dir, 2, 600);
+  r1.prefill(16);
+  r2.prefill(16);
+  const auto& c = r1.model->config();
+  // Linear flops per token (2 per weight) incl. lm_head for the one logits row.
+  const double per_tok =
+      2.0 * static_cast<double>(c.num_layers) *
+      static_cast<double>(c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
+                          c.num_heads * c.head_dim * c.hidden_size +
+                          3 * c.hidden_size * c.intermediate_size);
+  std::vector<double> tps1, tps2, gf1cpu;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    const Timed t1 = time_it([&] { r1.prefill(512); });
+    const Timed t2 = time_it([&] { r2.prefill(512); });
+    tps1.push_back(512 / t1.wall);
+    tps2.push_back(512 / t2.wall);
+    gf1cpu.push_back(512 * per_tok / t1.cpu / 1e9);
+  }
+  std::printf("| %s bf16, prefill 512 | %.1f | %.1f | %.2f | %.1f |\n", s.name, median(tps1),
+              median(tps2), median(tps2) / median(tps1), median(gf1cpu));
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      a.quick = true;
+    } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      a.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--profile-steps") == 0 && i + 2 < argc) {
+      a.profile_steps = std::max(1, std::atoi(argv[++i]));
+      a.threads = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+      a.dir = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_decode [--quick] [--reps N] [--dir DIR] "
+                   "[--profile-steps N THREADS]\n");
+      return 2;
+    }
+  }
+  ::mkdir(a.dir.c_str(), 0755);
+  if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
+    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::WeightDType::kBF16);
+    ensure_model(s.opt);
+    Runner r(s.opt.out_dir, a.threads, 64);
+    std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
+    const Timed t = decode_steps(r, 0, a.profile_steps);
+    std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
+    return 0;
+  }
+  detinfer::ThreadPool pool1(1), pool2(2);
+  detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
+  ReadProbe probe;
+  using detinfer::WeightDType;
+  std::printf(
+      "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
+      "probe's bandwidth in the same repetition), median of %d:\n\n"
+      "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
+      "| --- | --- | --- | --- | --- | --- |\n",
+      a.reps);
+  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", WeightDType::kBF16),
+                               smol135m(a.dir + "/135m-f32", WeightDType::kF32)};
+  if (!a.quick) {
+    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", WeightDType::kBF16),
+                                   qwen05b(a.dir + "/05b-f32", WeightDType::kF32)});
+  }
+  for (const Shape& s : shapes) bound_table(s, probe, pools, a);
+  if (a.quick) return 0;
+  std::printf(
+      "\ndecode at long context (0.5B bf16): attention share = (step(ctx) - step(16)) / "
+      "step(ctx);\nKV fraction = KV bytes read beyond 16 tokens / that time / probe bandwidth\n\n"
+      "| model, threads | context | tok/s | attention share | KV fraction |\n"
+      "| --- | --- | --- | --- | --- |\n");
+  context_table(shapes[0], probe, pools, a);
+  std::printf(
+      "\nprefill of 512 tokens in one forward (0.5B bf16)\n\n"
+      "| what | tok/s 1 thread | tok/s 2 threads | 2 vs 1 | linear GFLOP per CPU-s, 1 thread |\n"
+      "| --- | --- | --- | --- | --- |\n");
+  prefill_table(shapes[0], a);
+  return 0;
+}

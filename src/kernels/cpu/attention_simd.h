@@ -1,0 +1,292 @@
+// Attention kernels written once over a vector type V (see simd_kernels.h for V's
+// contract, plus V::transpose(reg r[L]): r[i] = row i of an L x L tile becomes column
+// i). Included ONLY by the ISA translation units, inside their anonymous namespace, after
+// simd_kernels.h; no include guard.
+//
+// The spec's attention (docs/numerics.md) is computed in two phases over 64-key chunks:
+//   scores:   S[g][j] = dot(q_g, K[j], d) * scale with lanes over L consecutive KEYS (K
+//             transposed L x L in registers; each lane runs the reference's fma chain
+//             over the columns), plus each head's NaN-ignoring max over the range;
+//   partials: per chunk, e = exp(S - m) with lanes over keys, the chunk's denominator
+//             partial (a plain in-order sum per head) and numerator partial (lanes over
+//             head columns, fma chain over the chunk's keys in order).
+// The dispatcher (kernels/attention.cpp) folds the maxima and the chunk partials in the
+// spec's order, so any split of the chunks over tasks gives the reference's bits.
+
+constexpr int kMaxKeyBlocks = 8;  // key blocks of L keys transposed at a time
+
+// K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
+// prefetcher sees many short streams; prefetch ahead explicitly.
+inline void prefetch_row(const float* row, std::int64_t d) {
+  for (std::int64_t c = 0; c < d; c += 16)
+    _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
+}
+
+// Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
+// lanes i >= n are zero).
+inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int64_t j, int n,
+                           std::int64_t d, float* KT) {
+  typename V::reg r[V::L];
+  for (std::int64_t c0 = 0; c0 < d; c0 += V::L) {
+    const int cols = static_cast<int>(d - c0 < V::L ? d - c0 : V::L);
+#pragma GCC unroll 16
+    for (int i = 0; i < V::L; ++i) {
+      const float* row = kbase + off[j + (i < n ? i : 0)] + c0;
+      r[i] = i >= n ? V::zero() : (cols == V::L ? V::load(row) : V::load_n(row, cols));
+    }
+    V::transpose(r);
+#pragma GCC unroll 16
+    for (int c = 0; c < V::L; ++c)
+      if (c < cols) V::store(KT + (c0 + c) * V::L, r[c]);
+  }
+}
+
+// HG heads x KB key blocks (KB * L keys): S[g * lds + b * L + i] = the unscaled score,
+// chunked over d like ref::dot (p: fma chain over a 64-column chunk, s = s + p from +0,
+// s kept in S between chunks). KT holds the transposed blocks, block b at KT + b*d*L.
+template <int HG, int KB>
+void score_tile(const float* q, std::int64_t d, const float* KT, float* S, std::int64_t lds) {
+  typename V::reg p[HG][KB];
+  for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
+    const std::int64_t c1 = c0 + kChunk < d ? c0 + kChunk : d;
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 8
+      for (int b = 0; b < KB; ++b) p[g][b] = V::zero();
+    for (std::int64_t c = c0; c < c1; ++c) {
+      typename V::reg kv[KB];
+#pragma GCC unroll 8
+      for (int b = 0; b < KB; ++b) kv[b] = V::load(KT + (b * d + c) * V::L);
+#pragma GCC unroll 8
+      for (int g = 0; g < HG; ++g) {
+        const typename V::reg qs = V::set1(q[g * d + c]);
+#pragma GCC unroll 8
+        for (int b = 0; b < KB; ++b) p[g][b] = V::fma(qs, kv[b], p[g][b]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g)
+#pragma GCC unroll 8
+      for (int b = 0; b < KB; ++b) {
+        float* sp = S + g * lds + b * V::L;
+        const typename V::reg s0 = c0 == 0 ? V::zero() : V::load(sp);
+        V::store(sp, V::add(s0, p[g][b]));
+      }
+  }
+}
+
+using ScoreTileFn = void (*)(const float*, std::int64_t, const float*, float*, std::int64_t);
+
+// score_tile<hg, 2^lg>.
+template <int... H>
+ScoreTileFn score_tile_fn(int hg, int lg, std::integer_sequence<int, H...>) {
+  static constexpr ScoreTileFn fns[][4] = {{&score_tile<H + 1, 1>, &score_tile<H + 1, 2>,
+                                            &score_tile<H + 1, 4>, &score_tile<H + 1, 8>}...};
+  return fns[hg - 1][lg];
+}
+
+// log2 of the key blocks per tile for hg heads (about kScoreAccs accumulators in flight,
+// at most `left` blocks).
+inline int tile_log2(int hg, std::int64_t left) {
+  int lg = 3;
+  while (lg > 0 && ((hg << lg) > kScoreAccs || (std::int64_t{1} << lg) > left)) --lg;
+  return lg;
+}
+
+// Scales S[g][j0..j1) and returns the NaN-ignoring maximum (from -inf) in mx[g].
+inline void scale_and_max(float* S, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
+                          float scale, float* mx) {
+  const typename V::reg sc = V::set1(scale);
+  alignas(64) float lanes[V::L];
+  for (int g = 0; g < G; ++g) {
+    float* s = S + g * lds;
+    typename V::reg m = V::set1(-__builtin_inff());
+    std::int64_t j = j0;
+    for (; j + V::L <= j1; j += V::L) {
+      const typename V::reg v = V::mul(V::load(s + j), sc);
+      V::store(s + j, v);
+      m = V::max_seq(m, v);
+    }
+    V::store(lanes, m);
+    float best = -__builtin_inff();
+    for (int i = 0; i < V::L; ++i) best = lanes[i] > best ? lanes[i] : best;
+    for (; j < j1; ++j) {
+      s[j] = s[j] * scale;
+      best = s[j] > best ? s[j] : best;
+    }
+    mx[g] = best;
+  }
+}
+
+// Balanced passes of at most kHeadsPerPass heads: the pass size.
+inline int heads_per_pass(int G) {
+  const int passes = (G + kHeadsPerPass - 1) / kHeadsPerPass;
+  return (G + passes - 1) / passes;
+}
+
+[[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                                  std::int64_t lds, float* mx, float* scratch) {
+  const std::int64_t d = a.kv->head_dim;
+  const int G = static_cast<int>(a.group);
+  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  const int per = heads_per_pass(G);
+  const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
+  constexpr std::int64_t step = kMaxKeyBlocks * V::L;  // keys transposed at a time
+  for (std::int64_t j = j0; j < j1; j += step) {
+    const std::int64_t n = j1 - j < step ? j1 - j : step;
+    const std::int64_t blocks = (n + V::L - 1) / V::L;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t jb = j + b * V::L;
+      for (std::int64_t t = jb + step; t < jb + step + V::L && t < j1; ++t)
+        prefetch_row(kbase + a.off[t], d);
+      const int nb = static_cast<int>(j1 - jb < V::L ? j1 - jb : V::L);
+      transpose_keys(kbase, a.off, jb, nb, d, scratch + b * d * V::L);
+    }
+    for (int g0 = 0; g0 < G; g0 += per) {
+      const int hg = G - g0 < per ? G - g0 : per;
+      for (std::int64_t b = 0; b < blocks;) {
+        const int lg = tile_log2(hg, blocks - b);
+        score_tile_fn(hg, lg, heads)(a.q + g0 * d, d, scratch + b * d * V::L,
+                                     S + g0 * lds + j + b * V::L, lds);
+        b += std::int64_t{1} << lg;
+      }
+    }
+  }
+  scale_and_max(S, lds, G, j0, j1, a.scale, mx);
+}
+
+// --- partials ------------------------------------------------------------------------
+
+// e = exp(S - m[g]) of keys [j0, j1) for G heads, in place (lanes over keys).
+inline void chunk_exp(float* S, std::int64_t lds, int G, const float* m, std::int64_t j0,
+                      std::int64_t j1) {
+  for (int g = 0; g < G; ++g) {
+    float* s = S + g * lds;
+    const typename V::reg mv = V::set1(m[g]);
+    std::int64_t j = j0;
+    for (; j + V::L <= j1; j += V::L) V::store(s + j, exp_lanes(V::sub(V::load(s + j), mv)));
+    if (j < j1) {
+      const int r = static_cast<int>(j1 - j);
+      V::store_n(s + j, exp_lanes(V::sub(V::load_n(s + j, r), mv)), r);
+    }
+  }
+}
+
+// n >= L: a full vector; else the first n lanes.
+inline typename V::reg load_cols(const float* p, int n) {
+  return n >= V::L ? V::load(p) : V::load_n(p, n);
+}
+inline void store_cols(float* p, typename V::reg a, int n) {
+  if (n >= V::L) {
+    V::store(p, a);
+  } else {
+    V::store_n(p, a, n);
+  }
+}
+
+// Where one chunk's partials go and what its first column pass also does.
+struct ChunkOut {
+  float* num;           // head g's columns at num + g * d
+  float* den;           // head g's denominator partial at den[g]
+  bool acc;             // add to num/den (else store)
+  std::int64_t pf_end;  // the first pass prefetches key j + kChunk's V row while < pf_end
+  std::int64_t d;
+};
+
+// One chunk [j0, j1) of the numerator for HG heads over CB vectors of columns (CB*L
+// columns from vbase's column col0; when CB == 1, `cols` may be < L): p = fma chain over
+// the chunk's keys with weights E[g * lds + j]. FIRST (the pass over the first columns) also
+// runs the denominator chain p = p + e[j] (all lanes equal) and prefetches.
+template <int HG, int CB, bool FIRST>
+void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_t j1,
+                  const float* vbase, const std::int64_t* off, int cols, const ChunkOut& o, int g0,
+                  std::int64_t col0) {
+  typename V::reg p[HG][CB], pd[FIRST ? HG : 1];
+#pragma GCC unroll 8
+  for (int g = 0; g < HG; ++g) {
+    if constexpr (FIRST) pd[g] = V::zero();
+#pragma GCC unroll 4
+    for (int b = 0; b < CB; ++b) p[g][b] = V::zero();
+  }
+  for (std::int64_t j = j0; j < j1; ++j) {
+    const float* vr = vbase + off[j];
+    if constexpr (FIRST) {
+      if (j + kChunk < o.pf_end) prefetch_row(vbase + off[j + kChunk], o.d);
+    }
+    typename V::reg vv[CB];
+#pragma GCC unroll 4
+    for (int b = 0; b < CB; ++b)
+      vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) {
+      const typename V::reg e = V::set1(E[g * lds + j]);
+      if constexpr (FIRST) pd[g] = V::add(pd[g], e);
+#pragma GCC unroll 4
+      for (int b = 0; b < CB; ++b) p[g][b] = V::fma(e, vv[b], p[g][b]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < HG; ++g) {
+    if constexpr (FIRST) {
+      alignas(64) float lanes[V::L];
+      V::store(lanes, pd[g]);
+      float* dg = o.den + g0 + g;
+      *dg = o.acc ? *dg + lanes[0] : lanes[0];
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < CB; ++b) {
+      float* out = o.num + (g0 + g) * o.d + col0 + b * V::L;
+      const int n = cols - b * V::L;
+      store_cols(out, o.acc ? V::add(load_cols(out, n), p[g][b]) : p[g][b], n);
+    }
+  }
+}
+
+using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, const float*,
+                         const std::int64_t*, int, const ChunkOut&, int, std::int64_t);
+
+template <int CB, bool FIRST, int... H>
+ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
+  static constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB, FIRST>...};
+  return fns[hg - 1];
+}
+
+// The partials of chunk [j0, j1): columns in blocks of kValueVecs vectors, heads in
+// balanced passes (the chunk's V rows stay in L1 across the passes).
+inline void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
+                      const float* vbase, const std::int64_t* off, const ChunkOut& o) {
+  const int per = heads_per_pass(G);
+  const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
+  constexpr std::int64_t wide = kValueVecs * V::L;
+  const std::int64_t d = o.d;
+  for (std::int64_t c = 0; c < d;) {
+    const bool full = d - c >= wide;
+    const int cols = static_cast<int>(full ? wide : (d - c < V::L ? d - c : V::L));
+    for (int g0 = 0; g0 < G; g0 += per) {
+      const int hg = G - g0 < per ? G - g0 : per;
+      ChunkFn fn;
+      if (c == 0) {
+        fn = full ? chunk_fn<kValueVecs, true>(hg, heads) : chunk_fn<1, true>(hg, heads);
+      } else {
+        fn = full ? chunk_fn<kValueVecs, false>(hg, heads) : chunk_fn<1, false>(hg, heads);
+      }
+      fn(E + g0 * lds, lds, j0, j1, vbase + c, off, cols, o, g0, c);
+    }
+    c += cols;
+  }
+}
+
+[[maybe_unused]] void attn_partials(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
+                                    std::int64_t j0, std::int64_t j1, float* den,
+                                    std::int64_t den_stride, float* num, std::int64_t num_stride) {
+  const std::int64_t d = a.kv->head_dim;
+  const int G = static_cast<int>(a.group);
+  const float* vbase = a.kv->v_pool + a.kv_head * d;
+  for (std::int64_t j = j0; j < j0 + kChunk && j < j1; ++j) prefetch_row(vbase + a.off[j], d);
+  for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += kChunk, ++i) {
+    const std::int64_t k1 = k0 + kChunk < j1 ? k0 + kChunk : j1;
+    chunk_exp(S, lds, G, m, k0, k1);
+    const ChunkOut o{num + i * num_stride, den + i * den_stride, den_stride == 0, j1, d};
+    chunk_num(S, lds, G, k0, k1, vbase, a.off, o);
+  }
+}

@@ -1,0 +1,166 @@
+#include "session/cache_bridge.h"
+
+#include <utility>
+
+#include "cache/prefix_pool.h"
+#include "cache/result_codec.h"
+#include "core/log.h"
+#include "detinfer/numerics.h"
+#include "detinfer/version.h"
+
+namespace detinfer {
+
+bool has_cancelled(const GenerationResult& r) {
+  for (const Sequence& s : r.sequences) {
+    if (s.finish_reason == FinishReason::kCancelled) return true;
+  }
+  return false;
+}
+
+namespace {
+// Hands a cached result to the caller's callback as the engine hands a finished beam
+// search: every token once, the whole text with the first.
+void stream_cached(const EngineRequest& r, const GenerationResult& result) {
+  if (!r.on_token) return;
+  for (std::size_t i = 0; i < result.sequences.size(); ++i) {
+    const Sequence& s = result.sequences[i];
+    for (std::size_t t = 0; t < s.tokens.size(); ++t) {
+      TokenEvent ev;
+      ev.token = s.tokens[t];
+      if (t == 0) ev.text = s.text;
+      ev.logprobs = t < s.logprobs.size() ? &s.logprobs[t] : nullptr;
+      ev.sample_index = static_cast<std::int32_t>(i);
+      ev.step = static_cast<std::int32_t>(t);
+      if (!r.on_token(ev)) return;  // the result is complete already; stop streaming
+    }
+  }
+}
+}  // namespace
+
+CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash128& tokenizer_hash)
+    : model_(model), tokenizer_hash_(tokenizer_hash) {
+  const DeviceInfo dev = model.device_info();
+  // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
+  // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
+  prefix_salt_ = o.cache_salt;
+  if (dev.device != "cpu" && model.mode() != NumericsMode::kCanonical) {
+    prefix_salt_ += "\x1f" + std::string(to_string(model.mode())) + "@" + dev.name + " sm_" +
+                    dev.compute_capability;
+  }
+  if (o.cache.prefix.enabled) {
+    prefix_ = std::make_unique<PrefixCache>(o.cache.prefix, o.cache.redis);
+  }
+  if (o.cache.result.enabled) {
+    results_ = std::make_unique<ResultCache>(o.cache.result, o.cache.redis);
+    results_->open_model(model.fingerprint());
+    serve_results_ = model.mode() == NumericsMode::kCanonical;
+  }
+}
+
+// --- result cache -------------------------------------------------------------------------
+
+Hash128 CacheBridge::result_key(const EngineRequest& r) const {
+  return result_cache_key(model_.fingerprint(), model_.mode(), kNumericsSpecVersion,
+                          tokenizer_hash_, r.prompt, canonical_generation_config(r.config));
+}
+
+std::optional<GenerationResult> CacheBridge::lookup(const EngineRequest& r) {
+  if (!serve_results_ || !r.use_caches) return std::nullopt;
+  std::optional<GenerationResult> hit;
+  Hash128 key;
+  try {
+    key = result_key(r);
+    hit = results_->get(key);
+  } catch (const Error& e) {
+    logger().warn("result cache: lookup of request {} skipped: {}", r.id, e.what());
+    return std::nullopt;
+  }
+  if (!hit) return std::nullopt;
+  if (results_->should_audit(key)) {
+    // Run it as a miss; on_finished compares and serves the recomputation.
+    std::lock_guard<std::mutex> lk(mu_);
+    audits_.emplace(r.id, std::move(*hit));
+    return std::nullopt;
+  }
+  hit->prompt_tokens = r.prompt;
+  hit->seed = r.seed;
+  hit->cache.prefix_cached_tokens = 0;
+  hit->cache.result_cache_hit = true;
+  stream_cached(r, *hit);
+  return hit;
+}
+
+void CacheBridge::forget(std::uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  audits_.erase(id);
+}
+
+void CacheBridge::on_finished(const EngineRequest& r, GenerationResult& result) {
+  if (!serve_results_ || !r.use_caches) return;
+  std::optional<GenerationResult> audited;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto a = audits_.find(r.id);
+    if (a != audits_.end()) {
+      audited = std::move(a->second);
+      audits_.erase(a);
+    }
+  }
+  try {
+    const Hash128 key = result_key(r);
+    if (audited) {
+      results_->audit(key, *audited, result);  // on a mismatch the recomputed one is stored
+    } else if (!has_cancelled(result)) {
+      results_->put(key, result);
+    }
+  } catch (const Error& e) {
+    logger().warn("result cache: request {} not stored: {}", r.id, e.what());
+  }
+}
+
+void CacheBridge::on_failed(const EngineRequest& r, const Error&) { forget(r.id); }
+
+// --- prefix cache -------------------------------------------------------------------------
+
+std::int64_t CacheBridge::restore(const EngineRequest& r, KvCachePool& pool,
+                                  std::vector<std::int32_t>& table) {
+  std::call_once(prefix_opened_, [&] {
+    PrefixNamespace ns;
+    ns.model_fingerprint = model_.fingerprint();
+    ns.mode = model_.mode();
+    ns.spec_version = kNumericsSpecVersion;
+    ns.block_size = pool.block_size();
+    ns.block_bytes = pool.block_bytes();
+    prefix_->open(ns);
+  });
+  if (!r.use_caches) return 0;  // replays recompute everything: they check the output
+  return restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+}
+
+void CacheBridge::publish(const EngineRequest& r, const KvCachePool& pool,
+                          const std::vector<std::int32_t>& table) {
+  // restore() always runs first for a request and opens the namespace.
+  if (r.use_caches) publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+}
+
+void CacheBridge::publish_sequence(const EngineRequest& r, const std::vector<std::int32_t>& tokens,
+                                   const KvCachePool& pool,
+                                   const std::vector<std::int32_t>& table) {
+  if (r.use_caches) publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
+}
+
+// --- stats --------------------------------------------------------------------------------
+
+CacheStats CacheBridge::stats() const {
+  CacheStats s;
+  if (prefix_) s.prefix = prefix_->stats();
+  if (results_) s.result = results_->stats();
+  return s;
+}
+
+void CacheBridge::invalidate() {
+  if (prefix_) prefix_->invalidate_all();
+  if (results_) results_->invalidate_all();
+}
+
+}  // namespace detinfer

@@ -1,0 +1,73 @@
+// The cache stage of a session's request pipeline: the KV-prefix cache behind the
+// engine's PrefixProvider seam, and the result cache (a lookup before the engine, a store
+// or audit when the engine finishes a request). Requests whose policy says
+// use_caches = false (replays) never touch either. docs/architecture.md, "A session's
+// request pipeline"; docs/cache.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "cache/prefix_cache.h"
+#include "cache/result_cache.h"
+#include "detinfer/session.h"
+#include "engine/engine.h"
+#include "model/model.h"
+
+namespace detinfer {
+
+// Whether any sequence of `r` was cancelled (such results are neither cached nor checked).
+bool has_cancelled(const GenerationResult& r);
+
+class CacheBridge final : public PrefixProvider, public EngineObserver {
+ public:
+  // Opens the caches the options enable (Error(kInvalidArgument) naming the option,
+  // Error(kUnavailable) when a cache directory cannot be opened). `model` must outlive
+  // this bridge.
+  CacheBridge(const SessionOptions& options, const Model& model, const Hash128& tokenizer_hash);
+
+  // Whether the engine should get this bridge as its prefix provider.
+  bool has_prefix_cache() const { return prefix_ != nullptr && prefix_->enabled(); }
+
+  // Before the engine (caller's thread): a result-cache hit, already streamed to the
+  // request's callback, or nullopt (a miss, an audited hit the engine must recompute,
+  // the result cache off, not canonical, or use_caches = false).
+  std::optional<GenerationResult> lookup(const EngineRequest& r);
+  // Drops what lookup() kept for a request the engine then refused.
+  void forget(std::uint64_t id);
+
+  // PrefixProvider (engine thread).
+  std::int64_t restore(const EngineRequest& r, KvCachePool& pool,
+                       std::vector<std::int32_t>& table) override;
+  void publish(const EngineRequest& r, const KvCachePool& pool,
+               const std::vector<std::int32_t>& table) override;
+  void publish_sequence(const EngineRequest& r, const std::vector<std::int32_t>& tokens,
+                        const KvCachePool& pool, const std::vector<std::int32_t>& table) override;
+
+  // EngineObserver (engine thread): stores a finished result, or audits a cached one.
+  void on_finished(const EngineRequest& r, GenerationResult& result) override;
+  void on_failed(const EngineRequest& r, const Error& e) override;
+
+  CacheStats stats() const;
+  void invalidate();
+
+ private:
+  Hash128 result_key(const EngineRequest& r) const;
+
+  const Model& model_;
+  const Hash128 tokenizer_hash_;
+  std::unique_ptr<PrefixCache> prefix_;
+  std::string prefix_salt_;  // cache_salt, plus the GPU model for non-canonical CUDA KV
+  std::once_flag prefix_opened_;
+  std::unique_ptr<ResultCache> results_;
+  bool serve_results_ = false;  // result cache on and canonical mode
+
+  std::mutex mu_;
+  std::map<std::uint64_t, GenerationResult> audits_;  // id -> cached result to compare
+};
+
+}  // namespace detinfer

@@ -1,0 +1,78 @@
+// The telemetry stage of a session's request pipeline, an engine observer: metrics, the
+// fingerprint recorder and the hand-off of finished requests to the consistency monitor.
+// It only watches; nothing it does feeds back into a request's output. Requests whose
+// policy says observed = false (replays) are not counted, recorded or checked.
+// docs/architecture.md, "A session's request pipeline".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "detinfer/consistency_monitor.h"
+#include "detinfer/fingerprint.h"
+#include "detinfer/fingerprint_recorder.h"
+#include "detinfer/metrics.h"
+#include "detinfer/session.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "session/cache_bridge.h"
+
+namespace detinfer {
+
+// The groups of a session's fingerprints that do not depend on the request: host,
+// numerics, model and tokenizer (`tokenizer_hash` zero without a tokenizer).
+RunFingerprint session_base_fingerprint(const SessionOptions& options, const Model& model,
+                                        const Hash128& tokenizer_hash);
+
+class Telemetry final : public EngineObserver {
+ public:
+  // Opens the recorder (Error(kUnavailable) naming its file). `caches` may be null.
+  Telemetry(const SessionOptions& options, RunFingerprint base,
+            std::shared_ptr<const CacheBridge> caches);
+
+  // Finished requests go to `monitor` (may be null) from now on; before the first
+  // request. The monitor must outlive every later on_finished/served call.
+  void set_monitor(ConsistencyMonitor* monitor) { monitor_ = monitor; }
+
+  // EngineObserver (engine thread).
+  void on_step(const StepStats& s) override;
+  bool wants_logits() const override { return recorder_.wants_logits(); }
+  void on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
+                 const float* row, std::int64_t vocab) override;
+  void on_finished(const EngineRequest& r, GenerationResult& result) override;
+  void on_failed(const EngineRequest& r, const Error& e) override;
+
+  // A result the cache stage served without the engine (caller's thread).
+  void served(const EngineRequest& r, GenerationResult& result);
+
+  const RunFingerprint& base() const { return base_; }
+  const SessionMetrics& session_metrics() const { return metrics_; }
+  MetricsRegistry& registry() { return registry_; }
+  // Prometheus text, cache statistics brought up to date first.
+  std::string metrics_text();
+
+ private:
+  // Metrics, fingerprint and monitor of a result handed to the caller.
+  void complete(const EngineRequest& r, GenerationResult& result,
+                std::vector<std::vector<std::vector<float>>> logits);
+  void sync_cache_metrics();
+
+  MetricsRegistry registry_;
+  SessionMetrics metrics_;
+  const RunFingerprint base_;
+  const CacheOptions cache_options_;
+  const std::shared_ptr<const CacheBridge> caches_;
+  FingerprintRecorder recorder_;
+  ConsistencyMonitor* monitor_ = nullptr;
+
+  std::mutex mu_;  // guards logits_ and the cache-metrics snapshot
+  // id -> sample -> step -> logits row (RecordLevel::kLogits, non-beam requests)
+  std::map<std::uint64_t, std::vector<std::vector<std::vector<float>>>> logits_;
+  CacheStats last_cache_stats_;
+};
+
+}  // namespace detinfer

@@ -1,0 +1,299 @@
+// docs/numerics.md is enough to reproduce canonical logits: a binary32 forward pass
+// written from that page alone (plain loops, no detinfer kernels or model code: its own
+// chunked dot and sum, its own exp from the page's pseudo-code, the RoPE table from glibc
+// as the page defines it) equals the canonical model's logits bit for bit, for every
+// supported architecture, weight dtype, tied and untied heads, llama3 RoPE scaling, and
+// prompts that span more than one 64-key attention chunk.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/model_test_util.h"
+#include "model/tensor_store.h"
+
+namespace detinfer {
+namespace {
+
+using Vec = std::vector<float>;
+
+float from_bits(std::uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// "Inputs": weights widened exactly (bf16: the top half of a binary32; f16: same value).
+float widen(const std::uint8_t* p, TensorDType dtype) {
+  if (dtype == TensorDType::kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (dtype == TensorDType::kBF16) return from_bits(static_cast<std::uint32_t>(h) << 16);
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float v = e == 0 ? std::ldexp(static_cast<float>(m), -24)
+                         : std::ldexp(static_cast<float>(1024 + m), e - 25);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+
+// "Reductions: the chunked order".
+float dot(const float* a, const float* b, std::int64_t n) {
+  float s = 0.0f;
+  for (std::int64_t c = 0; c < n; c += 64) {
+    float p = 0.0f;
+    for (std::int64_t i = c; i < std::min<std::int64_t>(n, c + 64); ++i)
+      p = std::fma(a[i], b[i], p);
+    s = s + p;
+  }
+  return s;
+}
+
+float sum(const float* x, std::int64_t n) {
+  float s = 0.0f;
+  for (std::int64_t c = 0; c < n; c += 64) {
+    float p = 0.0f;
+    for (std::int64_t i = c; i < std::min<std::int64_t>(n, c + 64); ++i) p = p + x[i];
+    s = s + p;
+  }
+  return s;
+}
+
+// "exp_f32(x)", line by line.
+float exp_f32(float x) {
+  if (std::isnan(x)) return x + x;
+  if (x > 89.0f) return INFINITY;
+  if (x < -104.0f) return 0.0f;
+  const float t = x * 0x1.715476p+0f;
+  const float k = (t + 0x1.8p23f) - 0x1.8p23f;
+  float r = std::fma(-k, 0x1.63p-1f, x);
+  r = std::fma(-k, -0x1.bd0106p-13f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  float y = std::fma(p, r * r, r);
+  y = y + 1.0f;
+  const int ki = static_cast<int>(k);
+  const int k1 = ki >> 1, k2 = ki - k1;
+  auto pow2 = [](int e) { return from_bits(static_cast<std::uint32_t>(e + 127) << 23); };
+  return (y * pow2(k1)) * pow2(k2);
+}
+
+// The page's composition for one model folder.
+class SpecModel {
+ public:
+  explicit SpecModel(const std::string& dir) : store_(TensorStore::open(dir)) {
+    std::ifstream in(dir + "/config.json");
+    const nlohmann::json c = nlohmann::json::parse(in);
+    hidden_ = c["hidden_size"];
+    layers_ = c["num_hidden_layers"];
+    heads_ = c["num_attention_heads"];
+    kv_heads_ = c["num_key_value_heads"];
+    vocab_ = c["vocab_size"];
+    head_dim_ = c.contains("head_dim") ? c["head_dim"].get<std::int64_t>() : hidden_ / heads_;
+    eps_ = static_cast<float>(c["rms_norm_eps"].get<double>());
+    scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
+    tied_ = c.value("tie_word_embeddings", false);
+    const double theta = c["rope_theta"];
+    const bool llama3 = c.contains("rope_scaling") && !c["rope_scaling"].is_null();
+    for (std::int64_t i = 0; i < head_dim_ / 2; ++i) {
+      double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim_));
+      if (llama3) {
+        const auto& r = c["rope_scaling"];
+        const double factor = r["factor"], lo = r["low_freq_factor"], hi = r["high_freq_factor"];
+        const double old = r["original_max_position_embeddings"].get<double>();
+        const double pi = 3.14159265358979323846;
+        const double wavelen = (2.0 * pi) / f;
+        if (wavelen > old / lo) {
+          f = f / factor;
+        } else if (!(wavelen < old / hi)) {
+          const double smooth = (old / wavelen - lo) / (hi - lo);
+          f = ((1.0 - smooth) * f) / factor + smooth * f;
+        }
+      }
+      inv_.push_back(f);
+    }
+  }
+
+  // Logits of every position of `tokens` ([T][vocab]).
+  Vec logits(const std::vector<std::int32_t>& tokens) {
+    const auto t_count = static_cast<std::int64_t>(tokens.size());
+    const std::int64_t kvd = kv_heads_ * head_dim_;
+    std::vector<Vec> x(tokens.size());
+    const Vec emb = w("model.embed_tokens.weight");
+    for (std::int64_t t = 0; t < t_count; ++t)
+      x[t].assign(emb.begin() + tokens[t] * hidden_, emb.begin() + (tokens[t] + 1) * hidden_);
+    for (std::int64_t l = 0; l < layers_; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      Vec keys(t_count * kvd), values(t_count * kvd);
+      for (std::int64_t t = 0; t < t_count; ++t) {
+        Vec h = rms_norm(x[t], w(p + "input_layernorm.weight"), hidden_);
+        Vec q = linear(h, p + "self_attn.q_proj"), k = linear(h, p + "self_attn.k_proj");
+        const Vec v = linear(h, p + "self_attn.v_proj");
+        if (has(p + "self_attn.q_norm.weight")) {
+          q = rms_norm(q, w(p + "self_attn.q_norm.weight"), head_dim_);
+          k = rms_norm(k, w(p + "self_attn.k_norm.weight"), head_dim_);
+        }
+        rope(q, t);
+        rope(k, t);
+        std::copy(k.begin(), k.end(), keys.begin() + t * kvd);
+        std::copy(v.begin(), v.end(), values.begin() + t * kvd);
+        const Vec o = linear(attention(q, keys, values, t + 1), p + "self_attn.o_proj");
+        for (std::int64_t i = 0; i < hidden_; ++i) x[t][i] = x[t][i] + o[i];
+        h = rms_norm(x[t], w(p + "post_attention_layernorm.weight"), hidden_);
+        const Vec g = linear(h, p + "mlp.gate_proj"), u = linear(h, p + "mlp.up_proj");
+        Vec a(g.size());
+        for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+        const Vec d = linear(a, p + "mlp.down_proj");
+        for (std::int64_t i = 0; i < hidden_; ++i) x[t][i] = x[t][i] + d[i];
+      }
+    }
+    Vec out;
+    const std::string head = tied_ ? "model.embed_tokens" : "lm_head";
+    for (std::int64_t t = 0; t < t_count; ++t) {
+      const Vec y = linear(rms_norm(x[t], w("model.norm.weight"), hidden_), head);
+      out.insert(out.end(), y.begin(), y.end());
+    }
+    return out;
+  }
+
+ private:
+  bool has(const std::string& name) const { return store_.find(name) != nullptr; }
+  Vec w(const std::string& name) {
+    auto it = cache_.find(name);
+    if (it != cache_.end()) return it->second;
+    const TensorRef& r = store_.get(name);
+    const std::int64_t n = r.info->numel();
+    const std::int64_t es = r.info->dtype == TensorDType::kF32 ? 4 : 2;
+    Vec v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[i] = widen(r.data() + i * es, r.info->dtype);
+    return cache_[name] = v;
+  }
+
+  // rms_norm over consecutive groups of n (one group = one row or one head).
+  Vec rms_norm(const Vec& x, const Vec& g, std::int64_t n) const {
+    Vec y(x.size());
+    for (std::size_t b = 0; b < x.size(); b += n) {
+      const float ss = dot(&x[b], &x[b], n);
+      const float r = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps_);
+      for (std::int64_t i = 0; i < n; ++i) y[b + i] = (x[b + i] * r) * g[i];
+    }
+    return y;
+  }
+
+  Vec linear(const Vec& x, const std::string& name) {
+    const Vec wt = w(name + ".weight");
+    const auto k = static_cast<std::int64_t>(x.size());
+    const auto n = static_cast<std::int64_t>(wt.size()) / k;
+    const Vec bias = has(name + ".bias") ? w(name + ".bias") : Vec();
+    Vec y(n);
+    for (std::int64_t r = 0; r < n; ++r) {
+      y[r] = dot(x.data(), wt.data() + r * k, k);
+      if (!bias.empty()) y[r] = y[r] + bias[r];
+    }
+    return y;
+  }
+
+  void rope(Vec& x, std::int64_t pos) const {
+    const std::int64_t half = head_dim_ / 2;
+    for (std::size_t b = 0; b < x.size(); b += head_dim_) {
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(pos) * inv_[i];
+        const auto c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+        const float a = x[b + i], bb = x[b + i + half];
+        x[b + i] = a * c - bb * s;
+        x[b + i + half] = bb * c + a * s;
+      }
+    }
+  }
+
+  // "Attention": one row with keys 0..t-1 (cache rows of kv_heads * head_dim).
+  Vec attention(const Vec& q, const Vec& keys, const Vec& values, std::int64_t t) const {
+    const std::int64_t group = heads_ / kv_heads_, kvd = kv_heads_ * head_dim_;
+    Vec out(q.size());
+    for (std::int64_t h = 0; h < heads_; ++h) {
+      const std::int64_t off = (h / group) * head_dim_;
+      Vec score(t), e(t);
+      for (std::int64_t j = 0; j < t; ++j)
+        score[j] = dot(&q[h * head_dim_], &keys[j * kvd + off], head_dim_) * scale_;
+      float m = score[0];
+      for (std::int64_t j = 1; j < t; ++j) m = score[j] > m ? score[j] : m;
+      for (std::int64_t j = 0; j < t; ++j) e[j] = exp_f32(score[j] - m);
+      const float den = sum(e.data(), t);
+      for (std::int64_t c = 0; c < head_dim_; ++c) {
+        float s = 0.0f;
+        for (std::int64_t j0 = 0; j0 < t; j0 += 64) {
+          float p = 0.0f;
+          for (std::int64_t j = j0; j < std::min(t, j0 + 64); ++j)
+            p = std::fma(e[j], values[j * kvd + off + c], p);
+          s = s + p;
+        }
+        out[h * head_dim_ + c] = s / den;
+      }
+    }
+    return out;
+  }
+
+  TensorStore store_;
+  std::map<std::string, Vec> cache_;
+  std::int64_t hidden_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
+  float eps_ = 0, scale_ = 0;
+  bool tied_ = false;
+  std::vector<double> inv_;
+};
+
+struct SpecCase {
+  TinyArch arch;
+  WeightDType dtype;
+  bool tied;
+};
+
+TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
+  for (const SpecCase& c : {SpecCase{TinyArch::kLlama, WeightDType::kF32, false},
+                            SpecCase{TinyArch::kLlama, WeightDType::kBF16, true},
+                            SpecCase{TinyArch::kMistral, WeightDType::kF16, false},
+                            SpecCase{TinyArch::kQwen2, WeightDType::kBF16, true},
+                            SpecCase{TinyArch::kQwen2, WeightDType::kF32, false},
+                            SpecCase{TinyArch::kQwen3, WeightDType::kBF16, false}}) {
+    const std::string dir = testing::scratch_dir("spec");
+    TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
+    o.tie_word_embeddings = c.tied;
+    o.vocab = 200;  // no tokenizer needed
+    make_tiny_model(o);
+    const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
+    const Vec want = SpecModel(dir).logits(tokens);
+
+    const auto model = Model::load(dir, ModelOptions{});
+    KvCachePool kv(model->config(), 16, std::int64_t{8} << 20);
+    SequenceStep step;
+    step.tokens = tokens;
+    for (std::int64_t b = 0; b < 5; ++b) step.block_table.push_back(kv.allocate());
+    step.all_logits = true;
+    Vec got;
+    model->forward({step}, kv, got);
+    ASSERT_EQ(got.size(), want.size());
+    std::int64_t diffs = 0, first = -1;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::memcmp(&got[i], &want[i], 4) != 0 && diffs++ == 0)
+        first = static_cast<std::int64_t>(i);
+    }
+    EXPECT_EQ(diffs, 0) << "arch " << static_cast<int>(c.arch) << " dtype "
+                        << static_cast<int>(c.dtype) << " tied " << c.tied << ": first at row "
+                        << first / o.vocab << " column " << first % o.vocab;
+  }
+}
+
+}  // namespace
+}  // namespace detinfer
