@@ -158,6 +158,8 @@ TEST_F(CacheEngine, RedisSharedAndKilledMidRunGiveIdenticalOutputs) {
   RedisOptions ro;
   ro.host = "127.0.0.1";
   ro.port = server.port();
+  ro.connect_timeout_ms = 5000;  // a live server must answer however loaded the machine is
+  ro.command_timeout_ms = 5000;
   ro.reconnect_backoff_min_ms = 1;
   ro.reconnect_backoff_max_ms = 1;
   PrefixCacheOptions o;

@@ -69,6 +69,10 @@ class RedisTier : public ::testing::Test {
     ASSERT_TRUE(server_->start()) << "redis-server did not start";
     options_.host = "127.0.0.1";
     options_.port = server_->port();
+    // A live server must answer however loaded the machine is: the outcome of a test may
+    // not hinge on the 50 ms default. A dead one fails at once (refused, reset, EPIPE).
+    options_.connect_timeout_ms = 5000;
+    options_.command_timeout_ms = 5000;
     options_.reconnect_backoff_min_ms = 100;
     options_.reconnect_backoff_max_ms = 1000;
   }

@@ -235,7 +235,7 @@ TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysClose
 // kv_dtype other than f32 is not implemented on CUDA yet (docs/numerics.md, KV storage):
 // loading is a clear kUnsupported naming the field, never silently f32 KV.
 TEST(CudaModelEmulationKvDtype, HalfKvIsRejectedNamingTheField) {
-  const std::string dir = tiny_model(TinyArch::kQwen2, WeightDType::kBF16);
+  const std::string dir = tiny_model(TinyArch::kQwen2, DType::kBF16);
   for (const kernels::DType kv : {kernels::DType::kBF16, kernels::DType::kF16}) {
     ModelOptions mo;
     mo.device = parse_device("cuda:0");
