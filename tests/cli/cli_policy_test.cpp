@@ -26,8 +26,10 @@ using nlohmann::json;
 
 // A value of the row's type that differs from `dflt`.
 json other_value(const ConfigField& f, const json& dflt) {
-  static const std::map<std::string, std::string> kEnums = {
-      {"mode", "fast"}, {"log_level", "debug"}, {"fingerprint.level", "final"}};
+  static const std::map<std::string, std::string> kEnums = {{"mode", "fast"},
+                                                            {"kv_dtype", "bf16"},
+                                                            {"log_level", "debug"},
+                                                            {"fingerprint.level", "final"}};
   switch (f.type) {
     case FieldType::kBool:
       return !dflt.get<bool>();
