@@ -15,6 +15,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/device_math.h"
 #include "kernels/reference/reference.h"
 
 namespace detinfer::kernels {
@@ -47,37 +48,10 @@ float f16_to_f32(std::uint16_t h) {
   return f;
 }
 
-std::uint16_t f32_to_bf16_rne(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
+// One definition for the CPU and the CUDA kernels (device_math.h is plain C++ off-device).
+std::uint16_t f32_to_bf16_rne(float x) { return cuda::dm::f32_to_bf16(x); }
 
-std::uint16_t f32_to_f16_rne(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-  const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  std::uint32_t q, rem, half;
-  if (a < 0x38800000u) {               // below 2^-14: a multiple of 2^-24 (subnormal) or zero
-    if (a < 0x33000000u) return sign;  // below 2^-25
-    const std::uint32_t shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-    q = m >> shift;
-    rem = m & ((1u << shift) - 1u);
-    half = 1u << (shift - 1u);
-  } else {
-    const std::uint32_t r = a - 0x38000000u;  // exponent rebiased from 127 to 15
-    q = r >> 13;
-    rem = r & 0x1fffu;
-    half = 0x1000u;
-  }
-  if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
-  return static_cast<std::uint16_t>(sign | q);
-}
+std::uint16_t f32_to_f16_rne(float x) { return cuda::dm::f32_to_f16(x); }
 
 void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype) {
   switch (dtype) {

@@ -45,13 +45,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
         biases_(layers_.size()) {
-    if (options.kv_dtype != kernels::DType::kF32 && backend_->device_info().device != "cpu") {
-      throw Error(
-          ErrorCode::kUnsupported,
-          str_cat("kv_dtype ", kernels::to_string(options.kv_dtype), " is not supported on ",
-                  backend_->device_info().device, " yet (docs/numerics.md, KV storage)"),
-          "kv_dtype");
-    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +

@@ -143,7 +143,7 @@ class CudaBackend final : public Backend {
       const BatchPlan::Seq& s = plan_->seqs[i];
       ops_->kv_write(k + s.row_begin * ld, v + s.row_begin * ld, ld, s.rows, s.start_pos,
                      tables_.as<std::int32_t>() + table_offsets_[i], kv.block_size,
-                     kv.num_kv_heads * kv.head_dim, kv.k_pool, kv.v_pool);
+                     kv.num_kv_heads * kv.head_dim, kv.k_pool, kv.v_pool, kv.kv_dtype);
     }
   }
 

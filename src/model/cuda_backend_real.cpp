@@ -76,10 +76,11 @@ class RealCudaOps final : public CudaOps {
   }
   void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                 std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-                std::int64_t kv_stride, float* k_pool, float* v_pool) override {
+                std::int64_t kv_stride, float* k_pool, float* v_pool,
+                kernels::DType kv_dtype) override {
     bind();
     kc::kv_write(k, v, ld, rows, start_pos, block_table, block_size, kv_stride, k_pool, v_pool,
-                 nullptr);
+                 kv_dtype, nullptr);
   }
   void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                  std::int64_t num_heads, const kernels::PagedKvView& kv, float scale, float* out,

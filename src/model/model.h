@@ -21,7 +21,7 @@ struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
   int threads = 1;                               // CPU kernel threads (1..1024)
   DeviceSpec device;                             // where weights, KV and kernels live (cpu)
-  // K/V rounding when written to the cache (canonical mode on the CPU backend only).
+  // K/V rounding when written to the cache (canonical mode; CPU and CUDA backends).
   kernels::DType kv_dtype = kernels::DType::kF32;
 };
 

@@ -204,7 +204,7 @@ TEST(CudaEmulation, RopeEmbeddingAndKvWriteEqualReference) {
   const std::vector<float> v = random_floats(n_new * kv_stride, 55);
   std::vector<float> kp(3 * bs * kv_stride, 0.0f), vp(3 * bs * kv_stride, 0.0f);
   emu::launch(dim3(n_new), dim3(32), 0, kv_write_kernel, k.data(), v.data(), kv_stride, start,
-              blocks.data(), bs, kv_stride, kp.data(), vp.data());
+              blocks.data(), bs, kv_stride, kp.data(), vp.data(), DType::kF32);
   const PagedKvView view{kp.data(), vp.data(), blocks.data(), 3, bs, 1, kv_stride};
   for (std::int64_t r = 0; r < n_new; ++r) {
     ASSERT_EQ(std::memcmp(ref::kv_row(kp.data(), view, start + r, 0), &k[r * kv_stride], 32), 0);

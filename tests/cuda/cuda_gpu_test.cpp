@@ -156,7 +156,7 @@ TEST_F(CudaGpu, AddAndKvWriteAreExact) {
   DeviceBuffer kp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
   DeviceBuffer vp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
   kv_write(dk.as<float>(), dv.as<float>(), ld, rows, start, dt.as<std::int32_t>(), bs, kv_stride,
-           kp.as<float>(), vp.as<float>(), nullptr);
+           kp.as<float>(), vp.as<float>(), DType::kF32, nullptr);
   const std::vector<float> hk = to_host<float>(kp, 4 * bs * kv_stride);
   const std::vector<float> hv = to_host<float>(vp, 4 * bs * kv_stride);
   const PagedKvView view{hk.data(), hv.data(), table.data(), 4, bs, 2, 64};

@@ -153,10 +153,10 @@ TEST(CudaValidation, RowOpsRejectBadShapes) {
   expect_error(ErrorCode::kInvalidArgument, [] { add(kFake, nullptr, kFakeOut, 8, nullptr); });
   const auto* table = reinterpret_cast<const std::int32_t*>(kFake);
   expect_error(ErrorCode::kInvalidArgument, [&] {
-    kv_write(kFake, kFake, 64, 1, -1, table, 16, 64, kFakeOut, kFakeOut, nullptr);
+    kv_write(kFake, kFake, 64, 1, -1, table, 16, 64, kFakeOut, kFakeOut, DType::kF32, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [&] {
-    kv_write(kFake, kFake, 32, 1, 0, table, 16, 64, kFakeOut, kFakeOut, nullptr);
+    kv_write(kFake, kFake, 32, 1, 0, table, 16, 64, kFakeOut, kFakeOut, DType::kF32, nullptr);
   });
 }
 

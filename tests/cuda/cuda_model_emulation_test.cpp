@@ -232,22 +232,34 @@ TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysClose
   }
 }
 
-// kv_dtype other than f32 is not implemented on CUDA yet (docs/numerics.md, KV storage):
-// loading is a clear kUnsupported naming the field, never silently f32 KV.
-TEST(CudaModelEmulationKvDtype, HalfKvIsRejectedNamingTheField) {
+// 16-bit KV storage on CUDA: the kv_write kernel rounds K and V as the CPU backend does,
+// so canonical logits and the exported KV blocks equal the CPU's bit for bit for each
+// kv_dtype, and differ from f32 KV (the rounding really happens).
+TEST(CudaModelEmulationKvDtype, HalfKvEqualsCpuBitForBit) {
   const std::string dir = tiny_model(TinyArch::kQwen2, DType::kBF16);
-  for (const kernels::DType kv : {kernels::DType::kBF16, kernels::DType::kF16}) {
+  SeqLogits f32_rows;
+  for (const kernels::DType kv :
+       {kernels::DType::kF32, kernels::DType::kBF16, kernels::DType::kF16}) {
+    ModelOptions cpu_o{NumericsMode::kCanonical, 1, {}};
+    cpu_o.kv_dtype = kv;
+    auto cpu = Model::load(dir, cpu_o);
     ModelOptions mo;
     mo.device = parse_device("cuda:0");
     mo.kv_dtype = kv;
-    try {
-      load_model_on(dir, mo,
-                    make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
-                                           NumericsMode::kCanonical, "cuda:0"));
-      FAIL() << "kv_dtype " << kernels::to_string(kv) << " accepted on CUDA";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_EQ(e.field(), "kv_dtype");
+    auto gpu = load_model_on(dir, mo,
+                             make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
+                                                    NumericsMode::kCanonical, "cuda:0"));
+    const Scenario sc = make_scenario(cpu->config().vocab_size);
+    std::vector<std::vector<std::uint8_t>> cpu_kv, gpu_kv;
+    const SeqLogits want = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1}, &cpu_kv);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}, &gpu_kv), want))
+        << kernels::to_string(kv);
+    ASSERT_EQ(gpu_kv.size(), cpu_kv.size());
+    for (std::size_t i = 0; i < cpu_kv.size(); ++i) EXPECT_EQ(gpu_kv[i], cpu_kv[i]) << i;
+    if (kv == kernels::DType::kF32) {
+      f32_rows = want;
+    } else {
+      EXPECT_FALSE(same_bits(want, f32_rows)) << kernels::to_string(kv) << " KV was not rounded";
     }
   }
 }

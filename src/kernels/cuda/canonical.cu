@@ -86,7 +86,7 @@ void add(const float* a, const float* b, float* out, std::int64_t n, Stream stre
 
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-              std::int64_t kv_stride, float* k_pool, float* v_pool, Stream stream) {
+              std::int64_t kv_stride, float* k_pool, float* v_pool, DType kv_dtype, Stream stream) {
   const char* op = "kv_write";
   require_ptr(k, op, "k");
   require_ptr(v, op, "v");
@@ -98,8 +98,8 @@ void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows
   require_positive(kv_stride, op, "kv_stride");
   require(start_pos >= 0, op, "start_pos must be >= 0");
   require(ld >= kv_stride, op, "ld must be >= kv_stride");
-  kv_write_kernel<<<grid_x(rows, op), kThreads, 0, stream>>>(k, v, ld, start_pos, block_table,
-                                                             block_size, kv_stride, k_pool, v_pool);
+  kv_write_kernel<<<grid_x(rows, op), kThreads, 0, stream>>>(
+      k, v, ld, start_pos, block_table, block_size, kv_stride, k_pool, v_pool, kv_dtype);
   DETINFER_CUDA_CHECK_LAUNCH("kv_write_kernel");
 }
 

@@ -39,18 +39,26 @@ __global__ void add_kernel(const float* a, const float* b, float* out, std::int6
 }
 
 // One block per new token.
+// K/V as the pool stores them: f32 as is, bf16/f16 rounded to nearest even and widened
+// back exactly (numerics spec, KV storage), as kernels::round_to_dtype on the CPU.
+__device__ __forceinline__ float round_kv(float x, DType kv_dtype) {
+  if (kv_dtype == DType::kBF16) return dm::bf16_to_f32(dm::f32_to_bf16(x));
+  if (kv_dtype == DType::kF16) return dm::f16_to_f32(dm::f32_to_f16(x));
+  return x;
+}
+
 __global__ void kv_write_kernel(const float* k, const float* v, std::int64_t ld,
                                 std::int64_t start_pos, const std::int32_t* block_table,
                                 std::int64_t block_size, std::int64_t kv_stride, float* k_pool,
-                                float* v_pool) {
+                                float* v_pool, DType kv_dtype) {
   const std::int64_t pos = start_pos + blockIdx.x;
   const std::int64_t row =
       std::int64_t{block_table[pos / block_size]} * block_size + pos % block_size;
   const float* kr = k + blockIdx.x * ld;
   const float* vr = v + blockIdx.x * ld;
   for (std::int64_t i = threadIdx.x; i < kv_stride; i += blockDim.x) {
-    k_pool[row * kv_stride + i] = kr[i];
-    v_pool[row * kv_stride + i] = vr[i];
+    k_pool[row * kv_stride + i] = round_kv(kr[i], kv_dtype);
+    v_pool[row * kv_stride + i] = round_kv(vr[i], kv_dtype);
   }
 }
 
