@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "isa_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
@@ -22,24 +23,10 @@
 namespace detinfer::kernels {
 namespace {
 
+using testing::available_isas;
 using testing::first_diff;
+using testing::IsaGuard;
 using testing::random_floats;
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
-}
-
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
 

@@ -14,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "detinfer/error.h"
+#include "isa_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
@@ -21,28 +22,13 @@
 namespace detinfer::kernels {
 namespace {
 
+using testing::available_isas;
 using testing::first_diff;
+using testing::IsaGuard;
 using testing::random_bf16;
 using testing::random_f16;
 using testing::random_floats;
 using testing::same_bits;
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
-}
-
-// Restores the ISA chosen at start-up when a test ends.
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_isa(saved_); }
-
- private:
-  Isa saved_;
-};
 
 TEST(Isa, EveryIsaThisCpuRunsIsTested) {
   std::string names;

@@ -1,5 +1,5 @@
 // Shared fixtures of the packed-linear tests (fused_linear_test, batched_linear_test):
-// the ISAs this CPU runs, an ISA guard, one thread pool per count, and a random linear
+// one thread pool per count (the ISA helpers are in isa_test_util.h), and a random linear
 // with its exact f32 widening and reference output.
 #pragma once
 
@@ -8,30 +8,12 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "isa_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 
 namespace detinfer::kernels::testing {
-
-inline std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
-}
-
-// Restores the active ISA on scope exit.
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_isa(saved_); }
-  IsaGuard(const IsaGuard&) = delete;
-  IsaGuard& operator=(const IsaGuard&) = delete;
-
- private:
-  Isa saved_;
-};
 
 // nullptr for one thread, else a pool of `threads` (1..8) kept for the whole test run.
 inline ThreadPool* pool_for(int threads) {

@@ -16,20 +16,12 @@
 namespace detinfer {
 namespace {
 
+using testing::expect_same;
 using testing::random_config;
 using testing::random_ids;
 using testing::TestRng;
 using testing::tiny_model_dir;
 using testing::tiny_options;
-
-void expect_same(const GenerationResult& a, const GenerationResult& b, const std::string& what) {
-  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
-  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
-    EXPECT_EQ(a.sequences[i].tokens, b.sequences[i].tokens) << what << " sample " << i;
-    EXPECT_EQ(a.sequences[i].step_digests, b.sequences[i].step_digests) << what << " sample " << i;
-    EXPECT_EQ(a.sequences[i].text, b.sequences[i].text) << what << " sample " << i;
-  }
-}
 
 class SessionTest : public ::testing::Test {
  protected:

@@ -1,6 +1,7 @@
 // Test helper: the tiny default model (make_tiny_model) written once per test program.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +13,17 @@
 #include "devtools/model_tools.h"
 
 namespace detinfer::testing {
+
+// Same tokens, step digests and text in every sample (bit-level determinism of a result).
+inline void expect_same(const GenerationResult& a, const GenerationResult& b,
+                        const std::string& what) {
+  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
+  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
+    EXPECT_EQ(a.sequences[i].tokens, b.sequences[i].tokens) << what << " sample " << i;
+    EXPECT_EQ(a.sequences[i].step_digests, b.sequences[i].step_digests) << what << " sample " << i;
+    EXPECT_EQ(a.sequences[i].text, b.sequences[i].text) << what << " sample " << i;
+  }
+}
 
 inline std::string tiny_model_dir() {
   static std::once_flag once;
