@@ -218,7 +218,10 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
 std::string system_fingerprint(const detinfer::DeterministicSession& session) {
   detinfer::Hasher h;
   h.update_field(session.model_fingerprint());
-  h.update_field(session.mode() == detinfer::NumericsMode::kCanonical ? "canonical" : "fast");
+  h.update_field(detinfer::to_string(session.mode()));
+  // 16-bit KV storage gives other bits: keyed in, absent for f32 (fingerprints unchanged).
+  const detinfer::KvDType kv = session.options().kv_dtype;
+  if (kv != detinfer::KvDType::kF32) h.update_field(detinfer::to_string(kv));
   h.update_u32(static_cast<std::uint32_t>(detinfer::kNumericsSpecVersion));
   h.update_field(DETINFER_VERSION_STRING);
   return "fp_" + detinfer::hex64(h.digest64());
@@ -255,14 +258,13 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
              {{"prompt_tokens", prompt_tokens},
               {"completion_tokens", completion_tokens},
               {"total_tokens", prompt_tokens + completion_tokens}}}};
-  json ext = {
-      {"seed", result.seed},
-      {"digest", digests.empty() ? json(nullptr) : digests[0]},
-      {"digests", digests},
-      {"model_fingerprint", session.model_fingerprint()},
-      {"numerics", session.mode() == detinfer::NumericsMode::kCanonical ? "canonical" : "fast"},
-      {"prefix_cached_tokens", result.cache.prefix_cached_tokens},
-      {"result_cache_hit", result.cache.result_cache_hit}};
+  json ext = {{"seed", result.seed},
+              {"digest", digests.empty() ? json(nullptr) : digests[0]},
+              {"digests", digests},
+              {"model_fingerprint", session.model_fingerprint()},
+              {"numerics", detinfer::to_string(session.mode())},
+              {"prefix_cached_tokens", result.cache.prefix_cached_tokens},
+              {"result_cache_hit", result.cache.result_cache_hit}};
   if (full_fingerprint && !result.fingerprint_json.empty()) {
     ext["fingerprint"] = json::parse(result.fingerprint_json, nullptr, false);
   }

@@ -13,6 +13,7 @@
 
 #include "core/generation_fields.h"
 #include "openai_protocol.h"
+#include "session/tiny_session.h"
 
 namespace detinfer_cli {
 namespace {
@@ -130,4 +131,21 @@ TEST(OpenAiFields, OpenAiDefaultsAndLimits) {
 }
 
 }  // namespace
+// system_fingerprint promises that two servers with the same value give the same bits: so
+// whatever changes the bits (here the KV storage dtype) changes it, and equal options give
+// equal values.
+TEST(SystemFingerprint, ChangesWithWhatChangesTheBits) {
+  using detinfer::DeterministicSession;
+  detinfer::SessionOptions o = detinfer::testing::tiny_options(1);
+  const std::string dir = detinfer::testing::tiny_model_dir();
+  const std::string f32 = system_fingerprint(DeterministicSession::open(dir, o));
+  EXPECT_EQ(system_fingerprint(DeterministicSession::open(dir, o)), f32);
+  std::set<std::string> seen = {f32};
+  for (const detinfer::KvDType kv : {detinfer::KvDType::kBF16, detinfer::KvDType::kF16}) {
+    o.kv_dtype = kv;
+    EXPECT_TRUE(seen.insert(system_fingerprint(DeterministicSession::open(dir, o))).second)
+        << detinfer::to_string(kv);
+  }
+}
+
 }  // namespace detinfer_cli
