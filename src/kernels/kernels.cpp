@@ -15,7 +15,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/device_math.h"
+#include "kernels/reference/half_round.h"
 #include "kernels/reference/reference.h"
 
 namespace detinfer::kernels {
@@ -48,10 +48,18 @@ float f16_to_f32(std::uint16_t h) {
   return f;
 }
 
-// One definition for the CPU and the CUDA kernels (device_math.h is plain C++ off-device).
-std::uint16_t f32_to_bf16_rne(float x) { return cuda::dm::f32_to_bf16(x); }
+// One definition for the CPU and the CUDA kernels (kernels/reference/half_round.h).
+std::uint16_t f32_to_bf16_rne(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return half_round::bf16_from_bits(u);
+}
 
-std::uint16_t f32_to_f16_rne(float x) { return cuda::dm::f32_to_f16(x); }
+std::uint16_t f32_to_f16_rne(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return half_round::f16_from_bits(u);
+}
 
 void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype) {
   switch (dtype) {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/reference/exp_log_constants.h"
+#include "kernels/reference/half_round.h"
 
 #if defined(__CUDACC__)
 #define DETINFER_HD __host__ __device__ __forceinline__
@@ -161,40 +162,11 @@ DETINFER_HD float f16_to_f32(std::uint16_t h) {
   return from_bits(sign | ((exp + 112) << 23) | (man << 13));
 }
 
-// f32 -> bf16, round to nearest even (NaN stays a quiet NaN). The one definition: the
-// CPU's kernels::f32_to_bf16_rne calls it too.
-DETINFER_HD std::uint16_t f32_to_bf16(float x) {
-  const std::uint32_t u = bits_of(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
-  const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>((u + rounding) >> 16);
-}
+// f32 -> bf16 / f16, round to nearest even (kernels/reference/half_round.h, shared with
+// the CPU).
+DETINFER_HD std::uint16_t f32_to_bf16(float x) { return half_round::bf16_from_bits(bits_of(x)); }
 
-// f32 -> f16, round to nearest even (overflow to inf, subnormal results exact multiples of
-// 2^-24, NaN stays a quiet NaN with the top of its payload). The one definition: the CPU's
-// kernels::f32_to_f16_rne calls it too.
-DETINFER_HD std::uint16_t f32_to_f16(float x) {
-  const std::uint32_t u = bits_of(x);
-  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-  const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  std::uint32_t q, rem, half;
-  if (a < 0x38800000u) {               // below 2^-14: a multiple of 2^-24 (subnormal) or zero
-    if (a < 0x33000000u) return sign;  // below 2^-25
-    const std::uint32_t shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-    q = m >> shift;
-    rem = m & ((1u << shift) - 1u);
-    half = 1u << (shift - 1u);
-  } else {
-    const std::uint32_t r = a - 0x38000000u;  // exponent rebiased from 127 to 15
-    q = r >> 13;
-    rem = r & 0x1fffu;
-    half = 0x1000u;
-  }
-  if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
-  return static_cast<std::uint16_t>(sign | q);
-}
+DETINFER_HD std::uint16_t f32_to_f16(float x) { return half_round::f16_from_bits(bits_of(x)); }
 
 // Philox4x32-10, as src/core/philox.cpp.
 struct Philox4 {

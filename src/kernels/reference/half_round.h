@@ -1,0 +1,47 @@
+// binary32 -> bf16 / f16 rounding to nearest even on the bit patterns (numerics spec,
+// "KV storage"): the one definition, used by the CPU kernels (kernels::f32_to_bf16_rne,
+// f32_to_f16_rne) and by the CUDA kernels (kernels/cuda/device_math.h), so both round the
+// same way bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DETINFER_HALF_HD __host__ __device__ __forceinline__
+#else
+#define DETINFER_HALF_HD inline
+#endif
+
+namespace detinfer::kernels::half_round {
+
+// u: the bits of a binary32. NaN stays a quiet NaN (the top of its payload kept).
+DETINFER_HALF_HD std::uint16_t bf16_from_bits(std::uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// u: the bits of a binary32. Overflow (|x| >= 65520) gives inf; results below 2^-14 are
+// exact multiples of 2^-24 (subnormals) or zero; NaN stays a quiet NaN.
+DETINFER_HALF_HD std::uint16_t f16_from_bits(std::uint32_t u) {
+  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
+  std::uint32_t q, rem, half;
+  if (a < 0x38800000u) {               // below 2^-14: a multiple of 2^-24 (subnormal) or zero
+    if (a < 0x33000000u) return sign;  // below 2^-25
+    const std::uint32_t shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
+    q = m >> shift;
+    rem = m & ((1u << shift) - 1u);
+    half = 1u << (shift - 1u);
+  } else {
+    const std::uint32_t r = a - 0x38000000u;  // exponent rebiased from 127 to 15
+    q = r >> 13;
+    rem = r & 0x1fffu;
+    half = 0x1000u;
+  }
+  if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
+  return static_cast<std::uint16_t>(sign | q);
+}
+
+}  // namespace detinfer::kernels::half_round
