@@ -319,18 +319,7 @@ at::Tensor attention_prefill(const at::Tensor& q, const at::Tensor& k, const at:
 }  // namespace detinfer::torch_ops::cuda_impl
 
 TORCH_LIBRARY_IMPL(detinfer, CUDA, m) {
-  namespace ops = detinfer::torch_ops::cuda_impl;
-  m.impl("mm", TORCH_FN(ops::mm));
-  m.impl("addmm", TORCH_FN(ops::addmm));
-  m.impl("linear", TORCH_FN(ops::linear));
-  m.impl("rms_norm", TORCH_FN(ops::rms_norm));
-  m.impl("softmax", TORCH_FN(ops::softmax));
-  m.impl("log_softmax", TORCH_FN(ops::log_softmax));
-  m.impl("mean", TORCH_FN(ops::mean));
-  m.impl("silu_mul", TORCH_FN(ops::silu_mul));
-  m.impl("attention", TORCH_FN(ops::attention));
-  m.impl("paged_attention_decode", TORCH_FN(ops::paged_attention_decode));
-  m.impl("attention_prefill", TORCH_FN(ops::attention_prefill));
+  DETINFER_TORCH_IMPL_ALL(m, detinfer::torch_ops::cuda_impl);
 }
 
 #endif  // DETINFER_TORCH_CUDA
