@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
       fast_tokens = next();
     } else if (a == "--batch") {
       batch = next();
+    } else if (!a.empty() && a[0] == '-') {  // not a directory: say how to call it
+      std::fprintf(stderr,
+                   "usage: bench_engine [DIR] [--threads N] [--tokens N] [--fast-tokens N] "
+                   "[--batch N]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       dir = a;
     }
