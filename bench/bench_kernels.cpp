@@ -127,7 +127,10 @@ struct VsRead {
     state.counters["GBps"] = bytes * n / kernel_s / 1e9;
     state.counters["read_GBps"] = bytes * n / read_s / 1e9;
     state.counters["ratio"] = read_s / kernel_s;
-    if (threads == 1) state.counters["cpu_ratio"] = read_cpu_s / kernel_cpu_s;
+    if (threads == 1) {
+      state.counters["cpu_ratio"] = read_cpu_s / kernel_cpu_s;
+      state.counters["cpu_us"] = kernel_cpu_s / n * 1e6;  // the kernel's CPU time per call
+    }
   }
 };
 

@@ -22,6 +22,15 @@ inline void prefetch_row(const float* row, std::int64_t d) {
     _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
 }
 
+// Every load of a K or V row of the pool goes through these two (n >= L: a full vector;
+// else the first n columns, the rest zero).
+inline typename V::reg load_k_cols(const float* p, int n) {
+  return n >= V::L ? V::load(p) : V::load_n(p, n);
+}
+inline typename V::reg load_v_cols(const float* p, int n) {
+  return n >= V::L ? V::load(p) : V::load_n(p, n);
+}
+
 // Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
 // lanes i >= n are zero).
 inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int64_t j, int n,
@@ -32,7 +41,7 @@ inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int
 #pragma GCC unroll 16
     for (int i = 0; i < V::L; ++i) {
       const float* row = kbase + off[j + (i < n ? i : 0)] + c0;
-      r[i] = i >= n ? V::zero() : (cols == V::L ? V::load(row) : V::load_n(row, cols));
+      r[i] = i >= n ? V::zero() : load_k_cols(row, cols);
     }
     V::transpose(r);
 #pragma GCC unroll 16
@@ -215,8 +224,7 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
     }
     typename V::reg vv[CB];
 #pragma GCC unroll 4
-    for (int b = 0; b < CB; ++b)
-      vv[b] = CB == 1 && cols < V::L ? V::load_n(vr, cols) : V::load(vr + b * V::L);
+    for (int b = 0; b < CB; ++b) vv[b] = load_v_cols(vr + b * V::L, CB == 1 ? cols : V::L);
 #pragma GCC unroll 8
     for (int g = 0; g < HG; ++g) {
       const typename V::reg e = V::set1(E[g * lds + j]);
