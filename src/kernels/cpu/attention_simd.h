@@ -33,16 +33,29 @@ inline typename V::reg load_v_cols(const float* p, int n) {
 
 // Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
 // lanes i >= n are zero).
+// Transposes columns [c0, c0 + L) of L full K rows into KT[(c0 + c) * L + i].
+inline void transpose_full(const float* const* rows, std::int64_t c0, float* KT) {
+  typename V::reg r[V::L];
+#pragma GCC unroll 16
+  for (int i = 0; i < V::L; ++i) r[i] = load_k_cols(rows[i] + c0, V::L);
+  V::transpose(r);
+#pragma GCC unroll 16
+  for (int c = 0; c < V::L; ++c) V::store(KT + (c0 + c) * V::L, r[c]);
+}
+
 inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int64_t j, int n,
                            std::int64_t d, float* KT) {
-  typename V::reg r[V::L];
-  for (std::int64_t c0 = 0; c0 < d; c0 += V::L) {
-    const int cols = static_cast<int>(d - c0 < V::L ? d - c0 : V::L);
+  const float* rows[V::L];
 #pragma GCC unroll 16
-    for (int i = 0; i < V::L; ++i) {
-      const float* row = kbase + off[j + (i < n ? i : 0)] + c0;
-      r[i] = i >= n ? V::zero() : load_k_cols(row, cols);
-    }
+  for (int i = 0; i < V::L; ++i) rows[i] = kbase + off[j + (i < n ? i : 0)];
+  std::int64_t c0 = 0;
+  if (n == V::L)  // the common case: full rows, no masks
+    for (; c0 + V::L <= d; c0 += V::L) transpose_full(rows, c0, KT);
+  for (; c0 < d; c0 += V::L) {
+    const int cols = static_cast<int>(d - c0 < V::L ? d - c0 : V::L);
+    typename V::reg r[V::L];
+#pragma GCC unroll 16
+    for (int i = 0; i < V::L; ++i) r[i] = i >= n ? V::zero() : load_k_cols(rows[i] + c0, cols);
     V::transpose(r);
 #pragma GCC unroll 16
     for (int c = 0; c < V::L; ++c)
@@ -50,11 +63,23 @@ inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int
   }
 }
 
-// HG heads x KB key blocks (KB * L keys): S[g * lds + b * L + i] = the unscaled score,
-// chunked over d like ref::dot (p: fma chain over a 64-column chunk, s = s + p from +0,
-// s kept in S between chunks). KT holds the transposed blocks, block b at KT + b*d*L.
+// Where a score tile's results go: S (head g's scores at S + g * lds), the running
+// NaN-ignoring maxima, lane-wise (head g's L lanes at mxv + g * L), and how many lanes
+// of the tile's last key block are keys (L when it is full).
+struct ScoreOut {
+  float* S;
+  std::int64_t lds;
+  float scale;
+  float* mxv;
+  int last_n;
+};
+
+// HG heads x KB key blocks (KB * L keys): S[g * lds + b * L + i] = the score, chunked
+// over d like ref::dot (p: fma chain over a 64-column chunk, s = s + p from +0, s kept in
+// S between chunks), times scale after the last chunk; the scaled scores of the keys
+// enter the lane-wise maxima. KT holds the transposed blocks, block b at KT + b*d*L.
 template <int HG, int KB>
-void score_tile(const float* q, std::int64_t d, const float* KT, float* S, std::int64_t lds) {
+void score_tile(const float* q, std::int64_t d, const float* KT, const ScoreOut& o) {
   typename V::reg p[HG][KB];
   for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
     const std::int64_t c1 = c0 + kChunk < d ? c0 + kChunk : d;
@@ -73,18 +98,31 @@ void score_tile(const float* q, std::int64_t d, const float* KT, float* S, std::
         for (int b = 0; b < KB; ++b) p[g][b] = V::fma(qs, kv[b], p[g][b]);
       }
     }
+    const bool last = c1 == d;
 #pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g)
+    for (int g = 0; g < HG; ++g) {
+      typename V::reg m = last ? V::load(o.mxv + g * V::L) : V::zero();
 #pragma GCC unroll 8
       for (int b = 0; b < KB; ++b) {
-        float* sp = S + g * lds + b * V::L;
-        const typename V::reg s0 = c0 == 0 ? V::zero() : V::load(sp);
-        V::store(sp, V::add(s0, p[g][b]));
+        float* sp = o.S + g * o.lds + b * V::L;
+        typename V::reg s = V::add(c0 == 0 ? V::zero() : V::load(sp), p[g][b]);
+        if (last) {
+          s = V::mul(s, V::set1(o.scale));
+          if (b < KB - 1 || o.last_n == V::L) m = V::max_seq(m, s);
+        }
+        V::store(sp, s);
       }
+      if (last) {
+        float* mg = o.mxv + g * V::L;
+        V::store(mg, m);
+        const float* sp = o.S + g * o.lds + (KB - 1) * V::L;
+        for (int i = 0; i < o.last_n && o.last_n < V::L; ++i) mg[i] = sp[i] > mg[i] ? sp[i] : mg[i];
+      }
+    }
   }
 }
 
-using ScoreTileFn = void (*)(const float*, std::int64_t, const float*, float*, std::int64_t);
+using ScoreTileFn = void (*)(const float*, std::int64_t, const float*, const ScoreOut&);
 
 // score_tile<hg, 2^lg>.
 template <int... H>
@@ -102,31 +140,6 @@ inline int tile_log2(int hg, std::int64_t left) {
   return lg;
 }
 
-// Scales S[g][j0..j1) and returns the NaN-ignoring maximum (from -inf) in mx[g].
-inline void scale_and_max(float* S, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
-                          float scale, float* mx) {
-  const typename V::reg sc = V::set1(scale);
-  alignas(64) float lanes[V::L];
-  for (int g = 0; g < G; ++g) {
-    float* s = S + g * lds;
-    typename V::reg m = V::set1(-__builtin_inff());
-    std::int64_t j = j0;
-    for (; j + V::L <= j1; j += V::L) {
-      const typename V::reg v = V::mul(V::load(s + j), sc);
-      V::store(s + j, v);
-      m = V::max_seq(m, v);
-    }
-    V::store(lanes, m);
-    float best = -__builtin_inff();
-    for (int i = 0; i < V::L; ++i) best = lanes[i] > best ? lanes[i] : best;
-    for (; j < j1; ++j) {
-      s[j] = s[j] * scale;
-      best = s[j] > best ? s[j] : best;
-    }
-    mx[g] = best;
-  }
-}
-
 // Balanced passes of at most kHeadsPerPass heads: the pass size.
 inline int heads_per_pass(int G) {
   const int passes = (G + kHeadsPerPass - 1) / kHeadsPerPass;
@@ -141,6 +154,8 @@ inline int heads_per_pass(int G) {
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   constexpr std::int64_t step = kMaxKeyBlocks * V::L;  // keys transposed at a time
+  float* mxv = scratch + kMaxKeyBlocks * V::L * d;     // G lane-wise maxima
+  for (int i = 0; i < G * V::L; ++i) mxv[i] = -__builtin_inff();
   for (std::int64_t j = j0; j < j1; j += step) {
     const std::int64_t n = j1 - j < step ? j1 - j : step;
     const std::int64_t blocks = (n + V::L - 1) / V::L;
@@ -155,13 +170,19 @@ inline int heads_per_pass(int G) {
       const int hg = G - g0 < per ? G - g0 : per;
       for (std::int64_t b = 0; b < blocks;) {
         const int lg = tile_log2(hg, blocks - b);
-        score_tile_fn(hg, lg, heads)(a.q + g0 * d, d, scratch + b * d * V::L,
-                                     S + g0 * lds + j + b * V::L, lds);
+        const std::int64_t end = j + (b + (std::int64_t{1} << lg)) * V::L;
+        const int last_n = static_cast<int>(end <= j1 ? V::L : V::L - (end - j1));
+        const ScoreOut o{S + g0 * lds + j + b * V::L, lds, a.scale, mxv + g0 * V::L, last_n};
+        score_tile_fn(hg, lg, heads)(a.q + g0 * d, d, scratch + b * d * V::L, o);
         b += std::int64_t{1} << lg;
       }
     }
   }
-  scale_and_max(S, lds, G, j0, j1, a.scale, mx);
+  for (int g = 0; g < G; ++g) {  // NaN-ignoring: a NaN lane never wins
+    float best = -__builtin_inff();
+    for (int i = 0; i < V::L; ++i) best = mxv[g * V::L + i] > best ? mxv[g * V::L + i] : best;
+    mx[g] = best;
+  }
 }
 
 // --- partials ------------------------------------------------------------------------

@@ -37,7 +37,7 @@ struct V512 {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   // r[i] = row i of a 16 x 16 tile becomes column i.
-  static void transpose(reg r[16]) {
+  [[gnu::always_inline]] static void transpose(reg r[16]) {
     reg t[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {

@@ -28,7 +28,7 @@ struct V256 {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   // r[i] = row i of an 8 x 8 tile becomes column i.
-  static void transpose(reg r[8]) {
+  [[gnu::always_inline]] static void transpose(reg r[8]) {
     reg t[8], u[8];
 #pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) {
