@@ -146,16 +146,62 @@ inline int heads_per_pass(int G) {
   return (G + passes - 1) / passes;
 }
 
-[[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
-                                  std::int64_t lds, float* mx, float* scratch) {
+// Scores of the full block of L keys at `rows` for HG heads (kRegScoreMinHeads <= HG <=
+// kHeadsPerPass; d a multiple of L): each L-column tile of K is transposed in registers
+// and consumed at once (p: fma chain over a 64-column chunk, s = s + p from +0, times
+// scale after the last chunk), so no transposed copy goes through memory. The scaled
+// scores enter the lane-wise maxima at mxv.
+template <int HG>
+void score_block(const float* q, std::int64_t d, const float* const* rows, float* S,
+                 std::int64_t lds, float scale, float* mxv) {
+  typename V::reg p[HG];
+  for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
+    const std::int64_t c1 = c0 + kChunk < d ? c0 + kChunk : d;
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) p[g] = V::zero();
+    for (std::int64_t ct = c0; ct < c1; ct += V::L) {
+      typename V::reg r[V::L];
+#pragma GCC unroll 16
+      for (int i = 0; i < V::L; ++i) r[i] = load_k_cols(rows[i] + ct, V::L);
+      V::transpose(r);
+#pragma GCC unroll 16
+      for (int c = 0; c < V::L; ++c)
+#pragma GCC unroll 8
+        for (int g = 0; g < HG; ++g) p[g] = V::fma(V::set1(q[g * d + ct + c]), r[c], p[g]);
+    }
+    const bool last = c1 == d;
+#pragma GCC unroll 8
+    for (int g = 0; g < HG; ++g) {
+      float* sp = S + g * lds;
+      typename V::reg s = V::add(c0 == 0 ? V::zero() : V::load(sp), p[g]);
+      if (last) {
+        s = V::mul(s, V::set1(scale));
+        V::store(mxv + g * V::L, V::max_seq(V::load(mxv + g * V::L), s));
+      }
+      V::store(sp, s);
+    }
+  }
+}
+
+using ScoreBlockFn = void (*)(const float*, std::int64_t, const float* const*, float*, std::int64_t,
+                              float, float*);
+
+template <int... H>
+ScoreBlockFn score_block_fn(int hg, std::integer_sequence<int, H...>) {
+  static constexpr ScoreBlockFn fns[] = {&score_block<H + 1>...};
+  return fns[hg - 1];
+}
+
+// Keys [j0, j1) through the scratch: up to kMaxKeyBlocks blocks of L keys transposed at a
+// time into it, then score tiles over them (any head count, head_dim and key count).
+inline void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                               std::int64_t lds, float* mxv, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
   const float* kbase = a.kv->k_pool + a.kv_head * d;
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   constexpr std::int64_t step = kMaxKeyBlocks * V::L;  // keys transposed at a time
-  float* mxv = scratch + kMaxKeyBlocks * V::L * d;     // G lane-wise maxima
-  for (int i = 0; i < G * V::L; ++i) mxv[i] = -__builtin_inff();
   for (std::int64_t j = j0; j < j1; j += step) {
     const std::int64_t n = j1 - j < step ? j1 - j : step;
     const std::int64_t blocks = (n + V::L - 1) / V::L;
@@ -178,6 +224,43 @@ inline int heads_per_pass(int G) {
       }
     }
   }
+}
+
+// The full blocks of L keys from j0 on with score_block; returns where they end.
+inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std::int64_t j1,
+                                        float* S, std::int64_t lds, float* mxv) {
+  const std::int64_t d = a.kv->head_dim;
+  const int G = static_cast<int>(a.group);
+  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  const int per = heads_per_pass(G);
+  const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
+  constexpr std::int64_t ahead = kMaxKeyBlocks * V::L;  // prefetch distance in keys
+  std::int64_t j = j0;
+  for (; j + V::L <= j1; j += V::L) {
+    for (std::int64_t t = j + ahead; t < j + ahead + V::L && t < j1; ++t)
+      prefetch_row(kbase + a.off[t], d);
+    const float* rows[V::L];
+#pragma GCC unroll 16
+    for (int i = 0; i < V::L; ++i) rows[i] = kbase + a.off[j + i];
+    for (int g0 = 0; g0 < G; g0 += per) {
+      const int hg = G - g0 < per ? G - g0 : per;
+      score_block_fn(hg, heads)(a.q + g0 * d, d, rows, S + g0 * lds + j, lds, a.scale,
+                                mxv + g0 * V::L);
+    }
+  }
+  return j;
+}
+
+[[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                                  std::int64_t lds, float* mx, float* scratch) {
+  const std::int64_t d = a.kv->head_dim;
+  const int G = static_cast<int>(a.group);
+  float* mxv = scratch + kMaxKeyBlocks * V::L * d;  // G lane-wise maxima
+  for (int i = 0; i < G * V::L; ++i) mxv[i] = -__builtin_inff();
+  std::int64_t j = j0;
+  if (heads_per_pass(G) >= kRegScoreMinHeads && d % V::L == 0)
+    j = scores_in_registers(a, j0, j1, S, lds, mxv);
+  if (j < j1) scores_via_scratch(a, j, j1, S, lds, mxv, scratch);
   for (int g = 0; g < G; ++g) {  // NaN-ignoring: a NaN lane never wins
     float best = -__builtin_inff();
     for (int i = 0; i < V::L; ++i) best = mxv[g * V::L + i] > best ? mxv[g * V::L + i] : best;

@@ -96,6 +96,7 @@ constexpr int kTileVecs = 4;      // 64 columns per tile
 constexpr int kScoreAccs = 16;    // score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 8;  // numerator: 8 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
+constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in registers) from 4 heads
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"
