@@ -161,9 +161,7 @@ void score_block(const float* q, std::int64_t d, const float* const* rows, float
     for (int g = 0; g < HG; ++g) p[g] = V::zero();
     for (std::int64_t ct = c0; ct < c1; ct += V::L) {
       typename V::reg r[V::L];
-#pragma GCC unroll 16
-      for (int i = 0; i < V::L; ++i) r[i] = load_k_cols(rows[i] + ct, V::L);
-      V::transpose(r);
+      V::load_transpose(rows, ct, r);
 #pragma GCC unroll 16
       for (int c = 0; c < V::L; ++c)
 #pragma GCC unroll 8
