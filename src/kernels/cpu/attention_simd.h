@@ -16,7 +16,11 @@
 constexpr int kMaxKeyBlocks = 8;  // key blocks of L keys transposed at a time
 
 // K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
-// prefetcher sees many short streams; prefetch ahead explicitly.
+// prefetcher sees many short streams; prefetch ahead explicitly, but only a little: rows
+// prefetched further ahead into L1 evict each other (measured on 8192 cold keys, 1
+// thread: K 16 / V 32 keys ahead took 20-25% less time than 128 / 64).
+constexpr std::int64_t kKeyPrefetch = 16;    // K rows this many keys ahead
+constexpr std::int64_t kValuePrefetch = 32;  // V rows this many keys ahead
 inline void prefetch_row(const float* row, std::int64_t d) {
   for (std::int64_t c = 0; c < d; c += 16)
     _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
@@ -205,7 +209,7 @@ inline void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t
     const std::int64_t blocks = (n + V::L - 1) / V::L;
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t jb = j + b * V::L;
-      for (std::int64_t t = jb + step; t < jb + step + V::L && t < j1; ++t)
+      for (std::int64_t t = jb + kKeyPrefetch; t < jb + kKeyPrefetch + V::L && t < j1; ++t)
         prefetch_row(kbase + a.off[t], d);
       const int nb = static_cast<int>(j1 - jb < V::L ? j1 - jb : V::L);
       transpose_keys(kbase, a.off, jb, nb, d, scratch + b * d * V::L);
@@ -232,10 +236,9 @@ inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std
   const float* kbase = a.kv->k_pool + a.kv_head * d;
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
-  constexpr std::int64_t ahead = kMaxKeyBlocks * V::L;  // prefetch distance in keys
   std::int64_t j = j0;
   for (; j + V::L <= j1; j += V::L) {
-    for (std::int64_t t = j + ahead; t < j + ahead + V::L && t < j1; ++t)
+    for (std::int64_t t = j + kKeyPrefetch; t < j + kKeyPrefetch + V::L && t < j1; ++t)
       prefetch_row(kbase + a.off[t], d);
     const float* rows[V::L];
 #pragma GCC unroll 16
@@ -300,7 +303,7 @@ struct ChunkOut {
   float* num;           // head g's columns at num + g * d
   float* den;           // head g's denominator partial at den[g]
   bool acc;             // add to num/den (else store)
-  std::int64_t pf_end;  // the first pass prefetches key j + kChunk's V row while < pf_end
+  std::int64_t pf_end;  // the first pass prefetches key j + kValuePrefetch's V row while < pf_end
   std::int64_t d;
 };
 
@@ -322,7 +325,7 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
   for (std::int64_t j = j0; j < j1; ++j) {
     const float* vr = vbase + off[j];
     if constexpr (FIRST) {
-      if (j + kChunk < o.pf_end) prefetch_row(vbase + off[j + kChunk], o.d);
+      if (j + kValuePrefetch < o.pf_end) prefetch_row(vbase + off[j + kValuePrefetch], o.d);
     }
     typename V::reg vv[CB];
 #pragma GCC unroll 4
@@ -392,7 +395,8 @@ inline void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, 
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
   const float* vbase = a.kv->v_pool + a.kv_head * d;
-  for (std::int64_t j = j0; j < j0 + kChunk && j < j1; ++j) prefetch_row(vbase + a.off[j], d);
+  for (std::int64_t j = j0; j < j0 + kValuePrefetch && j < j1; ++j)
+    prefetch_row(vbase + a.off[j], d);
   for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += kChunk, ++i) {
     const std::int64_t k1 = k0 + kChunk < j1 ? k0 + kChunk : j1;
     chunk_exp(S, lds, G, m, k0, k1);
