@@ -37,6 +37,12 @@ inline typename V::reg load_v_cols(const float* p, int n) {
 
 // Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
 // lanes i >= n are zero).
+// r[c] = column c0 + c of the L full K rows (lane i = rows[i][c0 + c]): the K tile loads
+// of score_block.
+inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::reg* r) {
+  V::load_transpose(rows, c0, r);
+}
+
 // Transposes columns [c0, c0 + L) of L full K rows into KT[(c0 + c) * L + i].
 inline void transpose_full(const float* const* rows, std::int64_t c0, float* KT) {
   typename V::reg r[V::L];
@@ -165,7 +171,7 @@ void score_block(const float* q, std::int64_t d, const float* const* rows, float
     for (int g = 0; g < HG; ++g) p[g] = V::zero();
     for (std::int64_t ct = c0; ct < c1; ct += V::L) {
       typename V::reg r[V::L];
-      V::load_transpose(rows, ct, r);
+      load_k_tile(rows, ct, r);
 #pragma GCC unroll 16
       for (int c = 0; c < V::L; ++c)
 #pragma GCC unroll 8
