@@ -208,7 +208,8 @@ double per_step_work_seconds(const std::vector<float>& row) {
 
 struct Args {
   int reps = 3;
-  bool quick = false;  // 135M only, no context sweep (a smoke run)
+  bool quick = false;    // 135M only, no context sweep (a smoke run)
+  bool context = false;  // the long-context table only
   std::string dir = "/tmp/detinfer-bench-decode";
   int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
   int threads = 1;        // of the profile run
@@ -307,6 +308,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       a.quick = true;
+    } else if (std::strcmp(argv[i], "--context") == 0) {
+      a.context = true;
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       a.reps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--profile-steps") == 0 && i + 2 < argc) {
@@ -316,7 +319,7 @@ int main(int argc, char** argv) {
       a.dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bench_decode [--quick] [--reps N] [--dir DIR] "
+                   "usage: bench_decode [--quick | --context] [--reps N] [--dir DIR] "
                    "[--profile-steps N THREADS]\n");
       return 2;
     }
@@ -335,19 +338,21 @@ int main(int argc, char** argv) {
   detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
   ReadProbe probe;
   using detinfer::DType;
-  std::printf(
-      "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
-      "probe's bandwidth in the same repetition), median of %d:\n\n"
-      "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
-      "| --- | --- | --- | --- | --- | --- |\n",
-      a.reps);
+  if (!a.context)
+    std::printf(
+        "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
+        "probe's bandwidth in the same repetition), median of %d:\n\n"
+        "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
+        "| --- | --- | --- | --- | --- | --- |\n",
+        a.reps);
   std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", DType::kBF16),
                                smol135m(a.dir + "/135m-f32", DType::kF32)};
   if (!a.quick) {
     shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", DType::kBF16),
                                    qwen05b(a.dir + "/05b-f32", DType::kF32)});
   }
-  for (const Shape& s : shapes) bound_table(s, probe, pools, a);
+  if (!a.context)
+    for (const Shape& s : shapes) bound_table(s, probe, pools, a);
   if (a.quick) return 0;
   std::printf(
       "\ndecode at long context (0.5B bf16): attention share = (step(ctx) - step(16)) / "
@@ -355,6 +360,7 @@ int main(int argc, char** argv) {
       "| model, threads | context | tok/s | attention share | KV fraction |\n"
       "| --- | --- | --- | --- | --- |\n");
   context_table(shapes[0], probe, pools, a);
+  if (a.context) return 0;
   std::printf(
       "\nprefill of 512 tokens in one forward (0.5B bf16)\n\n"
       "| what | tok/s 1 thread | tok/s 2 threads | 2 vs 1 | linear GFLOP per CPU-s, 1 thread |\n"

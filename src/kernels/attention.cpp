@@ -100,10 +100,10 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, ThreadPool*
     const std::int64_t G = job.group;
     // Uninitialized: the kernels write every scratch float before reading it.
     const std::unique_ptr<float[]> buf(new float[static_cast<std::size_t>(
-        per * G * job.lds + cpu::attention_scratch_floats(job.d) + 4 * per * G)]);
+        per * G * job.lds + cpu::attention_scratch_floats(job.d, job.group) + 4 * per * G)]);
     float* S = buf.get();
     float* kt = S + per * G * job.lds;
-    float* stats = kt + cpu::attention_scratch_floats(job.d);
+    float* stats = kt + cpu::attention_scratch_floats(job.d, job.group);
     for (std::int64_t t = t0; t < t1; ++t) attend_heads(job, t * per, (t + 1) * per, S, kt, stats);
   };
   const std::int64_t tasks = pairs / per;
@@ -132,7 +132,7 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, ThreadPoo
   };
   pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
     const std::unique_ptr<float[]> kt(
-        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(d))]);
+        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(d, G))]);
     for (std::int64_t t = t0; t < t1; ++t) {
       std::int64_t c0, j0, j1;
       range(t, &c0, &j0, &j1);

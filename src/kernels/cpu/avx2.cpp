@@ -22,6 +22,7 @@ constexpr int kTileVecs = 2;      // 16 columns per tile
 constexpr int kScoreAccs = 12;    // attention score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 6;  // attention values: 6 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
+constexpr int kRegScoreMinHeads = 99;  // never: 16 ymm registers cannot hold a tile and the sums
 
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).

@@ -37,7 +37,7 @@ struct V512 {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   // r[i] = row i of a 16 x 16 tile becomes column i.
-  static void transpose(reg r[16]) {
+  [[gnu::always_inline]] static void transpose(reg r[16]) {
     reg t[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {
@@ -68,6 +68,31 @@ struct V512 {
       r[k + 12] = _mm512_shuffle_f32x4(t[k + 4], t[k + 12], 0xdd);
     }
   }
+  // r[c] = column c + c0 of the 16 rows (r[c] lane i = rows[i][c0 + c]): 128-bit pieces of
+  // four rows per register straight from memory (broadcast loads merged under masks),
+  // then 4 x 4 transposes within the 128-bit lanes (half the shuffles of transpose()).
+  [[gnu::always_inline]] static void load_transpose(const float* const* rows, std::int64_t c0,
+                                                    reg r[16]) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      reg u[4];
+#pragma GCC unroll 4
+      for (int a = 0; a < 4; ++a) {
+        u[a] = _mm512_broadcast_f32x4(_mm_loadu_ps(rows[a] + c0 + 4 * q));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0x00f0, _mm_loadu_ps(rows[a + 4] + c0 + 4 * q));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0x0f00, _mm_loadu_ps(rows[a + 8] + c0 + 4 * q));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0xf000, _mm_loadu_ps(rows[a + 12] + c0 + 4 * q));
+      }
+      const reg t0 = _mm512_unpacklo_ps(u[0], u[1]), t1 = _mm512_unpackhi_ps(u[0], u[1]);
+      const reg t2 = _mm512_unpacklo_ps(u[2], u[3]), t3 = _mm512_unpackhi_ps(u[2], u[3]);
+      const __m512d a0 = _mm512_castps_pd(t0), a1 = _mm512_castps_pd(t1);
+      const __m512d a2 = _mm512_castps_pd(t2), a3 = _mm512_castps_pd(t3);
+      r[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+      r[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+      r[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+      r[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+  }
   static reg max_seq(reg m, reg x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, m, _CMP_GT_OQ), m, x);
   }
@@ -96,6 +121,7 @@ constexpr int kTileVecs = 4;      // 64 columns per tile
 constexpr int kScoreAccs = 16;    // score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 8;  // numerator: 8 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
+constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in registers) from 4 heads
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"

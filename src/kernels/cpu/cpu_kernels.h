@@ -46,7 +46,7 @@ struct AttnHeads {
 
 // Scores of keys [j0, j1): S[g * lds + j] = dot(q_g, K[j], d) * scale, and mx[g] = the
 // largest of them ignoring NaNs (-inf when there is none). Positions of S from j1 up to
-// the next multiple of 16 may be overwritten. `scratch` has attention_scratch_floats(d).
+// the next multiple of 16 may be overwritten. `scratch` has attention_scratch_floats(d, group).
 using AttnScoresFn = void (*)(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
                               std::int64_t lds, float* mx, float* scratch);
 
@@ -74,9 +74,10 @@ struct IsaKernels {
   DotFn dot;
 };
 
-// Scratch of AttnScoresFn: 8 transposed blocks of 16 keys.
-inline std::int64_t attention_scratch_floats(std::int64_t head_dim) {
-  return 8 * 16 * head_dim + 64;
+// Scratch of AttnScoresFn: 8 transposed blocks of 16 keys, then 16 lane-wise maxima per
+// query head of the group.
+inline std::int64_t attention_scratch_floats(std::int64_t head_dim, std::int64_t group) {
+  return 8 * 16 * head_dim + 16 * group;
 }
 
 // Which SIMD translation units this build has.

@@ -28,7 +28,7 @@ struct V256 {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   // r[i] = row i of an 8 x 8 tile becomes column i.
-  static void transpose(reg r[8]) {
+  [[gnu::always_inline]] static void transpose(reg r[8]) {
     reg t[8], u[8];
 #pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) {
@@ -47,6 +47,13 @@ struct V256 {
       r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
       r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
+  }
+  // r[c] = column c0 + c of the 8 rows (lane i = rows[i][c0 + c]).
+  [[gnu::always_inline]] static void load_transpose(const float* const* rows, std::int64_t c0,
+                                                    reg r[8]) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = load(rows[i] + c0);
+    transpose(r);
   }
   static reg max_seq(reg m, reg x) {
     return _mm256_blendv_ps(m, x, _mm256_cmp_ps(x, m, _CMP_GT_OQ));
