@@ -165,7 +165,7 @@ void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3
   const int steps = s.opt.hidden > 600 ? 6 : 16;
   r1.step(0, 1);
   r2.step(0, 1);
-  std::vector<double> f1, f2, f1cpu, f2cpu, speedup, work;
+  std::vector<double> f1, f2, f1cpu, f2cpu, speedup, work, gbs1, gbs2, probe1, probe2;
   for (int rep = 0; rep < a.reps; ++rep) {
     const Timed t1 = decode_steps(r1, 16, steps);
     const Timed b1 = probe.bandwidth(*pools[1]);
@@ -176,11 +176,18 @@ void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3
     f2.push_back(bytes / t2.wall / b2.wall);
     f2cpu.push_back(bytes / (t2.cpu / 2) / b2.cpu);
     speedup.push_back(t1.wall / t2.wall);
+    gbs1.push_back(bytes / t1.wall / 1e9);
+    gbs2.push_back(bytes / t2.wall / 1e9);
+    probe1.push_back(b1.wall / 1e9);
+    probe2.push_back(b2.wall / 1e9);
     work.push_back(per_step_work_seconds(r1.logits) / t1.cpu);
   }
-  std::printf("| %s %s | %.0f MB | %.3f (cpu %.3f) | %.3f (cpu %.3f) | %.2f | %.2f%% |\n", s.name,
-              dt, bytes / 1e6, median(f1), median(f1cpu), median(f2), median(f2cpu),
-              median(speedup), 100 * median(work));
+  std::printf(
+      "| %s %s | %.0f MB | %.3f (cpu %.3f) | %.3f (cpu %.3f) | %.2f | %.1f / %.1f | %.1f / %.1f | "
+      "%.2f%% |\n",
+      s.name, dt, bytes / 1e6, median(f1), median(f1cpu), median(f2), median(f2cpu),
+      median(speedup), median(gbs1), median(probe1), median(gbs2), median(probe2),
+      100 * median(work));
   std::fflush(stdout);
 }
 
@@ -270,7 +277,7 @@ int main(int argc, char** argv) {
   if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
     const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::DType::kBF16);
     ensure_model(s.opt);
-    Runner r(s.opt.out_dir, a.threads, 64);
+    Runner r(s.opt.out_dir, a.threads, a.profile_steps + 64);
     std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
     const Timed t = decode_steps(r, 0, a.profile_steps);
     std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
@@ -283,8 +290,9 @@ int main(int argc, char** argv) {
   std::printf(
       "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
       "probe's bandwidth in the same repetition), median of %d:\n\n"
-      "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
-      "| --- | --- | --- | --- | --- | --- |\n",
+      "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | GB/s 1 thread: "
+      "decode / probe | 2 threads | per-step work |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
       a.reps);
   std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", DType::kBF16),
                                smol135m(a.dir + "/135m-f32", DType::kF32)};

@@ -7,7 +7,9 @@
 //  - four streams: the thread's range cut into 4 parts read in lockstep (as decode walks
 //    several weight matrices and the hardware prefetcher tracks several streams), 2
 //    accumulators each;
-// and the bound is the faster of the two. The earlier probe (32-byte loads, 4 accumulators,
+//  - the same four streams, each also prefetched 1 KiB ahead (the M = 1 linear kernel's
+//    access pattern, simd_linear.h);
+// and the bound is the fastest of the three. The earlier probe (32-byte loads, 4 accumulators,
 // one stream) under-measured: f32 decode came out at 1.06-1.13 of it.
 #pragma once
 
@@ -47,8 +49,9 @@ inline Timed time_it(const std::function<void()>& fn) {
 namespace probe_detail {
 
 // Reads [p, p + n) (n a multiple of 64 * S * A) as S streams of n / S bytes in lockstep,
-// A 64-byte loads per stream per iteration, each into its own accumulator.
-template <int S, int A>
+// A 64-byte loads per stream per iteration, each into its own accumulator; PF > 0:
+// each stream also prefetched PF bytes ahead (as the M = 1 linear kernel does).
+template <int S, int A, int PF = 0>
 __attribute__((target("avx512f"))) std::uint64_t read_avx512(const char* p, std::size_t n) {
   __m512i acc[S][A];
   for (int s = 0; s < S; ++s)
@@ -58,6 +61,9 @@ __attribute__((target("avx512f"))) std::uint64_t read_avx512(const char* p, std:
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) {
       const char* b = p + s * part + i;
+      if (PF > 0) {
+        for (int j = 0; j < A; ++j) _mm_prefetch(b + PF + 64 * j, _MM_HINT_T0);
+      }
 #pragma GCC unroll 8
       for (int j = 0; j < A; ++j) {
         acc[s][j] = _mm512_xor_si512(acc[s][j], _mm512_load_si512(b + 64 * j));
@@ -73,7 +79,7 @@ __attribute__((target("avx512f"))) std::uint64_t read_avx512(const char* p, std:
 }
 
 // The same with 32-byte AVX2 loads (twice the loads per iteration).
-template <int S, int A>
+template <int S, int A, int PF = 0>
 __attribute__((target("avx2"))) std::uint64_t read_avx2(const char* p, std::size_t n) {
   __m256i acc[S][2 * A];
   for (int s = 0; s < S; ++s)
@@ -83,6 +89,9 @@ __attribute__((target("avx2"))) std::uint64_t read_avx2(const char* p, std::size
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) {
       const char* b = p + s * part + i;
+      if (PF > 0) {
+        for (int j = 0; j < A; ++j) _mm_prefetch(b + PF + 64 * j, _MM_HINT_T0);
+      }
 #pragma GCC unroll 16
       for (int j = 0; j < 2 * A; ++j) {
         acc[s][j] = _mm256_xor_si256(
@@ -111,8 +120,9 @@ class ReadProbe {
     typedef std::uint64_t (*ReadFn)(const char*, std::size_t);
     const ReadFn one = avx512_ ? &read_avx512<1, 8> : &read_avx2<1, 8>;
     const ReadFn four = avx512_ ? &read_avx512<4, 2> : &read_avx2<4, 2>;
+    const ReadFn four_pf = avx512_ ? &read_avx512<4, 2, 1024> : &read_avx2<4, 2, 1024>;
     Timed best{0, 0};
-    for (const ReadFn fn : {one, four}) {
+    for (const ReadFn fn : {one, four, four_pf}) {
       const Timed b = run(pool, fn, passes);
       best = {std::max(best.wall, b.wall), std::max(best.cpu, b.cpu)};
     }
