@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "decode/sampler.h"
 #include "detinfer/fingerprint.h"
 #include "devtools/model_tools.h"
@@ -150,13 +149,14 @@ double per_step_work_seconds(const std::vector<float>& row) {
 struct Args {
   int reps = 3;
   bool quick = false;  // 135M only, no context sweep (a smoke run)
+  bool probe = false;  // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
   std::string only;    // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
   std::string dir = "/tmp/detinfer-bench-decode";
   int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
   int threads = 1;        // of the profile run
 };
 
-void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3], const Args& a) {
+void bound_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
   const char* dt = s.opt.dtype == detinfer::DType::kBF16 ? "bf16" : "f32";
   Runner r1(s.opt.out_dir, 1, 64), r2(s.opt.out_dir, 2, 64);
@@ -168,9 +168,9 @@ void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3
   std::vector<double> f1, f2, f1cpu, f2cpu, speedup, work, gbs1, gbs2, probe1, probe2;
   for (int rep = 0; rep < a.reps; ++rep) {
     const Timed t1 = decode_steps(r1, 16, steps);
-    const Timed b1 = probe.bandwidth(*pools[1]);
+    const Timed b1 = probe.bandwidth(1);
     const Timed t2 = decode_steps(r2, 16, steps);
-    const Timed b2 = probe.bandwidth(*pools[2]);
+    const Timed b2 = probe.bandwidth(2);
     f1.push_back(bytes / t1.wall / b1.wall);
     f1cpu.push_back(bytes / t1.cpu / b1.cpu);
     f2.push_back(bytes / t2.wall / b2.wall);
@@ -191,8 +191,7 @@ void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3
   std::fflush(stdout);
 }
 
-void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3],
-                   const Args& a) {
+void context_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
   for (int threads : {1, 2}) {
     Runner r(s.opt.out_dir, threads, 8192 + 64);
@@ -207,7 +206,7 @@ void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools
           base = {base.wall + b1.wall / 3, base.cpu + b1.cpu / 3};
           t = {t.wall + t1.wall / 3, t.cpu + t1.cpu / 3};
         }
-        const Timed b = probe.bandwidth(*pools[threads]);
+        const Timed b = probe.bandwidth(threads);
         // One thread: CPU time (robust to other load); two: wall time.
         const double step = threads == 1 ? t.cpu : t.wall;
         const double attn = std::max(1e-9, threads == 1 ? t.cpu - base.cpu : t.wall - base.wall);
@@ -257,6 +256,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       a.quick = true;
+    } else if (std::strcmp(argv[i], "--probe") == 0) {
+      a.probe = true;
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       a.only = argv[++i];
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -268,7 +269,7 @@ int main(int argc, char** argv) {
       a.dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bench_decode [--quick] [--only SUBSTR] [--reps N] [--dir DIR] "
+                   "usage: bench_decode [--quick] [--only SUBSTR] [--probe] [--reps N] [--dir DIR] "
                    "[--profile-steps N THREADS]\n");
       return 2;
     }
@@ -283,9 +284,18 @@ int main(int argc, char** argv) {
     std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
     return 0;
   }
-  detinfer::ThreadPool pool1(1), pool2(2);
-  detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
   ReadProbe probe;
+  if (a.probe) {  // each shape, best of 5 passes, 1 and 2 threads alternating, per rep
+    for (int rep = 0; rep < a.reps; ++rep) {
+      for (int threads : {1, 2}) {
+        for (const auto& s : probe.each_shape(threads, 5)) {
+          std::printf("| %d | %s | %.1f | %.1f |\n", threads, s.name, s.bandwidth.wall / 1e9,
+                      s.bandwidth.cpu / 1e9);
+        }
+      }
+    }
+    return 0;
+  }
   using detinfer::DType;
   std::printf(
       "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
@@ -302,7 +312,7 @@ int main(int argc, char** argv) {
   }
   for (const Shape& s : shapes) {
     const std::string name = std::string(s.name) + (s.opt.dtype == DType::kBF16 ? " bf16" : " f32");
-    if (name.find(a.only) != std::string::npos) bound_table(s, probe, pools, a);
+    if (name.find(a.only) != std::string::npos) bound_table(s, probe, a);
   }
   if (a.quick || !a.only.empty()) return 0;
   std::printf(
@@ -310,7 +320,7 @@ int main(int argc, char** argv) {
       "step(ctx);\nKV fraction = KV bytes read beyond 16 tokens / that time / probe bandwidth\n\n"
       "| model, threads | context | tok/s | attention share | KV fraction |\n"
       "| --- | --- | --- | --- | --- |\n");
-  context_table(shapes[0], probe, pools, a);
+  context_table(shapes[0], probe, a);
   std::printf(
       "\nprefill of 512 tokens in one forward (0.5B bf16)\n\n"
       "| what | tok/s 1 thread | tok/s 2 threads | 2 vs 1 | linear GFLOP per CPU-s, 1 thread |\n"
