@@ -1,5 +1,6 @@
 // bench_decode [--quick] [--reps N] [--dir DIR]: the end-to-end decode figures of issue 18
 // (docs/performance.md, "Decode at the limit"): batch-1 decode vs the read-bandwidth bound
+// (the probe of read_probe.h)
 // at 1 and 2 threads for the Qwen2.5-0.5B and SmolLM-135M shapes (bf16, f32), the per-step
 // work outside the forward pass, decode at contexts 512/2048/8192 with the attention
 // share, and prefill of 512 tokens. Run by scripts/perf-figures.sh. Every figure is a
@@ -17,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "decode/sampler.h"
 #include "detinfer/fingerprint.h"
 #include "devtools/model_tools.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "qwen05b_shape.h"
+#include "read_probe.h"
 
 namespace {
 
@@ -31,76 +32,15 @@ using detinfer::KvCachePool;
 using detinfer::Model;
 using detinfer::SequenceStep;
 using Clock = std::chrono::steady_clock;
+using detinfer_bench::ReadProbe;
+using detinfer_bench::time_it;
+using detinfer_bench::Timed;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-double cpu_now() {  // CPU seconds of the whole process (every thread)
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-struct Timed {
-  double wall = 0, cpu = 0;  // seconds
-};
-
-Timed time_it(const std::function<void()>& fn) {
-  const double c0 = cpu_now();
-  const auto t0 = Clock::now();
-  fn();
-  return {std::chrono::duration<double>(Clock::now() - t0).count(), cpu_now() - c0};
-}
-
-// The read-bandwidth probe: 512 MiB (far beyond the caches), each thread XOR-folds its
-// contiguous part with 32-byte loads into 4 independent accumulators. Best of 3 passes.
-class ReadProbe {
- public:
-  ReadProbe() : buf_((std::size_t{512} << 20) / 8) {
-    for (std::size_t i = 0; i < buf_.size(); ++i) buf_[i] = i * 0x9E3779B97F4A7C15ull;
-  }
-  // Bytes per wall second and per CPU second (CPU time of all threads / threads).
-  Timed bandwidth(detinfer::ThreadPool& pool) {
-    typedef std::uint64_t V __attribute__((vector_size(32)));
-    const int threads = pool.num_threads();
-    double best_wall = 1e30, best_cpu = 1e30;
-    for (int pass = 0; pass < 3; ++pass) {
-      std::vector<std::uint64_t> sink(static_cast<std::size_t>(threads) * 8);
-      const Timed t = time_it([&] {
-        pool.parallel_for(threads, 1, [&](std::int64_t t0, std::int64_t t1) {
-          for (std::int64_t t = t0; t < t1; ++t) {
-            const std::size_t lo = buf_.size() * t / threads, hi = buf_.size() * (t + 1) / threads;
-            V a{}, b{}, c{}, d{};
-            V x;
-            for (std::size_t i = lo; i + 16 <= hi; i += 16) {
-              std::memcpy(&x, &buf_[i], 32);
-              a ^= x;
-              std::memcpy(&x, &buf_[i + 4], 32);
-              b ^= x;
-              std::memcpy(&x, &buf_[i + 8], 32);
-              c ^= x;
-              std::memcpy(&x, &buf_[i + 12], 32);
-              d ^= x;
-            }
-            const V s = a ^ b ^ c ^ d;
-            sink[static_cast<std::size_t>(t) * 8] = s[0] ^ s[1] ^ s[2] ^ s[3];
-          }
-        });
-      });
-      if (sink[0] == 42) std::printf(" ");
-      best_wall = std::min(best_wall, t.wall);
-      best_cpu = std::min(best_cpu, t.cpu / threads);
-    }
-    const double bytes = static_cast<double>(buf_.size() * 8);
-    return {bytes / best_wall, bytes / best_cpu};
-  }
-
- private:
-  std::vector<std::uint64_t> buf_;
-};
 
 struct Shape {
   const char* name;
@@ -210,12 +150,14 @@ struct Args {
   int reps = 3;
   bool quick = false;    // 135M only, no context sweep (a smoke run)
   bool context = false;  // the long-context table only
+  bool probe = false;    // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
+  std::string only;      // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
   std::string dir = "/tmp/detinfer-bench-decode";
   int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
   int threads = 1;        // of the profile run
 };
 
-void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3], const Args& a) {
+void bound_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
   const char* dt = s.opt.dtype == detinfer::DType::kBF16 ? "bf16" : "f32";
   Runner r1(s.opt.out_dir, 1, 64), r2(s.opt.out_dir, 2, 64);
@@ -224,26 +166,33 @@ void bound_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3
   const int steps = s.opt.hidden > 600 ? 6 : 16;
   r1.step(0, 1);
   r2.step(0, 1);
-  std::vector<double> f1, f2, f1cpu, speedup, work;
+  std::vector<double> f1, f2, f1cpu, f2cpu, speedup, work, gbs1, gbs2, probe1, probe2;
   for (int rep = 0; rep < a.reps; ++rep) {
     const Timed t1 = decode_steps(r1, 16, steps);
-    const Timed b1 = probe.bandwidth(*pools[1]);
+    const Timed b1 = probe.bandwidth(1);
     const Timed t2 = decode_steps(r2, 16, steps);
-    const Timed b2 = probe.bandwidth(*pools[2]);
+    const Timed b2 = probe.bandwidth(2);
     f1.push_back(bytes / t1.wall / b1.wall);
     f1cpu.push_back(bytes / t1.cpu / b1.cpu);
     f2.push_back(bytes / t2.wall / b2.wall);
+    f2cpu.push_back(bytes / (t2.cpu / 2) / b2.cpu);
     speedup.push_back(t1.wall / t2.wall);
+    gbs1.push_back(bytes / t1.wall / 1e9);
+    gbs2.push_back(bytes / t2.wall / 1e9);
+    probe1.push_back(b1.wall / 1e9);
+    probe2.push_back(b2.wall / 1e9);
     work.push_back(per_step_work_seconds(r1.logits) / t1.cpu);
   }
-  std::printf("| %s %s | %.0f MB | %.3f (cpu %.3f) | %.3f | %.2f | %.2f%% |\n", s.name, dt,
-              bytes / 1e6, median(f1), median(f1cpu), median(f2), median(speedup),
-              100 * median(work));
+  std::printf(
+      "| %s %s | %.0f MB | %.3f (cpu %.3f) | %.3f (cpu %.3f) | %.2f | %.1f / %.1f | %.1f / %.1f | "
+      "%.2f%% |\n",
+      s.name, dt, bytes / 1e6, median(f1), median(f1cpu), median(f2), median(f2cpu),
+      median(speedup), median(gbs1), median(probe1), median(gbs2), median(probe2),
+      100 * median(work));
   std::fflush(stdout);
 }
 
-void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools[3],
-                   const Args& a) {
+void context_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
   for (int threads : {1, 2}) {
     Runner r(s.opt.out_dir, threads, 8192 + 64);
@@ -258,7 +207,7 @@ void context_table(const Shape& s, ReadProbe& probe, detinfer::ThreadPool* pools
           base = {base.wall + b1.wall / 3, base.cpu + b1.cpu / 3};
           t = {t.wall + t1.wall / 3, t.cpu + t1.cpu / 3};
         }
-        const Timed b = probe.bandwidth(*pools[threads]);
+        const Timed b = probe.bandwidth(threads);
         // One thread: CPU time (robust to other load); two: wall time.
         const double step = threads == 1 ? t.cpu : t.wall;
         const double attn = std::max(1e-9, threads == 1 ? t.cpu - base.cpu : t.wall - base.wall);
@@ -310,6 +259,10 @@ int main(int argc, char** argv) {
       a.quick = true;
     } else if (std::strcmp(argv[i], "--context") == 0) {
       a.context = true;
+    } else if (std::strcmp(argv[i], "--probe") == 0) {
+      a.probe = true;
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      a.only = argv[++i];
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       a.reps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--profile-steps") == 0 && i + 2 < argc) {
@@ -319,7 +272,8 @@ int main(int argc, char** argv) {
       a.dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bench_decode [--quick | --context] [--reps N] [--dir DIR] "
+                   "usage: bench_decode [--quick | --context] [--only SUBSTR] [--probe] "
+                   "[--reps N] [--dir DIR] "
                    "[--profile-steps N THREADS]\n");
       return 2;
     }
@@ -328,22 +282,32 @@ int main(int argc, char** argv) {
   if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
     const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::DType::kBF16);
     ensure_model(s.opt);
-    Runner r(s.opt.out_dir, a.threads, 64);
+    Runner r(s.opt.out_dir, a.threads, a.profile_steps + 64);
     std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
     const Timed t = decode_steps(r, 0, a.profile_steps);
     std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
     return 0;
   }
-  detinfer::ThreadPool pool1(1), pool2(2);
-  detinfer::ThreadPool* pools[3] = {nullptr, &pool1, &pool2};
   ReadProbe probe;
+  if (a.probe) {  // each shape, best of 5 passes, 1 and 2 threads alternating, per rep
+    for (int rep = 0; rep < a.reps; ++rep) {
+      for (int threads : {1, 2}) {
+        for (const auto& s : probe.each_shape(threads, 5)) {
+          std::printf("| %d | %s | %.1f | %.1f |\n", threads, s.name, s.bandwidth.wall / 1e9,
+                      s.bandwidth.cpu / 1e9);
+        }
+      }
+    }
+    return 0;
+  }
   using detinfer::DType;
   if (!a.context)
     std::printf(
         "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
         "probe's bandwidth in the same repetition), median of %d:\n\n"
-        "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | per-step work |\n"
-        "| --- | --- | --- | --- | --- | --- |\n",
+        "| shape | bytes/step | 1 thread | 2 threads | 2 vs 1 thread speed | GB/s 1 thread: "
+        "decode / probe | 2 threads | per-step work |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
         a.reps);
   std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", DType::kBF16),
                                smol135m(a.dir + "/135m-f32", DType::kF32)};
@@ -351,15 +315,20 @@ int main(int argc, char** argv) {
     shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", DType::kBF16),
                                    qwen05b(a.dir + "/05b-f32", DType::kF32)});
   }
-  if (!a.context)
-    for (const Shape& s : shapes) bound_table(s, probe, pools, a);
-  if (a.quick) return 0;
+  if (!a.context) {
+    for (const Shape& s : shapes) {
+      const std::string name =
+          std::string(s.name) + (s.opt.dtype == DType::kBF16 ? " bf16" : " f32");
+      if (name.find(a.only) != std::string::npos) bound_table(s, probe, a);
+    }
+  }
+  if (a.quick || !a.only.empty()) return 0;
   std::printf(
       "\ndecode at long context (0.5B bf16): attention share = (step(ctx) - step(16)) / "
       "step(ctx);\nKV fraction = KV bytes read beyond 16 tokens / that time / probe bandwidth\n\n"
       "| model, threads | context | tok/s | attention share | KV fraction |\n"
       "| --- | --- | --- | --- | --- |\n");
-  context_table(shapes[0], probe, pools, a);
+  context_table(shapes[0], probe, a);
   if (a.context) return 0;
   std::printf(
       "\nprefill of 512 tokens in one forward (0.5B bf16)\n\n"

@@ -11,12 +11,17 @@ namespace {
 thread_local bool t_inside_pool = false;
 
 // Polling budget, adapted to the machine: each wait polls up to spin_budget_ times, then
-// sleeps. A wait that polling satisfied doubles the budget (up to kMaxSpin, some tens of
-// microseconds: the gap between the kernels of one forward step); one that had to sleep
-// halves it (down to kMinSpin), so on a loaded machine, where the awaited thread is often
-// not running, the pool stops burning the cores that thread needs.
+// sleeps. A wait that polling satisfied doubles the budget (up to kMaxSpin); one that had
+// to sleep halves it (down to kMinSpin), so on a loaded machine, where the awaited thread
+// is often not running, the pool burns less of the cores that thread needs.
+// The floor matters more than the adaptation: with a floor of 32 polls (~1 us) the budget
+// collapsed on a quiet 2-core VM too (the waits across a step's lm_head or between steps
+// fail), every region then paid a futex sleep and wake (tens of microseconds through the
+// hypervisor), and 2-thread decode of the 135M shape ran at 0.5x of 1 thread; a floor of
+// 1024 polls (~36 us with this CPU's ~35 ns pause, about one futex round trip) gives
+// 1.7x (docs/performance.md, "Thread pool"). kMaxSpin: 4096 polls, ~145 us.
 constexpr int kMaxSpin = 1 << 12;
-constexpr int kMinSpin = 1 << 5;
+constexpr int kMinSpin = 1 << 10;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -118,8 +118,16 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // Attention of a short context runs on the calling thread: waking the pool for a few
+  // microseconds of work cost more than it saved (one parallel region fewer per layer at
+  // decode). The kernel's result does not depend on the split, so neither do the bits.
+  static constexpr std::int64_t kMinParallelKeyHeads = 4096;
+
   void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
                  float scale, float* out, std::int64_t ldo) override {
+    std::int64_t key_heads = 0;
+    for (const std::int64_t n : plan_->num_keys) key_heads += n * num_heads;
+    ThreadPool* pool = key_heads >= kMinParallelKeyHeads ? &pool_ : nullptr;
     for (const BatchPlan::Seq& s : plan_->seqs) {
       kernels::PagedKvView view;
       view.k_pool = kv.k_pool;
@@ -130,7 +138,7 @@ class CpuBackend final : public Backend {
       view.num_kv_heads = kv.num_kv_heads;
       view.head_dim = kv.head_dim;
       kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
-                         num_heads, view, scale, out + s.row_begin * ldo, ldo, &pool_);
+                         num_heads, view, scale, out + s.row_begin * ldo, ldo, pool);
     }
   }
 

@@ -77,9 +77,25 @@ struct LinearShape {
 
 TEST(Linear, EqualsReferenceForEveryIsaThreadCountAndDtype) {
   IsaGuard guard;
-  const LinearShape shapes[] = {{1, 1, 1},     {1, 17, 63},    {2, 33, 64},    {5, 16, 65},
-                                {7, 100, 130}, {1, 48, 896},   {13, 31, 300},  {64, 70, 200},
-                                {97, 129, 77}, {3, 257, 1000}, {33, 300, 1100}};
+  const LinearShape shapes[] = {{1, 1, 1},
+                                {1, 17, 63},
+                                {2, 33, 64},
+                                {5, 16, 65},
+                                {7, 100, 130},
+                                {1, 48, 896},
+                                {13, 31, 300},
+                                {64, 70, 200},
+                                {97, 129, 77},
+                                {3, 257, 1000},
+                                {33, 300, 1100},
+                                // M = 1 over whole panels: 4 at a time, then 3, 2 or 1,
+                                // then a partial one (threads split the panels unevenly).
+                                {1, 64, 70},
+                                {1, 192, 129},
+                                {1, 256, 64},
+                                {1, 581, 200},
+                                {1, 448, 896},
+                                {1, 640, 1}};
   std::uint64_t stream = 100;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (const LinearShape& s : shapes) {

@@ -19,6 +19,7 @@ using V = V256;
 
 constexpr int kMaxRows = 6;
 constexpr int kTileVecs = 2;      // 16 columns per tile
+constexpr int kRowPanels = 1;     // M = 1: panels streamed at once (simd_linear.h; 16 registers)
 constexpr int kScoreAccs = 12;    // attention score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 6;  // attention values: 6 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;

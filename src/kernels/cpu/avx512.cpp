@@ -118,6 +118,7 @@ struct V512 {
 using V = V512;
 constexpr int kMaxRows = 6;
 constexpr int kTileVecs = 4;      // 64 columns per tile
+constexpr int kRowPanels = 4;     // M = 1: panels streamed at once (simd_linear.h)
 constexpr int kScoreAccs = 16;    // score tile: heads x key blocks accumulators
 constexpr int kHeadsPerPass = 8;  // numerator: 8 heads x 2 vectors accumulators
 constexpr int kValueVecs = 2;
