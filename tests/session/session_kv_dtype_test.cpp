@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "detinfer/error.h"
+#include "detinfer/fingerprint.h"
+#include "detinfer/hash.h"
 #include "detinfer/session.h"
 #include "kernels/kernels.h"
 #include "session/tiny_session.h"
@@ -184,6 +186,27 @@ TEST(KvDtype, LogprobsCloseToF32) {
       }
       EXPECT_GE(compared, 3) << to_string(kv) << " prompt " << i << ": top-5 sets differ";
     }
+  }
+}
+
+// The bits of each kv_dtype are pinned: 16-bit storage (2 bytes per element, widened
+// exactly on read) gives the digests that rounding into f32 slots gave before it, and the
+// f32 default is unchanged. Chain digests of a greedy and a sampled run of the 70-token
+// prompt (prefill chunks crossing a 64-key chunk), recorded before the storage change.
+TEST(KvDtype, GoldenDigests) {
+  const std::pair<KvDType, const char*> want[] = {{KvDType::kF32, "3ec0690954e0e1df"},
+                                                  {KvDType::kBF16, "041933baa80f7ea1"},
+                                                  {KvDType::kF16, "61f9faa4757a8112"}};
+  for (const auto& [kv, hex] : want) {
+    DeterministicSession s = DeterministicSession::open(tiny_model_dir(), kv_options(kv, 2));
+    GenerationConfig sampled = greedy(20);
+    sampled.temperature = 0.9f;
+    sampled.seed = 11;
+    std::vector<std::uint64_t> steps =
+        s.generate(long_prompt(s), greedy(20)).sequences[0].step_digests;
+    const auto& more = s.generate(long_prompt(s), sampled).sequences[0].step_digests;
+    steps.insert(steps.end(), more.begin(), more.end());
+    EXPECT_EQ(hex64(chain_digest(steps)), hex) << to_string(kv);
   }
 }
 
