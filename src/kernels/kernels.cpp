@@ -75,6 +75,21 @@ void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype) {
   }
 }
 
+void store_as_dtype(const float* x, void* y, std::int64_t n, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+    case DType::kBF16:
+      for (std::int64_t i = 0; i < n; ++i)
+        static_cast<std::uint16_t*>(y)[i] = f32_to_bf16_rne(x[i]);
+      return;
+    case DType::kF16:
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(y)[i] = f32_to_f16_rne(x[i]);
+      return;
+  }
+}
+
 // --- ISA selection ---------------------------------------------------------------
 
 const char* to_string(Isa isa) {
