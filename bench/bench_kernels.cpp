@@ -374,6 +374,57 @@ void BM_DecodeAttention(benchmark::State& state) {
   t.report(state, static_cast<double>(s.bytes), threads);
 }
 
+// The same K/V stored as bf16 (2 bytes per element, PagedKvView::kv_dtype) against f32,
+// interleaved in one run: f32_cpu_ratio = f32 CPU time / bf16 CPU time (1 thread), the
+// bandwidth of each over the bytes it actually reads (bf16: half), and the read probe's.
+void BM_DecodeAttentionBf16VsF32(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool cold = state.range(1) != 0;
+  const KvSet& s = kv_set(cold, state.range(2));
+  const std::int64_t heads = 14;
+  ThreadPool* pool = pool_for(threads);
+  std::vector<std::vector<std::uint16_t>> hk(s.k.size()), hv(s.v.size());
+  for (std::size_t c = 0; c < s.k.size(); ++c) {
+    hk[c].resize(s.k[c].size());
+    hv[c].resize(s.v[c].size());
+    kernels::store_as_dtype(s.k[c].data(), hk[c].data(), static_cast<std::int64_t>(hk[c].size()),
+                            DType::kBF16);
+    kernels::store_as_dtype(s.v[c].data(), hv[c].data(), static_cast<std::int64_t>(hv[c].size()),
+                            DType::kBF16);
+  }
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
+  std::vector<float> out(q.size());
+  const std::int64_t num_keys = s.tokens;
+  VsRead half, full;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % s.k.size();
+    kernels::PagedKvView kv{
+        s.k[c].data(), s.v[c].data(), s.table.data(), static_cast<std::int64_t>(s.table.size()),
+        s.block,       s.kv_heads,    s.head_dim};
+    auto run = [&] {
+      kernels::attention(q.data(), heads * s.head_dim, 1, &num_keys, heads, kv, 0.125f, out.data(),
+                         heads * s.head_dim, pool);
+    };
+    full.kernel(state, run);
+    kv.k_pool = hk[c].data();
+    kv.v_pool = hv[c].data();
+    kv.kv_dtype = DType::kBF16;
+    half.kernel(state, run);  // the manual time: the bf16 kernel
+    half.read(s.read_buf.data() + c * s.bytes, s.bytes / 2, pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double bytes = static_cast<double>(s.bytes);
+  state.counters["f32_us"] = full.kernel_s / n * 1e6;
+  state.counters["bf16_us"] = half.kernel_s / n * 1e6;
+  state.counters["f32_GBps"] = bytes * n / full.kernel_s / 1e9;
+  state.counters["bf16_GBps"] = bytes / 2 * n / half.kernel_s / 1e9;
+  state.counters["read_GBps"] = bytes / 2 * n / half.read_s / 1e9;
+  state.counters["bf16_kv_fraction"] = half.read_s / half.kernel_s;
+  if (threads == 1) state.counters["f32_cpu_ratio"] = full.kernel_cpu_s / half.kernel_cpu_s;
+}
+
 // args: K, N, threads, cold
 BENCHMARK(BM_DecodeLinearBf16)
     ->ArgNames({"K", "N", "threads", "cold"})
@@ -399,6 +450,11 @@ BENCHMARK(BM_PrefillLinearF32VsTorch)
 BENCHMARK(BM_DecodeAttention)
     ->ArgNames({"threads", "cold", "keys"})
     ->ArgsProduct({{1, 2}, {0, 1}, {512, 2048, 8192}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeAttentionBf16VsF32)
+    ->ArgNames({"threads", "cold", "keys"})
+    ->ArgsProduct({{1, 2}, {0, 1}, {8192}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
