@@ -23,22 +23,18 @@
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "linear_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
 
 using testing::available_isas;
+using testing::first_mismatch;
 using testing::IsaGuard;
+using testing::pool_for;
 using testing::random_floats;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
-
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
-  if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
-  return pools[threads].get();
-}
 
 // `tokens` tokens of K/V in blocks of `block` tokens placed in reverse order, stored as
 // `dtype` (half: 2-byte patterns) and, for comparison, widened into f32 pools (wide).
@@ -93,15 +89,6 @@ struct HalfCache {
         kv_heads,  d};
   }
 };
-
-// Equal bits, except that any NaN equals any NaN (payloads are not part of the spec).
-std::int64_t first_mismatch(const float* got, const float* want, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (std::isnan(got[i]) && std::isnan(want[i])) continue;
-    if (std::memcmp(got + i, want + i, sizeof(float)) != 0) return i;
-  }
-  return -1;
-}
 
 // The last `rows` positions of the sequence (causal key counts), every ISA and thread
 // count, against both references.
