@@ -106,6 +106,7 @@ double timed_read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
 // preempted on a shared machine ("cpu_ratio").
 struct VsRead {
   double kernel_s = 0, read_s = 0, kernel_cpu_s = 0, read_cpu_s = 0;
+  bool manual_time = true;  // the kernel's time is the iteration's (SetIterationTime adds up)
 
   template <typename F>
   void kernel(benchmark::State& state, F&& f) {
@@ -115,7 +116,7 @@ struct VsRead {
     const double s = seconds(t0, Clock::now());
     kernel_cpu_s += thread_cpu_s() - c0;
     kernel_s += s;
-    state.SetIterationTime(s);
+    if (manual_time) state.SetIterationTime(s);
   }
   void read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
     const double c0 = thread_cpu_s();
@@ -401,6 +402,66 @@ void BM_DecodeAttentionCpu(benchmark::State& state) {
   }
 }
 
+// The same K/V stored as bf16 (2 bytes per element, PagedKvView::kv_dtype) against f32,
+// interleaved in one run: f32_cpu_ratio = f32 CPU time / bf16 CPU time (1 thread), the
+// bandwidth of each over the bytes it actually reads (bf16: half), and the read probe's.
+void BM_DecodeAttentionBf16VsF32(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool cold = state.range(1) != 0;
+  const KvSet& s = kv_set(cold, state.range(2));
+  const std::int64_t heads = 14;
+  ThreadPool* pool = pool_for(threads);
+  std::vector<std::vector<std::uint16_t>> hk(s.k.size()), hv(s.v.size());
+  for (std::size_t c = 0; c < s.k.size(); ++c) {
+    hk[c].resize(s.k[c].size());
+    hv[c].resize(s.v[c].size());
+    kernels::store_as_dtype(s.k[c].data(), hk[c].data(), static_cast<std::int64_t>(hk[c].size()),
+                            DType::kBF16);
+    kernels::store_as_dtype(s.v[c].data(), hv[c].data(), static_cast<std::int64_t>(hv[c].size()),
+                            DType::kBF16);
+  }
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
+  std::vector<float> out(q.size());
+  const std::int64_t num_keys = s.tokens;
+  VsRead half, full;
+  full.manual_time = false;
+  std::size_t it = 0;
+  for (auto _ : state) {
+    const std::size_t c = it++ % s.k.size();
+    kernels::PagedKvView kv{
+        s.k[c].data(), s.v[c].data(), s.table.data(), static_cast<std::int64_t>(s.table.size()),
+        s.block,       s.kv_heads,    s.head_dim};
+    auto run = [&] {
+      kernels::attention(q.data(), heads * s.head_dim, 1, &num_keys, heads, kv, 0.125f, out.data(),
+                         heads * s.head_dim, pool);
+    };
+    full.kernel(state, run);
+    full.read(s.read_buf.data() + c * s.bytes, s.bytes, pool);
+    kv.k_pool = hk[c].data();
+    kv.v_pool = hv[c].data();
+    kv.kv_dtype = DType::kBF16;
+    half.kernel(state, run);  // the iteration's manual time: the bf16 kernel's
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double bytes = static_cast<double>(s.bytes);
+  state.counters["f32_us"] = full.kernel_s / n * 1e6;
+  state.counters["bf16_us"] = half.kernel_s / n * 1e6;
+  state.counters["f32_GBps"] = bytes * n / full.kernel_s / 1e9;
+  state.counters["bf16_GBps"] = bytes / 2 * n / half.kernel_s / 1e9;
+  state.counters["read_GBps"] = bytes * n / full.read_s / 1e9;
+  // Fractions of the read bandwidth (one probe: the f32 KV bytes, read after the f32
+  // kernel) over the bytes each kernel actually reads, bf16 half of f32's (wall; CPU time
+  // at 1 thread), and the f32 kernel's CPU time over the bf16 kernel's.
+  state.counters["f32_ratio"] = full.read_s / full.kernel_s;
+  state.counters["bf16_ratio"] = full.read_s / 2 / half.kernel_s;
+  if (threads == 1) {
+    state.counters["f32_cpu_ratio"] = full.read_cpu_s / full.kernel_cpu_s;
+    state.counters["bf16_cpu_ratio"] = full.read_cpu_s / 2 / half.kernel_cpu_s;
+    state.counters["f32_over_bf16_cpu"] = full.kernel_cpu_s / half.kernel_cpu_s;
+  }
+}
+
 // args: K, N, threads, cold
 BENCHMARK(BM_DecodeLinearBf16)
     ->ArgNames({"K", "N", "threads", "cold"})
@@ -436,6 +497,11 @@ BENCHMARK(BM_DecodeAttentionCpu)
                         [](const std::vector<double>& v) {
                           return *std::min_element(v.begin(), v.end());
                         })
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeAttentionBf16VsF32)
+    ->ArgNames({"threads", "cold", "keys"})
+    ->ArgsProduct({{1, 2}, {0, 1}, {8192}})
+    ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -120,7 +120,7 @@ struct Engine::Impl {
       : model(m),
         tokenizer(t),
         options(o),
-        pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend()),
+        pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend(), m.kv_dtype()),
         vocab(m.config().vocab_size) {}
 
   std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {

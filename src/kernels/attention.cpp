@@ -189,6 +189,9 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     fail(ErrorCode::kInvalidArgument, "attention: num_heads=", num_heads,
          " num_kv_heads=", kv.num_kv_heads, " head_dim=", kv.head_dim,
          " block_size=", kv.block_size);
+  if (kv.kv_dtype != DType::kF32 && kv.kv_dtype != DType::kBF16 && kv.kv_dtype != DType::kF16)
+    fail(ErrorCode::kInvalidArgument, "attention: kv_dtype ", static_cast<int>(kv.kv_dtype),
+         " is not f32, bf16 or f16");
   std::int64_t max_keys = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     if (num_keys[r] < 0 || num_keys[r] > kv.num_blocks * kv.block_size)

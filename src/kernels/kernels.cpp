@@ -21,34 +21,19 @@
 namespace detinfer::kernels {
 
 float bf16_to_f32(std::uint16_t bits) {
-  const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
+  const std::uint32_t u = half_round::bf16_widen_bits(bits);
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
 
 float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  const std::uint32_t mant = h & 0x3ffu;
-  std::uint32_t u;
-  if (exp == 0) {
-    // Zero or subnormal: mant * 2^-24, exact in binary32.
-    const float v = static_cast<float>(mant) * 0x1p-24f;
-    std::memcpy(&u, &v, sizeof u);
-    u |= sign;
-  } else if (exp == 31) {
-    // Inf or NaN; NaNs come out quiet, as F16C's vcvtph2ps makes them.
-    u = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
-  } else {
-    u = sign | ((exp + 112u) << 23) | (mant << 13);
-  }
+  const std::uint32_t u = half_round::f16_widen_bits(h);
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
 
-// One definition for the CPU and the CUDA kernels (kernels/reference/half_round.h).
 std::uint16_t f32_to_bf16_rne(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
@@ -71,6 +56,21 @@ void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype) {
       return;
     case DType::kF16:
       for (std::int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(f32_to_f16_rne(x[i]));
+      return;
+  }
+}
+
+void store_as_dtype(const float* x, void* y, std::int64_t n, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+    case DType::kBF16:
+      for (std::int64_t i = 0; i < n; ++i)
+        static_cast<std::uint16_t*>(y)[i] = f32_to_bf16_rne(x[i]);
+      return;
+    case DType::kF16:
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(y)[i] = f32_to_f16_rne(x[i]);
       return;
   }
 }

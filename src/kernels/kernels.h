@@ -38,6 +38,9 @@ std::uint16_t f32_to_f16_rne(float x);
 // y[i] = x[i] rounded to `dtype` (as above) and widened back exactly; kF32: a copy.
 // x and y may alias.
 void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype);
+// y (n elements of `dtype`, dtype_size(dtype) bytes each) = x rounded to `dtype` as above:
+// f32 a copy, bf16/f16 the bit patterns. Widening y exactly gives round_to_dtype(x).
+void store_as_dtype(const float* x, void* y, std::int64_t n, DType dtype);
 
 // Instruction set of the optimized CPU kernels. Chosen once by cpuid, overridable with
 // DETINFER_CPU_ISA=scalar|avx2|avx512 (a request the CPU cannot run is an error).
@@ -148,15 +151,18 @@ void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const fl
 // block block_table[t / block_size] at slot t % block_size. Within a block, a token's
 // K (and V) vector for kv head h starts at
 //   pool + (block * block_size + slot) * kv_stride + h * head_dim,
-// with kv_stride = num_kv_heads * head_dim.
+// with kv_stride = num_kv_heads * head_dim (offsets in elements). The pools hold elements
+// of kv_dtype: binary32, or the bits of bf16 / f16 (2 bytes each), which every reader
+// widens exactly (bf16_to_f32 / f16_to_f32) before using them.
 struct PagedKvView {
-  const float* k_pool = nullptr;
-  const float* v_pool = nullptr;
+  const void* k_pool = nullptr;
+  const void* v_pool = nullptr;
   const std::int32_t* block_table = nullptr;
   std::int64_t num_blocks = 0;  // entries in block_table
   std::int64_t block_size = 16;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  DType kv_dtype = DType::kF32;  // element type of k_pool and v_pool
 };
 
 // Causal GQA attention for `rows` query rows of one sequence. Row r sees keys
@@ -164,7 +170,8 @@ struct PagedKvView {
 // out + r*ldo. Query head h reads kv head h / (num_heads / num_kv_heads).
 // The result of a row depends only on its q and keys [0, num_keys[r]) (spec v1); a row
 // with num_keys 0 gets zeros. Errors (kInvalidArgument): num_heads not a multiple of
-// num_kv_heads, num_keys beyond the block table, a negative block id.
+// num_kv_heads, num_keys beyond the block table, a negative block id, a kv_dtype that is
+// not f32/bf16/f16.
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, ThreadPool* pool);

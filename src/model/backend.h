@@ -89,12 +89,13 @@ struct DeviceInfo {
 
 // The KV pools of one layer and their block geometry.
 struct KvLayer {
-  float* k_pool = nullptr;
-  float* v_pool = nullptr;
+  void* k_pool = nullptr;  // elements of kv_dtype
+  void* v_pool = nullptr;
   std::int64_t block_size = 16;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
-  // kv_write rounds K and V to this dtype (nearest-even) and stores them widened back.
+  // The pools' element type: kv_write rounds K and V to it (nearest-even) and stores the
+  // bf16/f16 bits; attention widens them back exactly.
   kernels::DType kv_dtype = kernels::DType::kF32;
 };
 

@@ -198,7 +198,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     layer.block_size = kv.block_size();
     layer.num_kv_heads = c.num_kv_heads;
     layer.head_dim = hd;
-    layer.kv_dtype = options_.kv_dtype;
+    layer.kv_dtype = kv.kv_dtype();  // = options_.kv_dtype (checked by forward)
     be.kv_write(a.k.as<float>(), a.v.as<float>(), kd, layer);
     be.attention(a.q.as<float>(), qd, c.num_heads, layer, attention_scale_, a.attn.as<float>(), qd);
     be.linear(*l.o, a.attn.as<float>(), qd, m, tmp, h);

@@ -105,16 +105,11 @@ class CpuBackend final : public Backend {
 
   void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
     const std::int64_t stride = kv.num_kv_heads * kv.head_dim;
-    const auto bytes = static_cast<std::size_t>(stride) * sizeof(float);
+    const auto bytes = static_cast<std::int64_t>(kernels::dtype_size(kv.kv_dtype));
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
-      const std::int64_t slot = plan_->kv_slots[static_cast<std::size_t>(r)];
-      if (kv.kv_dtype == kernels::DType::kF32) {
-        std::memcpy(kv.k_pool + slot * stride, k + r * ld, bytes);
-        std::memcpy(kv.v_pool + slot * stride, v + r * ld, bytes);
-      } else {
-        kernels::round_to_dtype(k + r * ld, kv.k_pool + slot * stride, stride, kv.kv_dtype);
-        kernels::round_to_dtype(v + r * ld, kv.v_pool + slot * stride, stride, kv.kv_dtype);
-      }
+      const std::int64_t at = plan_->kv_slots[static_cast<std::size_t>(r)] * stride * bytes;
+      kernels::store_as_dtype(k + r * ld, static_cast<char*>(kv.k_pool) + at, stride, kv.kv_dtype);
+      kernels::store_as_dtype(v + r * ld, static_cast<char*>(kv.v_pool) + at, stride, kv.kv_dtype);
     }
   }
 
@@ -137,6 +132,7 @@ class CpuBackend final : public Backend {
       view.block_size = kv.block_size;
       view.num_kv_heads = kv.num_kv_heads;
       view.head_dim = kv.head_dim;
+      view.kv_dtype = kv.kv_dtype;
       kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
                          num_heads, view, scale, out + s.row_begin * ldo, ldo, pool);
     }

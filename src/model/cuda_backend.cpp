@@ -159,6 +159,7 @@ class CudaBackend final : public Backend {
       view.block_size = kv.block_size;
       view.num_kv_heads = kv.num_kv_heads;
       view.head_dim = kv.head_dim;
+      view.kv_dtype = kv.kv_dtype;
       const float* qs = q + s.row_begin * ldq;
       float* os = out + s.row_begin * ldo;
       const std::int64_t* keys = num_keys_.as<std::int64_t>() + s.row_begin;

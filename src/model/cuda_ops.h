@@ -47,8 +47,8 @@ class CudaOps {
                     std::int64_t ld_table, const std::int32_t* positions) = 0;
   virtual void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                         std::int64_t start_pos, const std::int32_t* block_table,
-                        std::int64_t block_size, std::int64_t kv_stride, float* k_pool,
-                        float* v_pool, kernels::DType kv_dtype) = 0;
+                        std::int64_t block_size, std::int64_t kv_stride, void* k_pool, void* v_pool,
+                        kernels::DType kv_dtype) = 0;
   virtual void attention(const float* q, std::int64_t ldq, std::int64_t rows,
                          const std::int64_t* num_keys, std::int64_t num_heads,
                          const kernels::PagedKvView& kv, float scale, float* out,

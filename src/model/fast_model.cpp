@@ -160,8 +160,9 @@ class FastModel final : public TransformerBase, private WeightSink {
       }
       q = rope(q, cos, sin).contiguous();
       k = rope(k, cos, sin).contiguous();
-      float* kp = kv.k_pool(li);
-      float* vp = kv.v_pool(li);
+      // f32 only: Model::load rejects another kv_dtype in fast mode, forward() a pool of one.
+      float* kp = static_cast<float*>(kv.k_pool(li));
+      float* vp = static_cast<float*>(kv.v_pool(li));
       for (std::int64_t r = 0; r < m; ++r) {
         const std::int64_t slot = plan.kv_slots[static_cast<std::size_t>(r)];
         std::memcpy(kp + slot * kd, k.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);

@@ -17,12 +17,21 @@ std::shared_ptr<Backend> host_memory() {
 }  // namespace
 
 KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
-                         std::int64_t budget_bytes, std::shared_ptr<Backend> backend)
+                         std::int64_t budget_bytes, std::shared_ptr<Backend> backend,
+                         kernels::DType kv_dtype)
     : block_size_(block_size),
       capacity_(0),
       num_layers_(config.num_layers),
       num_kv_heads_(config.num_kv_heads),
-      head_dim_(config.head_dim) {
+      head_dim_(config.head_dim),
+      kv_dtype_(kv_dtype) {
+  if (kv_dtype != kernels::DType::kF32 && kv_dtype != kernels::DType::kBF16 &&
+      kv_dtype != kernels::DType::kF16) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        str_cat("KV pool: kv_dtype ", static_cast<int>(kv_dtype), " is not f32, bf16 or f16"),
+        "kv_dtype");
+  }
   if (block_size < 1 || block_size > 4096) {
     fail(ErrorCode::kInvalidArgument, "KV block size ", block_size, " is outside [1, 4096]");
   }
@@ -35,8 +44,7 @@ KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
   }
   capacity_ = std::min<std::int64_t>(budget_bytes / block_bytes(), 0x7fffffff);
   backend_ = backend != nullptr ? std::move(backend) : host_memory();
-  const auto bytes =
-      static_cast<std::size_t>(capacity_ * block_size_ * kv_stride()) * sizeof(float);
+  const auto bytes = static_cast<std::size_t>(capacity_ * block_size_ * kv_stride() * elem_bytes());
   for (std::int64_t l = 0; l < num_layers_; ++l) {
     k_.push_back(backend_->alloc(bytes));
     v_.push_back(backend_->alloc(bytes));
@@ -48,7 +56,7 @@ KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
 }
 
 std::int64_t KvCachePool::block_bytes() const {
-  return num_layers_ * 2 * block_size_ * kv_stride() * static_cast<std::int64_t>(sizeof(float));
+  return num_layers_ * 2 * block_size_ * kv_stride() * elem_bytes();
 }
 
 std::int32_t KvCachePool::allocate() {
@@ -81,39 +89,39 @@ std::int32_t KvCachePool::refcount(std::int32_t block) const {
   return refcount_[static_cast<std::size_t>(block)];
 }
 
-float* KvCachePool::k_pool(std::int64_t layer) {
-  return k_.at(static_cast<std::size_t>(layer)).as<float>();
+void* KvCachePool::k_pool(std::int64_t layer) {
+  return k_.at(static_cast<std::size_t>(layer)).data();
 }
-float* KvCachePool::v_pool(std::int64_t layer) {
-  return v_.at(static_cast<std::size_t>(layer)).as<float>();
+void* KvCachePool::v_pool(std::int64_t layer) {
+  return v_.at(static_cast<std::size_t>(layer)).data();
 }
-const float* KvCachePool::k_pool(std::int64_t layer) const {
-  return k_.at(static_cast<std::size_t>(layer)).as<float>();
+const void* KvCachePool::k_pool(std::int64_t layer) const {
+  return k_.at(static_cast<std::size_t>(layer)).data();
 }
-const float* KvCachePool::v_pool(std::int64_t layer) const {
-  return v_.at(static_cast<std::size_t>(layer)).as<float>();
+const void* KvCachePool::v_pool(std::int64_t layer) const {
+  return v_.at(static_cast<std::size_t>(layer)).data();
 }
 
 void KvCachePool::export_block(std::int32_t block, void* dst) const {
   refcount(block);  // range check
-  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride());
+  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride() * elem_bytes());
   const std::size_t off = static_cast<std::size_t>(block) * n;
-  auto* out = static_cast<float*>(dst);
+  auto* out = static_cast<unsigned char*>(dst);
   for (std::size_t l = 0; l < k_.size(); ++l) {
-    backend_->download(out, k_[l].as<float>() + off, n * sizeof(float));
-    backend_->download(out + n, v_[l].as<float>() + off, n * sizeof(float));
+    backend_->download(out, k_[l].as<unsigned char>() + off, n);
+    backend_->download(out + n, v_[l].as<unsigned char>() + off, n);
     out += 2 * n;
   }
 }
 
 void KvCachePool::import_block(std::int32_t block, const void* src) {
   refcount(block);
-  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride());
+  const std::size_t n = static_cast<std::size_t>(block_size_ * kv_stride() * elem_bytes());
   const std::size_t off = static_cast<std::size_t>(block) * n;
-  const auto* in = static_cast<const float*>(src);
+  const auto* in = static_cast<const unsigned char*>(src);
   for (std::size_t l = 0; l < k_.size(); ++l) {
-    backend_->upload(k_[l].as<float>() + off, in, n * sizeof(float));
-    backend_->upload(v_[l].as<float>() + off, in + n, n * sizeof(float));
+    backend_->upload(k_[l].as<unsigned char>() + off, in, n);
+    backend_->upload(v_[l].as<unsigned char>() + off, in + n, n);
     in += 2 * n;
   }
 }

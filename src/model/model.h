@@ -21,7 +21,8 @@ struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
   int threads = 1;                               // CPU kernel threads (1..1024)
   DeviceSpec device;                             // where weights, KV and kernels live (cpu)
-  // K/V rounding when written to the cache (canonical mode; CPU and CUDA backends).
+  // K/V storage in the cache: f32, or bf16/f16 rounded to nearest even on write and
+  // stored in 2 bytes (canonical mode; CPU and CUDA backends).
   kernels::DType kv_dtype = kernels::DType::kF32;
 };
 
@@ -30,16 +31,21 @@ struct ModelOptions {
 // sequences. Thread-compatible: the engine serializes access.
 class KvCachePool {
  public:
-  // f32 K and V, block_size tokens per block; capacity = budget / block_bytes(). The
-  // pools live in `backend`'s memory (host memory when null).
+  // K and V stored as `kv_dtype` (f32: 4 bytes per element; bf16/f16: the 2-byte bit
+  // patterns, so the same budget holds twice the blocks), block_size tokens per block;
+  // capacity = budget / block_bytes(). The pools live in `backend`'s memory (host memory
+  // when null). A kv_dtype that is not f32/bf16/f16 is Error(kInvalidArgument, kv_dtype).
   KvCachePool(const ModelConfig& config, std::int64_t block_size, std::int64_t budget_bytes,
-              std::shared_ptr<Backend> backend = nullptr);
+              std::shared_ptr<Backend> backend = nullptr,
+              kernels::DType kv_dtype = kernels::DType::kF32);
 
   std::int64_t block_size() const { return block_size_; }
   std::int64_t capacity() const { return capacity_; }
   std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
-  // Bytes of K+V for one block across all layers.
+  // Bytes of K+V for one block across all layers (as stored: elem_bytes() per element).
   std::int64_t block_bytes() const;
+  kernels::DType kv_dtype() const { return kv_dtype_; }
+  std::int64_t elem_bytes() const { return static_cast<std::int64_t>(dtype_size(kv_dtype_)); }
 
   // Takes a free block with refcount 1; throws Error(kResourceExhausted) when none.
   std::int32_t allocate();
@@ -48,17 +54,18 @@ class KvCachePool {
   void release(std::int32_t block);
   std::int32_t refcount(std::int32_t block) const;
 
-  // Layer views for the kernels (pointers into the backend's memory).
-  float* k_pool(std::int64_t layer);
-  float* v_pool(std::int64_t layer);
-  const float* k_pool(std::int64_t layer) const;
-  const float* v_pool(std::int64_t layer) const;
+  // Layer views for the kernels (pointers into the backend's memory; elements of
+  // kv_dtype(), offsets in elements as in kernels::PagedKvView).
+  void* k_pool(std::int64_t layer);
+  void* v_pool(std::int64_t layer);
+  const void* k_pool(std::int64_t layer) const;
+  const void* v_pool(std::int64_t layer) const;
   std::int64_t kv_stride() const { return num_kv_heads_ * head_dim_; }
   std::int64_t num_layers() const { return num_layers_; }
 
   // Copies one block's K and V of every layer to/from a contiguous buffer of
-  // block_bytes() (layer-major: K of layer 0, V of layer 0, K of layer 1, ...). Used by
-  // the prefix cache tiers.
+  // block_bytes() (layer-major: K of layer 0, V of layer 0, K of layer 1, ...; the
+  // elements as stored). Used by the prefix cache tiers.
   void export_block(std::int32_t block, void* dst) const;
   void import_block(std::int32_t block, const void* src);
 
@@ -68,8 +75,9 @@ class KvCachePool {
   std::int64_t num_layers_;
   std::int64_t num_kv_heads_;
   std::int64_t head_dim_;
+  kernels::DType kv_dtype_;
   std::shared_ptr<Backend> backend_;
-  std::vector<BackendBuffer> k_;  // per layer: capacity * block_size * kv_stride floats
+  std::vector<BackendBuffer> k_;  // per layer: capacity * block_size * kv_stride elements
   std::vector<BackendBuffer> v_;
   std::vector<std::int32_t> refcount_;
   std::vector<std::int32_t> free_;
@@ -116,6 +124,8 @@ class Model {
   virtual ModelLoadStats load_stats() const { return {}; }
   // Where the KV pool must live for forward() (null: host memory).
   virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }
+  // The element type forward() expects of the KV pool (ModelOptions::kv_dtype).
+  virtual kernels::DType kv_dtype() const { return kernels::DType::kF32; }
   // The device the forward pass runs on (recorded in run fingerprints).
   virtual DeviceInfo device_info() const { return {}; }
 

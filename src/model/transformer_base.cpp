@@ -81,6 +81,14 @@ BatchPlan TransformerBase::make_plan(const std::vector<SequenceStep>& batch,
 void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
                               std::vector<float>& logits) {
   if (batch.empty()) return;
+  // The pool's elements are what the kernels read: another storage type would be misread.
+  if (kv.kv_dtype() != options_.kv_dtype) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        str_cat("forward: the KV pool stores ", kernels::to_string(kv.kv_dtype()),
+                " but the model was loaded with kv_dtype ", kernels::to_string(options_.kv_dtype)),
+        "kv_dtype");
+  }
   const BatchPlan plan = make_plan(batch, kv);
   std::int64_t max_pos = 0;
   for (const std::int64_t p : plan.positions) max_pos = std::max(max_pos, p);

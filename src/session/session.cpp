@@ -61,7 +61,9 @@ kernels::DType kv_storage_dtype(KvDType d) {
 // this process may use (cgroup limit or physical memory; 256 MiB when both are unknown).
 // The pool is allocated zero-filled by the backend, so untouched blocks cost no RAM.
 std::int64_t auto_kv_budget(const ModelConfig& c, const SessionOptions& o) {
-  const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
+  // K + V of one token as stored: 4 bytes per element for f32, 2 for bf16/f16.
+  const auto elem = static_cast<std::int64_t>(dtype_size(kv_storage_dtype(o.kv_dtype)));
+  const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * elem;
   const std::int64_t limit = memory_limit_bytes();
   const std::int64_t cap = limit > 0 ? limit / 4 : std::int64_t{256} << 20;
   const std::int64_t want = std::int64_t{o.max_batch} * c.max_position_embeddings * per_token;
@@ -243,7 +245,9 @@ ModelFootprint DeterministicSession::footprint() const {
   f.weight_bytes = m.weight_bytes();
   f.resident_bytes = m.resident_bytes();
   f.decode_read_bytes = m.decode_read_bytes();
-  f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;  // f32 K and V
+  // K and V as stored: 4 bytes per element (f32) or 2 (bf16/f16 KV).
+  f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim *
+                         static_cast<std::int64_t>(dtype_size(m.kv_dtype()));
   const EngineStats e = impl_->engine->stats();
   const std::int64_t block = f.kv_bytes_per_token * impl_->options.kv_block_size;
   f.kv_reserved_bytes = e.kv_blocks_capacity * block;

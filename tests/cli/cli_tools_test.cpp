@@ -145,6 +145,25 @@ TEST_F(CliTools, BenchJsonFieldsArePositive) {
   }
 }
 
+// bf16 KV is stored in 2 bytes a value: the bench reports half the KV bytes per token of
+// f32 KV and the same reserved budget (so twice the tokens).
+TEST_F(CliTools, BenchJsonReportsKvBytesAsStored) {
+  const std::string args =
+      "bench --json --modes canonical --batch 1 --repeats 1 --prompt-tokens 8 --decode-tokens 2 "
+      "--kv-budget-bytes 4194304";
+  const auto f = run(args);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const auto h = run(args + " --kv-dtype bf16");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const json jf = parse(f), jh = parse(h);
+  EXPECT_EQ(jf["kv_dtype"], "f32");
+  EXPECT_EQ(jh["kv_dtype"], "bf16");
+  ASSERT_TRUE(jf["kv_bytes_per_token"].is_number_integer()) << f.out;
+  EXPECT_EQ(2 * jh["kv_bytes_per_token"].get<std::int64_t>(),
+            jf["kv_bytes_per_token"].get<std::int64_t>());
+  EXPECT_EQ(jh["kv_reserved_bytes"], jf["kv_reserved_bytes"]);
+}
+
 TEST_F(CliTools, DiffAndReplayRoundTrip) {
   const std::string dir = testing::cli_scratch_dir("fp");
   const std::string gen =

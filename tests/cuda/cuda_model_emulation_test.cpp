@@ -53,7 +53,7 @@ SeqLogits run_scenario(Model& model, const std::vector<SeqSpec>& seqs,
                        const std::vector<std::size_t>& alloc_order,
                        std::vector<std::vector<std::uint8_t>>* kv = nullptr) {
   const ModelConfig& c = model.config();
-  KvCachePool pool(c, block_size, std::int64_t{1} << 22, model.kv_backend());
+  KvCachePool pool(c, block_size, std::int64_t{1} << 22, model.kv_backend(), model.kv_dtype());
   std::vector<std::vector<std::int32_t>> tables(seqs.size());
   for (const std::size_t s : alloc_order) {
     const std::size_t total = seqs[s].prompt.size() + seqs[s].decode.size();

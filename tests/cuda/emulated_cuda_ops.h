@@ -92,7 +92,7 @@ class EmulatedCudaOps final : public CudaOps {
   }
   void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                 std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-                std::int64_t kv_stride, float* k_pool, float* v_pool,
+                std::int64_t kv_stride, void* k_pool, void* v_pool,
                 kernels::DType kv_dtype) override {
     emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, kc::kv_write_kernel, k, v, ld,
                 start_pos, block_table, block_size, kv_stride, k_pool, v_pool, kv_dtype);

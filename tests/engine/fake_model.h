@@ -85,7 +85,7 @@ class FakeModel : public Model {
   static float* slot(KvCachePool& kv, const std::vector<std::int32_t>& table, std::int64_t pos) {
     const std::int64_t bs = kv.block_size();
     DETINFER_INTERNAL_CHECK(pos / bs < static_cast<std::int64_t>(table.size()));
-    return kv.k_pool(0) + (table[pos / bs] * bs + pos % bs) * kv.kv_stride();
+    return static_cast<float*>(kv.k_pool(0)) + (table[pos / bs] * bs + pos % bs) * kv.kv_stride();
   }
   static void store(KvCachePool& kv, const std::vector<std::int32_t>& table, std::int64_t pos,
                     std::uint64_t state) {

@@ -21,23 +21,19 @@
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "linear_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
 
 using testing::available_isas;
 using testing::first_diff;
+using testing::first_mismatch;
 using testing::IsaGuard;
+using testing::pool_for;
 using testing::random_floats;
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
-
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
-  if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
-  return pools[threads].get();
-}
 
 // K/V of `tokens` tokens in blocks of `block` tokens placed in reverse order (block b at
 // physical block blocks-1-b), so consecutive keys cross scattered blocks.
@@ -70,15 +66,6 @@ struct Cache {
         kv_heads, d};
   }
 };
-
-// Equal bits, except that any NaN equals any NaN (payloads are not part of the spec).
-std::int64_t first_mismatch(const float* got, const float* want, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (std::isnan(got[i]) && std::isnan(want[i])) continue;
-    if (std::memcmp(got + i, want + i, sizeof(float)) != 0) return i;
-  }
-  return -1;
-}
 
 // Runs the last `rows` positions of a `tokens`-token sequence (causal key counts) with
 // every ISA and thread count and compares with the reference.

@@ -18,6 +18,7 @@
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "linear_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
@@ -25,6 +26,7 @@ namespace {
 using testing::available_isas;
 using testing::first_diff;
 using testing::IsaGuard;
+using testing::pool_for;
 using testing::random_bf16;
 using testing::random_f16;
 using testing::random_floats;
@@ -41,13 +43,6 @@ TEST(Isa, EveryIsaThisCpuRunsIsTested) {
 }
 
 constexpr int kThreadCounts[] = {1, 2, 3, 8};
-
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
-  if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
-  return pools[threads].get();
-}
 
 // Weights of the given dtype plus their exact f32 widening (what the reference reads).
 struct Weights {

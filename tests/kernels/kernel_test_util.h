@@ -58,4 +58,14 @@ inline std::int64_t first_diff(const float* a, const float* b, std::int64_t n) {
   return -1;
 }
 
+// Index of the first float whose bits differ, except that any NaN equals any NaN (NaN
+// payloads are not part of the spec), or -1.
+inline std::int64_t first_mismatch(const float* got, const float* want, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (got[i] != got[i] && want[i] != want[i]) continue;
+    if (std::memcmp(got + i, want + i, sizeof(float)) != 0) return i;
+  }
+  return -1;
+}
+
 }  // namespace detinfer::kernels::testing

@@ -105,23 +105,58 @@ TEST(KvCachePool, AllocatesWithinBudgetAndRefcounts) {
   EXPECT_THROW(KvCachePool(c, 16, 10), Error);
 }
 
+// Export/import move the bytes as stored: 4 per element for f32, 2 for bf16/f16 (the
+// payload a prefix-cache tier keeps is block_bytes(), half the f32 size).
 TEST(KvCachePool, ExportImportRoundTrip) {
   const ModelConfig c = small_config();
-  KvCachePool pool(c, 4, 1 << 20);
-  const std::int32_t a = pool.allocate(), b = pool.allocate();
-  const std::int64_t n = pool.block_size() * pool.kv_stride();
-  for (std::int64_t l = 0; l < 2; ++l) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      pool.k_pool(l)[a * n + i] = static_cast<float>(l * 1000 + i) + 0.5f;
-      pool.v_pool(l)[a * n + i] = -static_cast<float>(l * 1000 + i) - 0.25f;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    KvCachePool pool(c, 4, 1 << 20, nullptr, dt);
+    const std::int32_t a = pool.allocate(), b = pool.allocate();
+    const std::int64_t eb = pool.elem_bytes();
+    EXPECT_EQ(eb, dt == DType::kF32 ? 4 : 2);
+    const std::int64_t n = pool.block_size() * pool.kv_stride() * eb;  // bytes per layer
+    EXPECT_EQ(pool.block_bytes(), 2 * 2 * n);
+    for (std::int64_t l = 0; l < 2; ++l) {
+      auto* k = static_cast<unsigned char*>(pool.k_pool(l));
+      auto* v = static_cast<unsigned char*>(pool.v_pool(l));
+      for (std::int64_t i = 0; i < n; ++i) {
+        k[a * n + i] = static_cast<unsigned char>(l * 31 + i);
+        v[a * n + i] = static_cast<unsigned char>(255 - l * 17 - i);
+      }
+    }
+    std::vector<char> buf(static_cast<std::size_t>(pool.block_bytes()));
+    pool.export_block(a, buf.data());
+    EXPECT_EQ(0, std::memcmp(buf.data(), static_cast<const char*>(pool.k_pool(0)) + a * n,
+                             static_cast<std::size_t>(n)));
+    pool.import_block(b, buf.data());
+    for (std::int64_t l = 0; l < 2; ++l) {
+      const auto* k = static_cast<const char*>(pool.k_pool(l));
+      const auto* v = static_cast<const char*>(pool.v_pool(l));
+      EXPECT_EQ(0, std::memcmp(k + a * n, k + b * n, static_cast<std::size_t>(n)));
+      EXPECT_EQ(0, std::memcmp(v + a * n, v + b * n, static_cast<std::size_t>(n)));
     }
   }
-  std::vector<char> buf(static_cast<std::size_t>(pool.block_bytes()));
-  pool.export_block(a, buf.data());
-  pool.import_block(b, buf.data());
-  for (std::int64_t l = 0; l < 2; ++l) {
-    EXPECT_EQ(0, std::memcmp(pool.k_pool(l) + a * n, pool.k_pool(l) + b * n, n * 4));
-    EXPECT_EQ(0, std::memcmp(pool.v_pool(l) + a * n, pool.v_pool(l) + b * n, n * 4));
+}
+
+// bf16/f16 storage halves block_bytes(), so the same budget holds twice the blocks.
+TEST(KvCachePool, SixteenBitStorageDoublesCapacity) {
+  const ModelConfig c = small_config();
+  const std::int64_t budget = 10 * 2 * 2 * 16 * 8 * 4 + 100;  // 10 f32 blocks
+  const KvCachePool f32(c, 16, budget);
+  EXPECT_EQ(f32.kv_dtype(), DType::kF32);
+  EXPECT_EQ(f32.capacity(), 10);
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    const KvCachePool half(c, 16, budget, nullptr, dt);
+    EXPECT_EQ(half.kv_dtype(), dt);
+    EXPECT_EQ(half.block_bytes() * 2, f32.block_bytes());
+    EXPECT_EQ(half.capacity(), 20) << to_string(dt);
+  }
+  try {
+    KvCachePool(c, 16, budget, nullptr, static_cast<DType>(7));
+    ADD_FAILURE() << "kv_dtype 7 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(e.field(), "kv_dtype");
   }
 }
 

@@ -7,11 +7,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "detinfer/error.h"
+#include "detinfer/fingerprint.h"
+#include "detinfer/hash.h"
 #include "detinfer/session.h"
 #include "kernels/kernels.h"
 #include "session/tiny_session.h"
@@ -154,6 +157,68 @@ TEST(KvDtype, DiffersFromF32AndIsKeyedApart) {
   std::filesystem::remove_all(dir);
 }
 
+// 16-bit storage is what the option is for: the same kv_budget_bytes holds twice the
+// blocks, the footprint counts 2 bytes per element, and the prefix-cache tiers (memory and
+// disk) keep entries of half the f32 size; a disk hit restores them to the same bits as a
+// miss.
+TEST(KvDtype, HalfStorageDoublesCapacityAndHalvesCacheEntries) {
+  const std::string base =
+      std::string(std::getenv("DETINFER_TEST_TMP") != nullptr ? std::getenv("DETINFER_TEST_TMP")
+                                                              : "/tmp") +
+      "/kv-dtype-size-" + std::to_string(::getpid());
+  struct Seen {
+    std::int64_t capacity, per_token, mem_bytes, mem_entries, disk_bytes, disk_entries;
+  };
+  std::map<KvDType, Seen> seen;
+  for (KvDType kv : {KvDType::kF32, KvDType::kBF16, KvDType::kF16}) {
+    const std::string dir = base + "-" + to_string(kv);
+    std::filesystem::remove_all(dir);
+    SessionOptions o = kv_options(kv);
+    o.cache.prefix.enabled = true;
+    o.cache.prefix.disk.directory = dir;
+    std::vector<std::int32_t> prompt;
+    GenerationResult miss;
+    {
+      DeterministicSession plain = DeterministicSession::open(tiny_model_dir(), kv_options(kv));
+      prompt = long_prompt(plain);
+      miss = plain.generate(prompt, greedy());
+    }
+    Seen& v = seen[kv];
+    {
+      DeterministicSession s = DeterministicSession::open(tiny_model_dir(), o);
+      expect_same(miss, s.generate(prompt, greedy()), std::string(to_string(kv)) + " cold");
+      v.capacity = s.stats().kv_blocks_capacity;
+      v.per_token = s.footprint().kv_bytes_per_token;
+      const CacheStats cs = s.cache_stats();
+      v.mem_bytes = cs.prefix.memory.bytes;
+      v.mem_entries = cs.prefix.memory.entries;
+      v.disk_bytes = cs.prefix.disk.bytes;
+      v.disk_entries = cs.prefix.disk.entries;
+    }
+    o.cache.prefix.memory.enabled = false;  // only the disk tier can serve
+    DeterministicSession s = DeterministicSession::open(tiny_model_dir(), o);
+    const GenerationResult hit = s.generate(prompt, greedy());
+    EXPECT_GT(hit.cache.prefix_cached_tokens, 0) << to_string(kv);
+    expect_same(miss, hit, std::string(to_string(kv)) + " disk hit");
+    std::filesystem::remove_all(dir);
+  }
+  const Seen& f = seen[KvDType::kF32];
+  ASSERT_GT(f.mem_entries, 0);
+  ASSERT_GT(f.disk_entries, 0);
+  const std::int64_t block_payload = f.per_token * tiny_options().kv_block_size;
+  EXPECT_EQ(f.mem_bytes, f.mem_entries * block_payload);
+  for (KvDType kv : {KvDType::kBF16, KvDType::kF16}) {
+    const Seen& h = seen[kv];
+    EXPECT_EQ(h.capacity, 2 * f.capacity) << to_string(kv);
+    EXPECT_EQ(2 * h.per_token, f.per_token) << to_string(kv);
+    EXPECT_EQ(h.mem_entries, f.mem_entries) << to_string(kv);
+    EXPECT_EQ(2 * h.mem_bytes, f.mem_bytes) << to_string(kv);
+    // Disk entries carry a header of the same size: the payloads differ by half.
+    EXPECT_EQ(h.disk_entries, f.disk_entries) << to_string(kv);
+    EXPECT_EQ(f.disk_bytes - h.disk_bytes, f.disk_entries * block_payload / 2) << to_string(kv);
+  }
+}
+
 // Accuracy: the first generated token's logprobs with bf16 / f16 KV are within a small
 // tolerance of f32 KV's (same prompt, all top-5 entries compared).
 TEST(KvDtype, LogprobsCloseToF32) {
@@ -184,6 +249,28 @@ TEST(KvDtype, LogprobsCloseToF32) {
       }
       EXPECT_GE(compared, 3) << to_string(kv) << " prompt " << i << ": top-5 sets differ";
     }
+  }
+}
+
+// The bits of each kv_dtype are pinned: 16-bit storage (2 bytes per element, widened
+// exactly on read) gives the digests that rounding into f32 slots gave before it, and the
+// f32 default is unchanged. Chain digests of a greedy and a sampled run of the 70-token
+// prompt (prefill chunks crossing a 64-key chunk), recorded before the storage change.
+TEST(KvDtype, GoldenDigests) {
+  const std::pair<KvDType, const char*> want[] = {{KvDType::kF32, "54deb808b025cca3"},
+                                                  {KvDType::kBF16, "fd79cc7295596827"},
+                                                  {KvDType::kF16, "fa48163129a20f17"}};
+  for (const auto& [kv, hex] : want) {
+    DeterministicSession s = DeterministicSession::open(tiny_model_dir(), kv_options(kv, 2));
+    GenerationConfig sampled = greedy(20);
+    sampled.temperature = 0.9f;
+    sampled.seed = 11;
+    std::vector<std::uint64_t> steps =
+        s.generate(long_prompt(s), greedy(20)).sequences[0].step_digests;
+    const GenerationResult more = s.generate(long_prompt(s), sampled);
+    const auto& d = more.sequences[0].step_digests;
+    steps.insert(steps.end(), d.begin(), d.end());
+    EXPECT_EQ(hex64(chain_digest(steps)), hex) << to_string(kv);
   }
 }
 

@@ -12,60 +12,93 @@
 //             head columns, fma chain over the chunk's keys in order).
 // The dispatcher (kernels/attention.cpp) folds the maxima and the chunk partials in the
 // spec's order, so any split of the chunks over tasks gives the reference's bits.
+//
+// The K/V pools hold f32, or bf16 / f16 bit patterns (PagedKvView::kv_dtype): every load
+// from them goes through KvLoad<D>, which widens exactly (bf16: shift left 16; f16: F16C),
+// so the kernels compute on the same binary32 values whatever the storage.
 
 constexpr int kMaxKeyBlocks = 8;  // key blocks of L keys transposed at a time
 
+// Loads L (or the first n < L) K/V elements of storage type D as binary32 lanes.
+template <DType D>
+struct KvLoad {
+  using T = float;
+  static typename V::reg load(const T* p) { return V::load(p); }
+  static typename V::reg load_n(const T* p, int n) { return V::load_n(p, n); }
+};
+template <DType D>
+struct KvLoad16 {
+  using T = std::uint16_t;
+  static typename V::reg load(const T* p) {
+    return D == DType::kBF16 ? V::load_bf16(p) : V::load_f16(p);
+  }
+  static typename V::reg load_n(const T* p, int n) {
+    alignas(64) T tmp[V::L] = {};
+    for (int i = 0; i < n; ++i) tmp[i] = p[i];
+    return load(tmp);
+  }
+};
+template <>
+struct KvLoad<DType::kBF16> : KvLoad16<DType::kBF16> {};
+template <>
+struct KvLoad<DType::kF16> : KvLoad16<DType::kF16> {};
+
 // K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
-// prefetcher sees many short streams; prefetch ahead explicitly, but only a little: rows
-// prefetched further ahead into L1 evict each other (measured on 8192 cold keys, 1
-// thread: K 16 / V 32 keys ahead took 20-25% less time than 128 / 64).
+// prefetcher sees many short streams; prefetch ahead explicitly (one line per 64 bytes),
+// but only a little: rows prefetched further ahead into L1 evict each other (measured on
+// 8192 cold keys, 1 thread: K 16 / V 32 keys ahead took 20-25% less time than 128 / 64).
 constexpr std::int64_t kKeyPrefetch = 16;    // K rows this many keys ahead
 constexpr std::int64_t kValuePrefetch = 32;  // V rows this many keys ahead
-inline void prefetch_row(const float* row, std::int64_t d) {
-  for (std::int64_t c = 0; c < d; c += 16)
+template <typename T>
+inline void prefetch_row(const T* row, std::int64_t d) {
+  for (std::int64_t c = 0; c < d; c += 64 / static_cast<std::int64_t>(sizeof(T)))
     _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
 }
 
 // Every load of a K or V row of the pool goes through these two (n >= L: a full vector;
 // else the first n columns, the rest zero).
-inline typename V::reg load_k_cols(const float* p, int n) {
-  return n >= V::L ? V::load(p) : V::load_n(p, n);
+template <DType D>
+inline typename V::reg load_k_cols(const typename KvLoad<D>::T* p, int n) {
+  return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
-inline typename V::reg load_v_cols(const float* p, int n) {
-  return n >= V::L ? V::load(p) : V::load_n(p, n);
+template <DType D>
+inline typename V::reg load_v_cols(const typename KvLoad<D>::T* p, int n) {
+  return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
 
 // Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
-// lanes i >= n are zero).
-// r[c] = column c0 + c of the L full K rows (lane i = rows[i][c0 + c]): the K tile loads
-// of score_block.
+// lanes i >= n are zero), widened from storage type D.
+// r[c] = column c0 + c of the L full f32 K rows (lane i = rows[i][c0 + c]): the K tile
+// loads of score_block.
 inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::reg* r) {
   V::load_transpose(rows, c0, r);
 }
 
 // Transposes columns [c0, c0 + L) of L full K rows into KT[(c0 + c) * L + i].
-inline void transpose_full(const float* const* rows, std::int64_t c0, float* KT) {
+template <DType D>
+inline void transpose_full(const typename KvLoad<D>::T* const* rows, std::int64_t c0, float* KT) {
   typename V::reg r[V::L];
 #pragma GCC unroll 16
-  for (int i = 0; i < V::L; ++i) r[i] = load_k_cols(rows[i] + c0, V::L);
+  for (int i = 0; i < V::L; ++i) r[i] = load_k_cols<D>(rows[i] + c0, V::L);
   V::transpose(r);
 #pragma GCC unroll 16
   for (int c = 0; c < V::L; ++c) V::store(KT + (c0 + c) * V::L, r[c]);
 }
 
-inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int64_t j, int n,
-                           std::int64_t d, float* KT) {
-  const float* rows[V::L];
+template <DType D>
+inline void transpose_keys(const typename KvLoad<D>::T* kbase, const std::int64_t* off,
+                           std::int64_t j, int n, std::int64_t d, float* KT) {
+  const typename KvLoad<D>::T* rows[V::L];
 #pragma GCC unroll 16
   for (int i = 0; i < V::L; ++i) rows[i] = kbase + off[j + (i < n ? i : 0)];
   std::int64_t c0 = 0;
   if (n == V::L)  // the common case: full rows, no masks
-    for (; c0 + V::L <= d; c0 += V::L) transpose_full(rows, c0, KT);
+    for (; c0 + V::L <= d; c0 += V::L) transpose_full<D>(rows, c0, KT);
   for (; c0 < d; c0 += V::L) {
     const int cols = static_cast<int>(d - c0 < V::L ? d - c0 : V::L);
     typename V::reg r[V::L];
 #pragma GCC unroll 16
-    for (int i = 0; i < V::L; ++i) r[i] = i >= n ? V::zero() : load_k_cols(rows[i] + c0, cols);
+    for (int i = 0; i < V::L; ++i) r[i] = i >= n ? V::zero() : load_k_cols<D>(rows[i] + c0, cols);
     V::transpose(r);
 #pragma GCC unroll 16
     for (int c = 0; c < V::L; ++c)
@@ -201,12 +234,13 @@ ScoreBlockFn score_block_fn(int hg, std::integer_sequence<int, H...>) {
 }
 
 // Keys [j0, j1) through the scratch: up to kMaxKeyBlocks blocks of L keys transposed at a
-// time into it, then score tiles over them (any head count, head_dim and key count).
-inline void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
-                               std::int64_t lds, float* mxv, float* scratch) {
+// time into it, then score tiles over them (any head count, head_dim, key count, storage).
+template <DType D>
+void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                        std::int64_t lds, float* mxv, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
-  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  const auto* kbase = static_cast<const typename KvLoad<D>::T*>(a.kv->k_pool) + a.kv_head * d;
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   constexpr std::int64_t step = kMaxKeyBlocks * V::L;  // keys transposed at a time
@@ -218,7 +252,7 @@ inline void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t
       for (std::int64_t t = jb + kKeyPrefetch; t < jb + kKeyPrefetch + V::L && t < j1; ++t)
         prefetch_row(kbase + a.off[t], d);
       const int nb = static_cast<int>(j1 - jb < V::L ? j1 - jb : V::L);
-      transpose_keys(kbase, a.off, jb, nb, d, scratch + b * d * V::L);
+      transpose_keys<D>(kbase, a.off, jb, nb, d, scratch + b * d * V::L);
     }
     for (int g0 = 0; g0 < G; g0 += per) {
       const int hg = G - g0 < per ? G - g0 : per;
@@ -239,7 +273,7 @@ inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std
                                         float* S, std::int64_t lds, float* mxv) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
-  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  const float* kbase = static_cast<const float*>(a.kv->k_pool) + a.kv_head * d;
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   std::int64_t j = j0;
@@ -258,21 +292,39 @@ inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std
   return j;
 }
 
-[[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
-                                  std::int64_t lds, float* mx, float* scratch) {
+// f32 pools only: the register tiles load f32 K rows directly (16-bit pools use the
+// scratch path, which widens as it transposes).
+template <DType D>
+void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S, std::int64_t lds,
+                   float* mx, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
   float* mxv = scratch + kMaxKeyBlocks * V::L * d;  // G lane-wise maxima
   for (int i = 0; i < G * V::L; ++i) mxv[i] = -__builtin_inff();
   std::int64_t j = j0;
-  if (heads_per_pass(G) >= kRegScoreMinHeads && d % V::L == 0)
-    j = scores_in_registers(a, j0, j1, S, lds, mxv);
-  if (j < j1) scores_via_scratch(a, j, j1, S, lds, mxv, scratch);
+  if constexpr (D == DType::kF32) {
+    if (heads_per_pass(G) >= kRegScoreMinHeads && d % V::L == 0)
+      j = scores_in_registers(a, j0, j1, S, lds, mxv);
+  }
+  if (j < j1) scores_via_scratch<D>(a, j, j1, S, lds, mxv, scratch);
   for (int g = 0; g < G; ++g) {  // NaN-ignoring: a NaN lane never wins
     float best = -__builtin_inff();
     for (int i = 0; i < V::L; ++i) best = mxv[g * V::L + i] > best ? mxv[g * V::L + i] : best;
     mx[g] = best;
   }
+}
+
+[[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                                  std::int64_t lds, float* mx, float* scratch) {
+  switch (a.kv->kv_dtype) {
+    case DType::kBF16:
+      return attn_scores_t<DType::kBF16>(a, j0, j1, S, lds, mx, scratch);
+    case DType::kF16:
+      return attn_scores_t<DType::kF16>(a, j0, j1, S, lds, mx, scratch);
+    case DType::kF32:
+      break;
+  }
+  attn_scores_t<DType::kF32>(a, j0, j1, S, lds, mx, scratch);
 }
 
 // --- partials ------------------------------------------------------------------------
@@ -317,10 +369,12 @@ struct ChunkOut {
 // columns from vbase's column col0; when CB == 1, `cols` may be < L): p = fma chain over
 // the chunk's keys with weights E[g * lds + j]. FIRST (the pass over the first columns) also
 // runs the denominator chain p = p + e[j] (all lanes equal) and prefetches.
-template <int HG, int CB, bool FIRST>
+template <int HG, int CB, bool FIRST, DType D>
 void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_t j1,
-                  const float* vbase, const std::int64_t* off, int cols, const ChunkOut& o, int g0,
-                  std::int64_t col0) {
+                  const void* vbase_any, const std::int64_t* off, int cols, const ChunkOut& o,
+                  int g0, std::int64_t col0) {
+  using Ld = KvLoad<D>;
+  const auto* vbase = static_cast<const typename Ld::T*>(vbase_any);
   typename V::reg p[HG][CB], pd[FIRST ? HG : 1];
 #pragma GCC unroll 8
   for (int g = 0; g < HG; ++g) {
@@ -329,13 +383,13 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
     for (int b = 0; b < CB; ++b) p[g][b] = V::zero();
   }
   for (std::int64_t j = j0; j < j1; ++j) {
-    const float* vr = vbase + off[j];
+    const typename Ld::T* vr = vbase + off[j];
     if constexpr (FIRST) {
       if (j + kValuePrefetch < o.pf_end) prefetch_row(vbase + off[j + kValuePrefetch], o.d);
     }
     typename V::reg vv[CB];
 #pragma GCC unroll 4
-    for (int b = 0; b < CB; ++b) vv[b] = load_v_cols(vr + b * V::L, CB == 1 ? cols : V::L);
+    for (int b = 0; b < CB; ++b) vv[b] = load_v_cols<D>(vr + b * V::L, CB == 1 ? cols : V::L);
 #pragma GCC unroll 8
     for (int g = 0; g < HG; ++g) {
       const typename V::reg e = V::set1(E[g * lds + j]);
@@ -361,19 +415,20 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
   }
 }
 
-using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, const float*,
+using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, const void*,
                          const std::int64_t*, int, const ChunkOut&, int, std::int64_t);
 
-template <int CB, bool FIRST, int... H>
+template <int CB, bool FIRST, DType D, int... H>
 ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
-  static constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB, FIRST>...};
+  static constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB, FIRST, D>...};
   return fns[hg - 1];
 }
 
 // The partials of chunk [j0, j1): columns in blocks of kValueVecs vectors, heads in
 // balanced passes (the chunk's V rows stay in L1 across the passes).
-inline void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
-                      const float* vbase, const std::int64_t* off, const ChunkOut& o) {
+template <DType D>
+void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
+               const typename KvLoad<D>::T* vbase, const std::int64_t* off, const ChunkOut& o) {
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   constexpr std::int64_t wide = kValueVecs * V::L;
@@ -385,9 +440,9 @@ inline void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, 
       const int hg = G - g0 < per ? G - g0 : per;
       ChunkFn fn;
       if (c == 0) {
-        fn = full ? chunk_fn<kValueVecs, true>(hg, heads) : chunk_fn<1, true>(hg, heads);
+        fn = full ? chunk_fn<kValueVecs, true, D>(hg, heads) : chunk_fn<1, true, D>(hg, heads);
       } else {
-        fn = full ? chunk_fn<kValueVecs, false>(hg, heads) : chunk_fn<1, false>(hg, heads);
+        fn = full ? chunk_fn<kValueVecs, false, D>(hg, heads) : chunk_fn<1, false, D>(hg, heads);
       }
       fn(E + g0 * lds, lds, j0, j1, vbase + c, off, cols, o, g0, c);
     }
@@ -395,18 +450,33 @@ inline void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, 
   }
 }
 
-[[maybe_unused]] void attn_partials(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
-                                    std::int64_t j0, std::int64_t j1, float* den,
-                                    std::int64_t den_stride, float* num, std::int64_t num_stride) {
+template <DType D>
+void attn_partials_t(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
+                     std::int64_t j0, std::int64_t j1, float* den, std::int64_t den_stride,
+                     float* num, std::int64_t num_stride) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
-  const float* vbase = a.kv->v_pool + a.kv_head * d;
+  const auto* vbase = static_cast<const typename KvLoad<D>::T*>(a.kv->v_pool) + a.kv_head * d;
   for (std::int64_t j = j0; j < j0 + kValuePrefetch && j < j1; ++j)
     prefetch_row(vbase + a.off[j], d);
   for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += kChunk, ++i) {
     const std::int64_t k1 = k0 + kChunk < j1 ? k0 + kChunk : j1;
     chunk_exp(S, lds, G, m, k0, k1);
     const ChunkOut o{num + i * num_stride, den + i * den_stride, den_stride == 0, j1, d};
-    chunk_num(S, lds, G, k0, k1, vbase, a.off, o);
+    chunk_num<D>(S, lds, G, k0, k1, vbase, a.off, o);
   }
+}
+
+[[maybe_unused]] void attn_partials(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
+                                    std::int64_t j0, std::int64_t j1, float* den,
+                                    std::int64_t den_stride, float* num, std::int64_t num_stride) {
+  switch (a.kv->kv_dtype) {
+    case DType::kBF16:
+      return attn_partials_t<DType::kBF16>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
+    case DType::kF16:
+      return attn_partials_t<DType::kF16>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
+    case DType::kF32:
+      break;
+  }
+  attn_partials_t<DType::kF32>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
 }

@@ -37,7 +37,9 @@ struct V512 {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   // r[i] = row i of a 16 x 16 tile becomes column i.
-  [[gnu::always_inline]] static void transpose(reg r[16]) {
+  // Always inlined: an out-of-line copy trips GCC 12's -Wuninitialized false positive on
+  // _mm512_undefined_* inside avx512fintrin.h (and the tile loops want it inline anyway).
+  __attribute__((always_inline)) static void transpose(reg r[16]) {
     reg t[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {

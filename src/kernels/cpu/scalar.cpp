@@ -50,13 +50,16 @@ void linear_scalar(const PackedWeights& w, const float* x, std::int64_t ldx, std
 
 // The reference's per-key and per-chunk sequences, one value at a time.
 void attn_scores_scalar(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
-                        std::int64_t lds, float* mx, float* /*scratch*/) {
+                        std::int64_t lds, float* mx, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
-  const float* kbase = a.kv->k_pool + a.kv_head * d;
+  const std::int64_t kbase = a.kv_head * d;
+  float* k = scratch;  // K row widened exactly (scratch holds at least d floats)
   for (std::int64_t g = 0; g < a.group; ++g) {
     float best = -std::numeric_limits<float>::infinity();
     for (std::int64_t j = j0; j < j1; ++j) {
-      const float s = ref::dot(a.q + g * d, kbase + a.off[j], d) * a.scale;
+      for (std::int64_t c = 0; c < d; ++c)
+        k[c] = ref::kv_value(a.kv->k_pool, *a.kv, kbase + a.off[j] + c);
+      const float s = ref::dot(a.q + g * d, k, d) * a.scale;
       S[g * lds + j] = s;
       best = s > best ? s : best;
     }
@@ -68,7 +71,7 @@ void attn_partials_scalar(const AttnHeads& a, float* S, std::int64_t lds, const 
                           std::int64_t j0, std::int64_t j1, float* den, std::int64_t den_stride,
                           float* num, std::int64_t num_stride) {
   const std::int64_t d = a.kv->head_dim;
-  const float* vbase = a.kv->v_pool + a.kv_head * d;
+  const std::int64_t vbase = a.kv_head * d;
   const bool acc = den_stride == 0;
   for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += ref::kChunk, ++i) {
     const std::int64_t k1 = std::min(j1, k0 + ref::kChunk);
@@ -83,7 +86,8 @@ void attn_partials_scalar(const AttnHeads& a, float* S, std::int64_t lds, const 
       *dg = acc ? *dg + p : p;
       for (std::int64_t c = 0; c < d; ++c) {
         float pc = 0.0f;
-        for (std::int64_t j = k0; j < k1; ++j) pc = std::fma(e[j], vbase[a.off[j] + c], pc);
+        for (std::int64_t j = k0; j < k1; ++j)
+          pc = std::fma(e[j], ref::kv_value(a.kv->v_pool, *a.kv, vbase + a.off[j] + c), pc);
         float* o = num + i * num_stride + g * d + c;
         *o = acc ? *o + pc : pc;
       }

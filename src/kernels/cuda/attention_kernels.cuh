@@ -25,24 +25,32 @@ struct AttentionArgs {
   std::int64_t ldo;
 };
 
-// ref::kv_row.
-__device__ __forceinline__ const float* kv_row(const float* pool, const PagedKvView& kv,
-                                               std::int64_t t, std::int64_t h) {
+// ref::kv_offset: element offset of token t's K (or V) vector of kv head h.
+__device__ __forceinline__ std::int64_t kv_offset(const PagedKvView& kv, std::int64_t t,
+                                                  std::int64_t h) {
   const std::int64_t block = kv.block_table[t / kv.block_size];
   const std::int64_t slot = t % kv.block_size;
-  return pool + (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+  return (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+}
+
+// ref::kv_value: element i of a pool of kv.kv_dtype, widened exactly.
+__device__ __forceinline__ float kv_value(const void* pool, const PagedKvView& kv, std::int64_t i) {
+  if (kv.kv_dtype == DType::kBF16)
+    return dm::bf16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
+  if (kv.kv_dtype == DType::kF16) return dm::f16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
+  return static_cast<const float*>(pool)[i];
 }
 
 // dot(q, k[t], d) * scale with the spec's chunked order (q staged in shared memory).
 __device__ __forceinline__ float score(const float* qs, const PagedKvView& kv, std::int64_t t,
                                        std::int64_t h, float scale) {
-  const float* k = kv_row(kv.k_pool, kv, t, h);
+  const std::int64_t k = kv_offset(kv, t, h);
   const std::int64_t d = kv.head_dim;
   float s = 0.0f;
   for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
     const std::int64_t c1 = dmin(d, c0 + kChunk);
     float p = 0.0f;
-    for (std::int64_t i = c0; i < c1; ++i) p = dm::fma_rn(qs[i], k[i], p);
+    for (std::int64_t i = c0; i < c1; ++i) p = dm::fma_rn(qs[i], kv_value(kv.k_pool, kv, k + i), p);
     s = s + p;
   }
   return s * scale;
@@ -68,7 +76,8 @@ __device__ void attend_range(const float* qs, const PagedKvView& kv, std::int64_
     }
     if (tid < d) {
       float p = 0.0f;
-      for (int j = 0; j < len; ++j) p = dm::fma_rn(e[j], kv_row(kv.v_pool, kv, j0 + j, h)[tid], p);
+      for (int j = 0; j < len; ++j)
+        p = dm::fma_rn(e[j], kv_value(kv.v_pool, kv, kv_offset(kv, j0 + j, h) + tid), p);
       nsum = nsum + p;
     }
     __syncthreads();

@@ -86,7 +86,7 @@ void add(const float* a, const float* b, float* out, std::int64_t n, Stream stre
 
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-              std::int64_t kv_stride, float* k_pool, float* v_pool, DType kv_dtype, Stream stream) {
+              std::int64_t kv_stride, void* k_pool, void* v_pool, DType kv_dtype, Stream stream) {
   const char* op = "kv_write";
   require_ptrs(
       op,

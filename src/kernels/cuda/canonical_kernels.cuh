@@ -39,26 +39,30 @@ __global__ void add_kernel(const float* a, const float* b, float* out, std::int6
 }
 
 // One block per new token.
-// K/V as the pool stores them: f32 as is, bf16/f16 rounded to nearest even and widened
-// back exactly (numerics spec, KV storage), as kernels::round_to_dtype on the CPU.
-__device__ __forceinline__ float round_kv(float x, DType kv_dtype) {
-  if (kv_dtype == DType::kBF16) return dm::bf16_to_f32(dm::f32_to_bf16(x));
-  if (kv_dtype == DType::kF16) return dm::f16_to_f32(dm::f32_to_f16(x));
-  return x;
+// K/V as the pool stores them (numerics spec, KV storage): f32 as is, bf16/f16 rounded to
+// nearest even and stored as 2-byte bit patterns, as kernels::store_as_dtype on the CPU.
+__device__ __forceinline__ void store_kv(float x, void* pool, std::int64_t i, DType kv_dtype) {
+  if (kv_dtype == DType::kBF16) {
+    static_cast<std::uint16_t*>(pool)[i] = dm::f32_to_bf16(x);
+  } else if (kv_dtype == DType::kF16) {
+    static_cast<std::uint16_t*>(pool)[i] = dm::f32_to_f16(x);
+  } else {
+    static_cast<float*>(pool)[i] = x;
+  }
 }
 
 __global__ void kv_write_kernel(const float* k, const float* v, std::int64_t ld,
                                 std::int64_t start_pos, const std::int32_t* block_table,
-                                std::int64_t block_size, std::int64_t kv_stride, float* k_pool,
-                                float* v_pool, DType kv_dtype) {
+                                std::int64_t block_size, std::int64_t kv_stride, void* k_pool,
+                                void* v_pool, DType kv_dtype) {
   const std::int64_t pos = start_pos + blockIdx.x;
   const std::int64_t row =
       std::int64_t{block_table[pos / block_size]} * block_size + pos % block_size;
   const float* kr = k + blockIdx.x * ld;
   const float* vr = v + blockIdx.x * ld;
   for (std::int64_t i = threadIdx.x; i < kv_stride; i += blockDim.x) {
-    k_pool[row * kv_stride + i] = round_kv(kr[i], kv_dtype);
-    v_pool[row * kv_stride + i] = round_kv(vr[i], kv_dtype);
+    store_kv(kr[i], k_pool, row * kv_stride + i, kv_dtype);
+    store_kv(vr[i], v_pool, row * kv_stride + i, kv_dtype);
   }
 }
 

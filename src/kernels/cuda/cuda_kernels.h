@@ -158,11 +158,11 @@ void add(const float* a, const float* b, float* out, std::int64_t n, Stream stre
 // Writes the K and V rows of `rows` new tokens of one sequence (k + r*ld, v + r*ld, each
 // kv_stride = num_kv_heads * head_dim floats) at positions start_pos + r into a paged pool:
 // block block_table[pos / block_size] (device int32), slot pos % block_size. Exact copies
-// for kv_dtype f32; bf16/f16 values are rounded to nearest even and stored widened back
-// (numerics spec, KV storage), the bits kernels::round_to_dtype gives on the CPU.
+// for kv_dtype f32; bf16/f16 values are rounded to nearest even and stored as their 2-byte
+// bit patterns (numerics spec, KV storage), the bits kernels::store_as_dtype gives.
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-              std::int64_t kv_stride, float* k_pool, float* v_pool, DType kv_dtype, Stream stream);
+              std::int64_t kv_stride, void* k_pool, void* v_pool, DType kv_dtype, Stream stream);
 
 // kernels::attention with device pointers: q, out, num_keys (device int64[rows]) and
 // every pointer in kv. One block per (row, head), keys in tiles of 64 = spec chunks.

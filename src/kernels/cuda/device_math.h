@@ -28,31 +28,11 @@ using hd::pow2i;
 using hd::quiet_nan;
 using hd::sqrt_rn;
 
-// Exact widening: bf16 is the top half of a binary32.
-DETINFER_HD float bf16_to_f32(std::uint16_t h) {
-  return from_bits(static_cast<std::uint32_t>(h) << 16);
-}
+// Exact widening (kernels/reference/half_round.h, shared with the CPU): bf16 is the top
+// half of a binary32; f16 in integer arithmetic (NaNs quiet with their payload, like F16C).
+DETINFER_HD float bf16_to_f32(std::uint16_t h) { return from_bits(half_round::bf16_widen_bits(h)); }
 
-// Exact f16 -> f32 in integer arithmetic (subnormals normalized; NaNs come out quiet with
-// their payload, like kernels::f16_to_f32 and F16C).
-DETINFER_HD float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t man = h & 0x3ffu;
-  if (exp == 0x1fu)
-    return from_bits(sign | 0x7f800000u | (man << 13) | (man != 0 ? 0x00400000u : 0u));
-  if (exp == 0) {
-    if (man == 0) return from_bits(sign);
-    exp = 113;  // 127 - 15 + 1, lowered once per normalizing shift
-    while ((man & 0x400u) == 0) {
-      man <<= 1;
-      --exp;
-    }
-    man &= 0x3ffu;
-    return from_bits(sign | (exp << 23) | (man << 13));
-  }
-  return from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
+DETINFER_HD float f16_to_f32(std::uint16_t h) { return from_bits(half_round::f16_widen_bits(h)); }
 
 // f32 -> bf16 / f16, round to nearest even (kernels/reference/half_round.h, shared with
 // the CPU).

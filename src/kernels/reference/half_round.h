@@ -1,7 +1,7 @@
-// binary32 -> bf16 / f16 rounding to nearest even on the bit patterns (numerics spec,
-// "KV storage"): the one definition, used by the CPU kernels (kernels::f32_to_bf16_rne,
-// f32_to_f16_rne) and by the CUDA kernels (kernels/cuda/device_math.h), so both round the
-// same way bit for bit.
+// binary32 <-> bf16 / f16 on the bit patterns (numerics spec, "KV storage"): rounding to
+// nearest even and the exact widening, one definition used by the CPU kernels
+// (kernels::f32_to_bf16_rne, f32_to_f16_rne, bf16_to_f32, f16_to_f32) and by the CUDA
+// kernels (kernels/cuda/device_math.h), so both round and widen the same way bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,30 @@ DETINFER_HD std::uint16_t f16_from_bits(std::uint32_t u) {
   }
   if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
   return static_cast<std::uint16_t>(sign | q);
+}
+
+// The binary32 bits of bf16 h (exact: bf16 is the top half of a binary32).
+DETINFER_HALF_HD std::uint32_t bf16_widen_bits(std::uint16_t h) {
+  return static_cast<std::uint32_t>(h) << 16;
+}
+
+// The binary32 bits of f16 h, exactly (subnormals normalized in integer arithmetic; NaNs
+// come out quiet with their payload, as F16C's vcvtph2ps makes them).
+DETINFER_HALF_HD std::uint32_t f16_widen_bits(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t man = h & 0x3ffu;
+  if (exp == 0x1fu) return sign | 0x7f800000u | (man << 13) | (man != 0 ? 0x00400000u : 0u);
+  if (exp == 0) {
+    if (man == 0) return sign;
+    exp = 113;  // 127 - 15 + 1, lowered once per normalizing shift
+    while ((man & 0x400u) == 0) {
+      man <<= 1;
+      --exp;
+    }
+    return sign | (exp << 23) | ((man & 0x3ffu) << 13);
+  }
+  return sign | ((exp + 112) << 23) | (man << 13);
 }
 
 }  // namespace detinfer::kernels::half_round

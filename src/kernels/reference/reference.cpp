@@ -103,8 +103,12 @@ void attention_head(const float* q, std::int64_t num_keys, std::int64_t kv_head,
     return;
   }
   std::vector<float> e(static_cast<std::size_t>(num_keys));
-  for (std::int64_t j = 0; j < num_keys; ++j)
-    e[j] = dot(q, kv_row(kv.k_pool, kv, j, kv_head), d) * scale;
+  std::vector<float> k(static_cast<std::size_t>(d));  // K row widened exactly
+  for (std::int64_t j = 0; j < num_keys; ++j) {
+    const std::int64_t off = kv_offset(kv, j, kv_head);
+    for (std::int64_t c = 0; c < d; ++c) k[c] = kv_value(kv.k_pool, kv, off + c);
+    e[j] = dot(q, k.data(), d) * scale;
+  }
   const float m = max_value(e.data(), num_keys);
   for (std::int64_t j = 0; j < num_keys; ++j) e[j] = exp_f32(e[j] - m);
   const float den = sum(e.data(), num_keys);
@@ -114,7 +118,7 @@ void attention_head(const float* q, std::int64_t num_keys, std::int64_t kv_head,
       const std::int64_t j1 = std::min(num_keys, j0 + kChunk);
       float p = 0.0f;
       for (std::int64_t j = j0; j < j1; ++j)
-        p = std::fma(e[j], kv_row(kv.v_pool, kv, j, kv_head)[c], p);
+        p = std::fma(e[j], kv_value(kv.v_pool, kv, kv_offset(kv, j, kv_head) + c), p);
       s = s + p;
     }
     out[c] = s / den;

@@ -56,12 +56,30 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo);
 
-// Pointer to token t's K (or V) vector of kv head h in a paged pool.
-inline const float* kv_row(const float* pool, const PagedKvView& kv, std::int64_t t,
-                           std::int64_t h) {
+// Offset (in elements) of token t's K (or V) vector of kv head h in a paged pool.
+inline std::int64_t kv_offset(const PagedKvView& kv, std::int64_t t, std::int64_t h) {
   const std::int64_t block = kv.block_table[t / kv.block_size];
   const std::int64_t slot = t % kv.block_size;
-  return pool + (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+  return (block * kv.block_size + slot) * (kv.num_kv_heads * kv.head_dim) + h * kv.head_dim;
+}
+
+// Element i of a pool of kv.kv_dtype, widened exactly to binary32.
+inline float kv_value(const void* pool, const PagedKvView& kv, std::int64_t i) {
+  switch (kv.kv_dtype) {
+    case DType::kBF16:
+      return bf16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
+    case DType::kF16:
+      return f16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
+    case DType::kF32:
+      break;
+  }
+  return static_cast<const float*>(pool)[i];
+}
+
+// Pointer to token t's K (or V) vector of kv head h in a paged pool of f32 elements.
+inline const float* kv_row(const void* pool, const PagedKvView& kv, std::int64_t t,
+                           std::int64_t h) {
+  return static_cast<const float*>(pool) + kv_offset(kv, t, h);
 }
 
 }  // namespace detinfer::kernels::ref
