@@ -35,8 +35,6 @@ inline typename V::reg load_v_cols(const float* p, int n) {
   return n >= V::L ? V::load(p) : V::load_n(p, n);
 }
 
-// Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
-// lanes i >= n are zero).
 // r[c] = column c0 + c of the L full K rows (lane i = rows[i][c0 + c]): the K tile loads
 // of score_block.
 inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::reg* r) {
@@ -53,6 +51,8 @@ inline void transpose_full(const float* const* rows, std::int64_t c0, float* KT)
   for (int c = 0; c < V::L; ++c) V::store(KT + (c0 + c) * V::L, r[c]);
 }
 
+// Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
+// lanes i >= n are zero).
 inline void transpose_keys(const float* kbase, const std::int64_t* off, std::int64_t j, int n,
                            std::int64_t d, float* KT) {
   const float* rows[V::L];
