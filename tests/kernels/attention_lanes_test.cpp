@@ -3,7 +3,8 @@
 // the edges of every layout: GQA group sizes 1..16 (AVX-512 switches variants at 8, and scores
 // full 16-key blocks with K tiles transposed in registers from 4 heads per pass, the other
 // blocks and smaller groups through the transposed scratch), key counts
-// around multiples of 16 and of the 64-key chunk, head dims that are not multiples of 16, every ISA
+// around multiples of 16 and of the 64-key chunk, head dims that are not multiples of 16 or end
+// in a chunk of fewer than 64 columns (96), every ISA
 // and thread counts {1, 2, 3, 8}; and non-finite scores (NaN keys anywhere, infinities) give the
 // reference's results.
 #include <gtest/gtest.h>
@@ -97,7 +98,7 @@ TEST(AttentionLanes, EveryGroupSizeKeyCountAndHeadDim) {
   IsaGuard guard;
   std::uint64_t stream = 900;
   for (std::int64_t group : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
-    for (std::int64_t d : {8, 24, 64, 72, 128}) {
+    for (std::int64_t d : {8, 24, 64, 72, 96, 128}) {
       for (std::int64_t tokens : {1, 2, 15, 16, 17, 33, 63, 64, 65, 129}) {
         Cache cache(tokens, 2, d, stream += 2);
         const std::int64_t rows = tokens < 3 ? tokens : 3;

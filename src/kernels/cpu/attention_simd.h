@@ -66,10 +66,8 @@ inline typename V::reg load_v_cols(const typename KvLoad<D>::T* p, int n) {
   return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
 
-// Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
-// lanes i >= n are zero), widened from storage type D.
 // r[c] = column c0 + c of the L full f32 K rows (lane i = rows[i][c0 + c]): the K tile
-// loads of score_block.
+// loads of score_block (f32 pools only).
 inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::reg* r) {
   V::load_transpose(rows, c0, r);
 }
@@ -85,6 +83,8 @@ inline void transpose_full(const typename KvLoad<D>::T* const* rows, std::int64_
   for (int c = 0; c < V::L; ++c) V::store(KT + (c0 + c) * V::L, r[c]);
 }
 
+// Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
+// lanes i >= n are zero), widened from storage type D.
 template <DType D>
 inline void transpose_keys(const typename KvLoad<D>::T* kbase, const std::int64_t* off,
                            std::int64_t j, int n, std::int64_t d, float* KT) {

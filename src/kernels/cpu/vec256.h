@@ -48,7 +48,8 @@ struct V256 {
       r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
   }
-  // r[c] = column c0 + c of the 8 rows (lane i = rows[i][c0 + c]).
+  // r[c] = column c0 + c of the 8 rows (lane i = rows[i][c0 + c]). Compiled for
+  // attention_simd.h's score_block, which avx2.cpp never runs (kRegScoreMinHeads).
   [[gnu::always_inline]] static void load_transpose(const float* const* rows, std::int64_t c0,
                                                     reg r[8]) {
 #pragma GCC unroll 8
