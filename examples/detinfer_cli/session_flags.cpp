@@ -106,9 +106,7 @@ std::vector<ConfigField> session_rows() {
       "device", "--device", "cpu | cuda | cuda:N (weights, KV cache, kernels)",
       [](C & c) -> auto& { return c.session.device; }));
   t.push_back(enum_row(
-      "kv_dtype", "--kv-dtype",
-      "KV cache storage: f32 | bf16 | f16 (rounded to nearest-even, 2 bytes: twice the tokens "
-      "per --kv-budget-bytes)",
+      "kv_dtype", "--kv-dtype", "KV cache storage: f32 | bf16 | f16 (nearest-even, 2 bytes)",
       [](const C& c) { return std::string(detinfer::to_string(c.session.kv_dtype)); },
       [](C& c, const std::string& v) {
         try {
@@ -122,8 +120,7 @@ std::vector<ConfigField> session_rows() {
       [](C & c) -> auto& { return c.session.threads; }));
   t.push_back(row(
       "kv_budget_bytes", "--kv-budget-bytes",
-      "KV pool bytes (0 = sized from the model and the memory available); bf16/f16 KV "
-      "holds twice the tokens of f32",
+      "KV pool bytes (0 = sized from the model and memory); bf16/f16 KV: 2x the tokens",
       [](C & c) -> auto& { return c.session.kv_budget_bytes; }));
   t.push_back(row(
       "kv_block_size", "--kv-block-size", "Tokens per KV block 1..1024",
