@@ -1,5 +1,6 @@
 // Decode throughput of the engine through the public session API (see engine.cmake).
-//   bench_engine [DIR] [--threads N] [--tokens N] [--fast-tokens N] [--batch N]
+//   bench_engine [DIR] [--threads N] [--tokens N] [--fast-tokens N (0: canonical only)]
+//                [--batch N]
 #include <sys/stat.h>
 #include <time.h>
 
@@ -110,6 +111,11 @@ int main(int argc, char** argv) {
       fast_tokens = next();
     } else if (a == "--batch") {
       batch = next();
+    } else if (!a.empty() && a[0] == '-') {  // not a directory: say how to call it
+      std::fprintf(stderr,
+                   "usage: bench_engine [DIR] [--threads N] [--tokens N] [--fast-tokens N] "
+                   "[--batch N]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       dir = a;
     }
@@ -130,7 +136,7 @@ int main(int argc, char** argv) {
         s.threads(), b1.wall_tps, b1.cpu_tps, batch, bn.wall_tps, bn.cpu_tps,
         bn.wall_tps / b1.wall_tps, bn.cpu_tps / b1.cpu_tps);
   }
-  {
+  if (fast_tokens > 0) {  // --fast-tokens 0: canonical only
     o.mode = detinfer::NumericsMode::kFast;
     auto s = detinfer::DeterministicSession::open(dir, o);
     decode_tps(s, 1, 2);  // warm-up

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "detinfer/error.h"
+#include "openai_fields.h"
 
 namespace detinfer_cli {
 
@@ -92,11 +93,7 @@ json completion_body(const json& body, const std::vector<std::int32_t>& prompt,
   }
   c["prompt"] = prompt;
   const detinfer::GenerationConfig d = session.default_generation_config();
-  if (!has(c, "temperature")) c["temperature"] = d.temperature;
-  if (!has(c, "top_p")) c["top_p"] = d.top_p;
-  if (!has(c, "top_k")) c["top_k"] = d.top_k;
-  if (!has(c, "min_p")) c["min_p"] = d.min_p;
-  if (!has(c, "repetition_penalty")) c["repetition_penalty"] = d.repetition_penalty;
+  add_default_params(c, d);  // the model's defaults, where the request sets nothing
   const char* max_key = has(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   if (has(body, max_key)) {
     c["max_tokens"] = body[max_key];

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/generation_fields.h"
 #include "openai_protocol.h"
@@ -111,7 +113,43 @@ struct ReadField {
   }
 };
 
+// Collects the plain request parameters of a config, by OpenAI name, in table order.
+struct PlainParams {
+  std::vector<std::pair<std::string, json>>* out;
+
+  template <typename T>
+  void operator()(const FieldSpec& f, const T& member) const {
+    if constexpr (std::is_arithmetic_v<T>) {
+      if (listed(kNotParams, f.key) || listed(kReadApart, f.key)) return;
+      out->emplace_back(openai_param(f.key), json(member));
+    }
+  }
+};
+
+std::vector<std::pair<std::string, json>> plain_params(const detinfer::GenerationConfig& c) {
+  std::vector<std::pair<std::string, json>> out;
+  detinfer::core::for_each_field(c, PlainParams{&out});
+  return out;
+}
+
 }  // namespace
+
+detinfer::GenerationConfig openai_defaults() {
+  detinfer::GenerationConfig c;
+  c.max_new_tokens = 16;
+  c.temperature = 1.0f;
+  return c;
+}
+
+void add_default_params(json& body, const detinfer::GenerationConfig& defaults) {
+  const auto base = plain_params(openai_defaults());
+  const auto wanted = plain_params(defaults);
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const std::string& param = wanted[i].first;
+    if (wanted[i].second == base[i].second) continue;
+    if (!body.contains(param) || body[param].is_null()) body[param] = wanted[i].second;
+  }
+}
 
 std::string openai_param(const std::string& field) {
   for (const Renamed& r : kRenamed) {

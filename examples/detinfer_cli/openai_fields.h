@@ -28,4 +28,15 @@ bool is_generation_param(const std::string& key);
 void read_generation_params(const nlohmann::json& body, const ModelLimits& model,
                             detinfer::GenerationConfig& c);
 
+// The GenerationConfig a request starts from: GenerationConfig's defaults except where
+// OpenAI's differ (max_tokens 16, temperature 1).
+detinfer::GenerationConfig openai_defaults();
+
+// Writes into `body`, by its OpenAI name, every plain (number or boolean) parameter that
+// `body` lacks (or has as null) and whose value in `defaults` differs from
+// openai_defaults(): a request parsed from the result then starts from `defaults` instead
+// (the chat endpoint's model defaults, DeterministicSession::default_generation_config()).
+// The parameters read apart (seed, stop, logprobs) are left alone.
+void add_default_params(nlohmann::json& body, const detinfer::GenerationConfig& defaults);
+
 }  // namespace detinfer_cli

@@ -138,8 +138,7 @@ void parse_prompt(const json& body, const ModelLimits& model, CompletionRequest&
 }
 
 void parse_sampling(const json& body, const ModelLimits& model, detinfer::GenerationConfig& c) {
-  c.max_new_tokens = 16;  // OpenAI's defaults where they differ from GenerationConfig's
-  c.temperature = 1.0f;
+  c = openai_defaults();
   read_generation_params(body, model, c);
   if (body.contains("seed") && !body["seed"].is_null()) {
     const json& s = body["seed"];

@@ -175,6 +175,18 @@ std::string canonical_generation_config(const GenerationConfig& c) {
   return std::string(b.begin(), b.end());
 }
 
+namespace {
+// A token and its logprob: the chosen one of a step, or one of its top alternatives.
+void write_logprob(Writer& w, std::int32_t token, float logprob) {
+  w.i32(token);
+  w.f32(logprob);
+}
+void read_logprob(Reader& r, std::int32_t& token, float& logprob) {
+  token = r.i32();
+  logprob = r.f32();
+}
+}  // namespace
+
 Bytes serialize_result(const GenerationResult& r) {
   Bytes b;
   Writer w(&b);
@@ -188,13 +200,9 @@ Bytes serialize_result(const GenerationResult& r) {
     w.u8(static_cast<std::uint8_t>(s.finish_reason));
     w.u64(s.logprobs.size());
     for (const StepLogprobs& step : s.logprobs) {
-      w.i32(step.token);
-      w.f32(step.logprob);
+      write_logprob(w, step.token, step.logprob);
       w.u64(step.top.size());
-      for (const TokenLogprob& t : step.top) {
-        w.i32(t.token);
-        w.f32(t.logprob);
-      }
+      for (const TokenLogprob& t : step.top) write_logprob(w, t.token, t.logprob);
     }
     w.f64(s.score);
     w.u64(s.digest);
@@ -225,13 +233,9 @@ GenerationResult deserialize_result(const Bytes& bytes) {
     s.finish_reason = static_cast<FinishReason>(reason);
     s.logprobs.resize(r.count(16));
     for (StepLogprobs& step : s.logprobs) {
-      step.token = r.i32();
-      step.logprob = r.f32();
+      read_logprob(r, step.token, step.logprob);
       step.top.resize(r.count(8));
-      for (TokenLogprob& t : step.top) {
-        t.token = r.i32();
-        t.logprob = r.f32();
-      }
+      for (TokenLogprob& t : step.top) read_logprob(r, t.token, t.logprob);
     }
     s.score = r.f64();
     s.digest = r.u64();

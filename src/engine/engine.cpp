@@ -187,7 +187,8 @@ void Engine::Impl::step() {
   Batch b;
   build_batch(b);
   if (b.steps.empty()) return;
-  std::vector<float> logits;
+  std::vector<float>& logits = step_logits;
+  logits.clear();  // forward() appends; the capacity stays
   model.forward(b.steps, pool, logits);
   steps.fetch_add(1);
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) ==

@@ -55,41 +55,29 @@ struct Value {
   // recursive functions below (printing, JSON, comparison) never recurse deeper.
   std::uint32_t depth = 0;
 
-  static Value none() {
+  // A value of kind `k` with the given payload (members a kind does not use stay empty).
+  static Value make(Kind k, bool b = false, std::int64_t i = 0, double f = 0,
+                    std::shared_ptr<const std::string> s = nullptr) {
     Value v;
-    v.kind = Kind::kNone;
+    v.kind = k;
+    v.b = b;
+    v.i = i;
+    v.f = f;
+    v.s = std::move(s);
     return v;
   }
-  static Value boolean(bool x) {
-    Value v;
-    v.kind = Kind::kBool;
-    v.b = x;
-    return v;
-  }
-  static Value integer(std::int64_t x) {
-    Value v;
-    v.kind = Kind::kInt;
-    v.i = x;
-    return v;
-  }
-  static Value number(double x) {
-    Value v;
-    v.kind = Kind::kFloat;
-    v.f = x;
-    return v;
-  }
+  static Value none() { return make(Kind::kNone); }
+  static Value boolean(bool x) { return make(Kind::kBool, x); }
+  static Value integer(std::int64_t x) { return make(Kind::kInt, false, x); }
+  static Value number(double x) { return make(Kind::kFloat, false, 0, x); }
   static Value string(std::string x) {
-    Value v;
-    v.kind = Kind::kString;
-    v.s = std::make_shared<const std::string>(std::move(x));
-    return v;
+    return make(Kind::kString, false, 0, 0, std::make_shared<const std::string>(std::move(x)));
   }
   static Value array(Array items, bool tuple = false);
   static Value dictionary(std::shared_ptr<Object> o);
   static Value undefined(std::string message) {
-    Value v;
-    v.s = std::make_shared<const std::string>(std::move(message));
-    return v;
+    return make(Kind::kUndefined, false, 0, 0,
+                std::make_shared<const std::string>(std::move(message)));
   }
 
   bool is_undefined() const { return kind == Kind::kUndefined; }

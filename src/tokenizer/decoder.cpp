@@ -192,14 +192,7 @@ std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& where) {
   if (j.is_null()) return nullptr;
   const std::string type = component_type(j, where);
   if (type == "Sequence") {
-    const Json& list = require(j, "decoders", where);
-    if (!list.is_array()) fail(ErrorCode::kCorrupt, where, ".decoders: expected an array");
-    std::vector<std::unique_ptr<Decoder>> steps;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      auto d = make_decoder(list[i], where + ".decoders[" + std::to_string(i) + "]");
-      if (d) steps.push_back(std::move(d));
-    }
-    return std::make_unique<SequenceDecoder>(std::move(steps));
+    return std::make_unique<SequenceDecoder>(sequence_steps(j, "decoders", where, make_decoder));
   }
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "Replace") {

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 
@@ -71,6 +73,21 @@ inline Pattern get_pattern(const Json& j, const std::string& where) {
     return {p["String"].get<std::string>(), false};
   }
   fail(ErrorCode::kCorrupt, where, ".pattern: expected {\"Regex\": ...} or {\"String\": ...}");
+}
+
+// The steps of a "Sequence" component: j[key] is an array and make(entry, where) builds
+// each entry (named where.key[i] in errors); entries that make nothing (null) are dropped.
+template <typename Make>
+auto sequence_steps(const Json& j, const char* key, const std::string& where, Make make)
+    -> std::vector<decltype(make(j, where))> {
+  const Json& list = require(j, key, where);
+  if (!list.is_array()) fail(ErrorCode::kCorrupt, where, ".", key, ": expected an array");
+  std::vector<decltype(make(j, where))> steps;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto step = make(list[i], where + "." + key + "[" + std::to_string(i) + "]");
+    if (step) steps.push_back(std::move(step));
+  }
+  return steps;
 }
 
 }  // namespace detinfer::tokenizer

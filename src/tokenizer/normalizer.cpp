@@ -83,14 +83,8 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& j, const std::string& wh
   if (j.is_null()) return nullptr;
   const std::string type = component_type(j, where);
   if (type == "Sequence") {
-    const Json& list = require(j, "normalizers", where);
-    if (!list.is_array()) fail(ErrorCode::kCorrupt, where, ".normalizers: expected an array");
-    std::vector<std::unique_ptr<Normalizer>> steps;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      auto n = make_normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]");
-      if (n) steps.push_back(std::move(n));
-    }
-    return std::make_unique<SequenceNormalizer>(std::move(steps));
+    return std::make_unique<SequenceNormalizer>(
+        sequence_steps(j, "normalizers", where, make_normalizer));
   }
   if (type == "Prepend")
     return std::make_unique<PrependNormalizer>(get_string(j, "prepend", where));

@@ -235,14 +235,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& j, const std::strin
   if (j.is_null()) return nullptr;
   const std::string type = component_type(j, where);
   if (type == "Sequence") {
-    const Json& list = require(j, "pretokenizers", where);
-    if (!list.is_array()) fail(ErrorCode::kCorrupt, where, ".pretokenizers: expected an array");
-    std::vector<std::unique_ptr<PreTokenizer>> steps;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      auto p = make_pre_tokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]");
-      if (p) steps.push_back(std::move(p));
-    }
-    return std::make_unique<SequencePre>(std::move(steps));
+    return std::make_unique<SequencePre>(
+        sequence_steps(j, "pretokenizers", where, make_pre_tokenizer));
   }
   if (type == "Split") {
     return std::make_unique<SplitPre>(get_pattern(j, where),

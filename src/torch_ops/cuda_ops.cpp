@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "torch_ops/attention_common.h"
 #include "torch_ops/torch_glue.h"
 
 namespace detinfer::torch_ops::cuda_impl {
@@ -191,110 +192,79 @@ struct Cache {
   std::int64_t blocks, block_size, kv_heads, head_dim;
 };
 
-Cache check_cache(const at::Tensor& k, const at::Tensor& v, const char* op) {
-  TORCH_CHECK(k.is_cuda() && v.is_cuda() && k.scalar_type() == at::kFloat &&
-                  v.scalar_type() == at::kFloat && k.dim() == 4 && k.sizes() == v.sizes() &&
-                  k.is_contiguous() && v.is_contiguous(),
-              "detinfer::", op,
-              ": k_cache/v_cache must be contiguous float32 CUDA tensors "
-              "[num_blocks, block_size, num_kv_heads, head_dim] of one shape");
-  TORCH_CHECK(k.size(3) <= kc::kMaxHeadDim, "detinfer::", op, ": head_dim ", k.size(3), " exceeds ",
-              kc::kMaxHeadDim);
-  return {k.size(0), k.size(1), k.size(2), k.size(3)};
-}
+// The CUDA policy of the shared operator bodies (attention_common.h).
+struct CudaAttention {
+  using Cache = cuda_impl::Cache;
+  using Guard = c10::cuda::CUDAGuard;
 
-// Validates the host copies of one sequence's table and key counts, then launches.
-void run_sequence(const at::Tensor& q, std::int64_t rows, const std::vector<std::int64_t>& keys,
-                  const std::vector<std::int64_t>& table, const at::Tensor& kc_,
-                  const at::Tensor& vc, const Cache& c, double scale, float* out, const char* op) {
-  std::int64_t max_keys = 0;
-  for (std::int64_t n : keys) {
-    TORCH_CHECK(n >= 1, "detinfer::", op, ": a row sees ", n, " keys (need >= 1)");
-    max_keys = std::max(max_keys, n);
+  static Cache check_cache(const at::Tensor& k, const at::Tensor& v, const char* op) {
+    TORCH_CHECK(k.is_cuda() && v.is_cuda() && k.scalar_type() == at::kFloat &&
+                    v.scalar_type() == at::kFloat && k.dim() == 4 && k.sizes() == v.sizes() &&
+                    k.is_contiguous() && v.is_contiguous(),
+                "detinfer::", op,
+                ": k_cache/v_cache must be contiguous float32 CUDA tensors "
+                "[num_blocks, block_size, num_kv_heads, head_dim] of one shape");
+    TORCH_CHECK(k.size(3) <= kc::kMaxHeadDim, "detinfer::", op, ": head_dim ", k.size(3),
+                " exceeds ", kc::kMaxHeadDim);
+    return {k.size(0), k.size(1), k.size(2), k.size(3)};
   }
-  const std::int64_t used = (max_keys + c.block_size - 1) / c.block_size;
-  TORCH_CHECK(used <= static_cast<std::int64_t>(table.size()), "detinfer::", op, ": ", max_keys,
-              " keys need ", used, " blocks but the block table has ", table.size());
-  std::vector<std::int32_t> blocks(static_cast<std::size_t>(used));
-  for (std::int64_t b = 0; b < used; ++b) {
-    TORCH_CHECK(table[b] >= 0 && table[b] < c.blocks, "detinfer::", op, ": block_table[", b,
-                "] = ", table[b], " is outside the cache's ", c.blocks, " blocks");
-    blocks[b] = static_cast<std::int32_t>(table[b]);
+
+  static at::Tensor check_q(const at::Tensor& q, const Cache& c, const char* op) {
+    check_cuda_float(q, op, "q");
+    TORCH_CHECK(q.dim() == 3 && q.size(2) == c.head_dim && q.size(1) % c.kv_heads == 0,
+                "detinfer::", op,
+                ": q must be [rows, num_heads, head_dim] with num_heads a "
+                "multiple of num_kv_heads, got ",
+                q.sizes());
+    return f32(q);
   }
-  const auto dev = q.options();
-  const at::Tensor d_blocks = at::tensor(blocks, dev.dtype(at::kInt));
-  const at::Tensor d_keys = at::tensor(keys, dev.dtype(at::kLong));
-  kernels::PagedKvView kv;
-  kv.k_pool = kc_.data_ptr<float>();
-  kv.v_pool = vc.data_ptr<float>();
-  kv.block_table = d_blocks.data_ptr<std::int32_t>();
-  kv.num_blocks = used;
-  kv.block_size = c.block_size;
-  kv.num_kv_heads = c.kv_heads;
-  kv.head_dim = c.head_dim;
-  const std::int64_t heads = q.size(1);
-  guarded(op, [&] {
-    kc::attention(q.data_ptr<float>(), heads * c.head_dim, rows, d_keys.data_ptr<std::int64_t>(),
-                  heads, kv, static_cast<float>(scale), out, heads * c.head_dim, stream());
-    return 0;
-  });
-}
 
-at::Tensor check_q(const at::Tensor& q, const Cache& c, const char* op) {
-  check_cuda_float(q, op, "q");
-  TORCH_CHECK(q.dim() == 3 && q.size(2) == c.head_dim && q.size(1) % c.kv_heads == 0,
-              "detinfer::", op,
-              ": q must be [rows, num_heads, head_dim] with num_heads a "
-              "multiple of num_kv_heads, got ",
-              q.sizes());
-  return f32(q);
-}
+  // The values of an index tensor on any device, copied to the host.
+  static std::vector<std::int64_t> ints(const at::Tensor& t, const char*, const char*) {
+    const at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
+    return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
+  }
 
-std::vector<std::int64_t> host_ints(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
-  return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
-}
+  // Rows [row0, row0 + rows) of qf into the same rows of out, one sequence: validates the
+  // host copies of its table and key counts, then launches.
+  static void run(const at::Tensor& qf, std::int64_t row0, std::int64_t rows,
+                  const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& table,
+                  const at::Tensor& k_cache, const at::Tensor& v_cache, const Cache& c,
+                  double scale, at::Tensor& out, const char* op) {
+    const std::vector<std::int32_t> blocks =
+        checked_blocks(keys, table, c.block_size, c.blocks, op);
+    const auto dev = qf.options();
+    const at::Tensor d_blocks = at::tensor(blocks, dev.dtype(at::kInt));
+    const at::Tensor d_keys = at::tensor(keys, dev.dtype(at::kLong));
+    kernels::PagedKvView kv;
+    kv.k_pool = k_cache.data_ptr<float>();
+    kv.v_pool = v_cache.data_ptr<float>();
+    kv.block_table = d_blocks.data_ptr<std::int32_t>();
+    kv.num_blocks = static_cast<std::int64_t>(blocks.size());
+    kv.block_size = c.block_size;
+    kv.num_kv_heads = c.kv_heads;
+    kv.head_dim = c.head_dim;
+    const std::int64_t heads = qf.size(1);
+    const std::int64_t ld = heads * c.head_dim;
+    guarded(op, [&] {
+      kc::attention(qf.data_ptr<float>() + row0 * ld, ld, rows, d_keys.data_ptr<std::int64_t>(),
+                    heads, kv, static_cast<float>(scale), out.data_ptr<float>() + row0 * ld, ld,
+                    stream());
+      return 0;
+    });
+  }
+};
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                      const at::Tensor& block_table, const at::Tensor& num_keys, double scale) {
-  const Cache c = check_cache(k_cache, v_cache, "attention");
-  const c10::cuda::CUDAGuard guard(q.device());
-  const at::Tensor qf = check_q(q, c, "attention");
-  const auto keys = host_ints(num_keys);
-  TORCH_CHECK(static_cast<std::int64_t>(keys.size()) == qf.size(0),
-              "detinfer::attention: num_keys has ", keys.size(), " entries for ", qf.size(0),
-              " rows");
-  at::Tensor out = at::empty_like(qf);
-  if (qf.size(0) > 0) {
-    run_sequence(qf, qf.size(0), keys, host_ints(block_table), k_cache, v_cache, c, scale,
-                 out.data_ptr<float>(), "attention");
-  }
-  return out.to(q.scalar_type());
+  return attention_op(CudaAttention{}, q, k_cache, v_cache, block_table, num_keys, scale);
 }
 
 at::Tensor paged_attention_decode(const at::Tensor& q, const at::Tensor& k_cache,
                                   const at::Tensor& v_cache, const at::Tensor& block_tables,
                                   const at::Tensor& context_lens, double scale) {
-  const char* op = "paged_attention_decode";
-  const Cache c = check_cache(k_cache, v_cache, op);
-  const c10::cuda::CUDAGuard guard(q.device());
-  const at::Tensor qf = check_q(q, c, op);
-  const std::int64_t batch = qf.size(0);
-  TORCH_CHECK(block_tables.dim() == 2 && block_tables.size(0) == batch, "detinfer::", op,
-              ": block_tables must be [", batch, ", max_blocks]");
-  const auto tables = host_ints(block_tables);
-  const auto lens = host_ints(context_lens);
-  TORCH_CHECK(static_cast<std::int64_t>(lens.size()) == batch, "detinfer::", op,
-              ": context_lens must have ", batch, " entries");
-  const std::int64_t width = block_tables.size(1);
-  const std::int64_t ld = qf.size(1) * c.head_dim;
-  at::Tensor out = at::empty_like(qf);
-  for (std::int64_t b = 0; b < batch; ++b) {
-    run_sequence(qf.narrow(0, b, 1), 1, {lens[b]},
-                 {tables.begin() + b * width, tables.begin() + (b + 1) * width}, k_cache, v_cache,
-                 c, scale, out.data_ptr<float>() + b * ld, op);
-  }
-  return out.to(q.scalar_type());
+  return paged_attention_decode_op(CudaAttention{}, q, k_cache, v_cache, block_tables, context_lens,
+                                   scale);
 }
 
 at::Tensor attention_prefill(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -306,12 +276,12 @@ at::Tensor attention_prefill(const at::Tensor& q, const at::Tensor& k, const at:
   if (t == 0) return at::empty_like(q);
   const c10::cuda::CUDAGuard guard(q.device());
   const at::Tensor kc_ = f32(k).unsqueeze(0), vc = f32(v).unsqueeze(0);
-  const Cache c = check_cache(kc_, vc, op);
-  const at::Tensor qf = check_q(q, c, op);
+  const Cache c = CudaAttention::check_cache(kc_, vc, op);
+  const at::Tensor qf = CudaAttention::check_q(q, c, op);
   std::vector<std::int64_t> keys(static_cast<std::size_t>(t));
   for (std::int64_t i = 0; i < t; ++i) keys[i] = i + 1;
   at::Tensor out = at::empty_like(qf);
-  run_sequence(qf, t, keys, {0}, kc_, vc, c, scale, out.data_ptr<float>(), op);
+  CudaAttention::run(qf, 0, t, keys, {0}, kc_, vc, c, scale, out, op);
   return out.to(q.scalar_type());
 }
 
@@ -319,18 +289,7 @@ at::Tensor attention_prefill(const at::Tensor& q, const at::Tensor& k, const at:
 }  // namespace detinfer::torch_ops::cuda_impl
 
 TORCH_LIBRARY_IMPL(detinfer, CUDA, m) {
-  namespace ops = detinfer::torch_ops::cuda_impl;
-  m.impl("mm", TORCH_FN(ops::mm));
-  m.impl("addmm", TORCH_FN(ops::addmm));
-  m.impl("linear", TORCH_FN(ops::linear));
-  m.impl("rms_norm", TORCH_FN(ops::rms_norm));
-  m.impl("softmax", TORCH_FN(ops::softmax));
-  m.impl("log_softmax", TORCH_FN(ops::log_softmax));
-  m.impl("mean", TORCH_FN(ops::mean));
-  m.impl("silu_mul", TORCH_FN(ops::silu_mul));
-  m.impl("attention", TORCH_FN(ops::attention));
-  m.impl("paged_attention_decode", TORCH_FN(ops::paged_attention_decode));
-  m.impl("attention_prefill", TORCH_FN(ops::attention_prefill));
+  DETINFER_TORCH_IMPL_ALL(m, detinfer::torch_ops::cuda_impl);
 }
 
 #endif  // DETINFER_TORCH_CUDA

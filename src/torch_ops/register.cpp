@@ -65,17 +65,4 @@ TORCH_LIBRARY(detinfer, m) {
   m.def("set_cpu_isa(str isa) -> str", &detinfer::torch_ops::set_cpu_isa);
 }
 
-TORCH_LIBRARY_IMPL(detinfer, CPU, m) {
-  namespace ops = detinfer::torch_ops;
-  m.impl("mm", TORCH_FN(ops::mm));
-  m.impl("addmm", TORCH_FN(ops::addmm));
-  m.impl("linear", TORCH_FN(ops::linear));
-  m.impl("rms_norm", TORCH_FN(ops::rms_norm));
-  m.impl("softmax", TORCH_FN(ops::softmax));
-  m.impl("log_softmax", TORCH_FN(ops::log_softmax));
-  m.impl("mean", TORCH_FN(ops::mean));
-  m.impl("silu_mul", TORCH_FN(ops::silu_mul));
-  m.impl("attention", TORCH_FN(ops::attention));
-  m.impl("paged_attention_decode", TORCH_FN(ops::paged_attention_decode));
-  m.impl("attention_prefill", TORCH_FN(ops::attention_prefill));
-}
+TORCH_LIBRARY_IMPL(detinfer, CPU, m) { DETINFER_TORCH_IMPL_ALL(m, detinfer::torch_ops); }

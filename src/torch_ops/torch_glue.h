@@ -46,3 +46,22 @@ auto guarded(const char* op, F&& fn) -> decltype(fn()) {
 }
 
 }  // namespace detinfer::torch_ops
+
+// Registers every detinfer operator that has a kernel per device, taking each from the
+// namespace `ns`, on the handle `m` of a TORCH_LIBRARY_IMPL block: the one list for the
+// CPU kernels (register.cpp) and the CUDA kernels (cuda_ops.cpp), so both implement the
+// same operators. Needs <torch/library.h>.
+#define DETINFER_TORCH_IMPL_ALL(m, ns)                                        \
+  do {                                                                        \
+    (m).impl("mm", TORCH_FN(ns::mm));                                         \
+    (m).impl("addmm", TORCH_FN(ns::addmm));                                   \
+    (m).impl("linear", TORCH_FN(ns::linear));                                 \
+    (m).impl("rms_norm", TORCH_FN(ns::rms_norm));                             \
+    (m).impl("softmax", TORCH_FN(ns::softmax));                               \
+    (m).impl("log_softmax", TORCH_FN(ns::log_softmax));                       \
+    (m).impl("mean", TORCH_FN(ns::mean));                                     \
+    (m).impl("silu_mul", TORCH_FN(ns::silu_mul));                             \
+    (m).impl("attention", TORCH_FN(ns::attention));                           \
+    (m).impl("paged_attention_decode", TORCH_FN(ns::paged_attention_decode)); \
+    (m).impl("attention_prefill", TORCH_FN(ns::attention_prefill));           \
+  } while (0)

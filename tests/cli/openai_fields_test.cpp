@@ -130,6 +130,39 @@ TEST(OpenAiFields, OpenAiDefaultsAndLimits) {
   EXPECT_EQ(ids.error.param, "first_sample_index");  // not a request parameter
 }
 
+// The chat endpoint's model defaults: every plain field the defaults change (whatever the
+// field) is written under its OpenAI name where the request sets nothing, so the parsed
+// request starts from those defaults; what the request sets wins.
+TEST(OpenAiFields, DefaultParamsFillWhatTheRequestLeavesOut) {
+  detinfer::GenerationConfig d;  // e.g. DeterministicSession::default_generation_config()
+  d.temperature = 0.7f;
+  d.top_p = 0.9f;
+  d.top_k = 40;
+  d.min_p = 0.05f;
+  d.repetition_penalty = 1.1f;
+  d.presence_penalty = 0.5f;
+  d.seed = 99;  // read apart: never filled
+  json body = {{"top_k", 7}, {"top_p", nullptr}};
+  add_default_params(body, d);
+  EXPECT_EQ(body["top_k"], 7);  // the request's own value
+  EXPECT_FALSE(body.contains("seed"));
+  EXPECT_FALSE(body.contains("num_beams"));  // equal to OpenAI's default: left out
+  const ParseOutcome p = parse(body);
+  ASSERT_TRUE(p.request) << p.error.message;
+  const detinfer::GenerationConfig& c = p.request->config;
+  EXPECT_EQ(c.temperature, 0.7f);
+  EXPECT_EQ(c.top_p, 0.9f);  // null counts as absent
+  EXPECT_EQ(c.top_k, 7);
+  EXPECT_EQ(c.min_p, 0.05f);
+  EXPECT_EQ(c.repetition_penalty, 1.1f);
+  EXPECT_EQ(c.presence_penalty, 0.5f);
+  EXPECT_FALSE(c.seed.has_value());
+  // detinfer's own default temperature (greedy) differs from OpenAI's 1: it is filled too.
+  json greedy = json::object();
+  add_default_params(greedy, detinfer::GenerationConfig{});
+  EXPECT_EQ(greedy, (json{{"temperature", 0.0}, {"max_tokens", 64}}));
+}
+
 }  // namespace
 // system_fingerprint promises that two servers with the same value give the same bits: so
 // whatever changes the bits (here the KV storage dtype) changes it, and equal options give

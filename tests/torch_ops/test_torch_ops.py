@@ -180,6 +180,18 @@ class AttentionTest(unittest.TestCase):
             ops.attention(q, kc, kc, torch.tensor([5], dtype=torch.int32), torch.tensor([3]), 1.0)
         with self.assertRaisesRegex(RuntimeError, "blocks but the block table"):
             ops.attention(q, kc, kc, torch.tensor([0], dtype=torch.int32), torch.tensor([5]), 1.0)
+        with self.assertRaisesRegex(RuntimeError, "row 0 sees 0 keys"):
+            ops.attention(q, kc, kc, torch.tensor([0], dtype=torch.int32), torch.tensor([0]), 1.0)
+        with self.assertRaisesRegex(RuntimeError, "num_keys has 2 entries for 1 query rows"):
+            ops.attention(q, kc, kc, torch.tensor([0]), torch.tensor([1, 1]), 1.0)
+        tables = torch.tensor([[0, 1]])
+        with self.assertRaisesRegex(RuntimeError, "block_tables must be \\[2, max_blocks\\]"):
+            ops.paged_attention_decode(
+                torch.zeros(2, 2, 8), kc, kc, tables, torch.tensor([1, 1]), 1.0)
+        with self.assertRaisesRegex(RuntimeError, "context_lens has 2 entries for a batch of 1"):
+            ops.paged_attention_decode(q, kc, kc, tables, torch.tensor([1, 1]), 1.0)
+        with self.assertRaisesRegex(RuntimeError, "outside the cache"):
+            ops.paged_attention_decode(q, kc, kc, torch.tensor([[2, 0]]), torch.tensor([1]), 1.0)
         with self.assertRaisesRegex(RuntimeError, "cannot be multiplied"):
             ops.mm(torch.zeros(2, 3), torch.zeros(4, 5))
         with self.assertRaisesRegex(RuntimeError, "float32, bfloat16 or float16"):

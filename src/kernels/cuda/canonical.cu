@@ -88,11 +88,9 @@ void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
               std::int64_t kv_stride, void* k_pool, void* v_pool, DType kv_dtype, Stream stream) {
   const char* op = "kv_write";
-  require_ptr(k, op, "k");
-  require_ptr(v, op, "v");
-  require_ptr(block_table, op, "block_table");
-  require_ptr(k_pool, op, "k_pool");
-  require_ptr(v_pool, op, "v_pool");
+  require_ptrs(
+      op,
+      {{"k", k}, {"v", v}, {"block_table", block_table}, {"k_pool", k_pool}, {"v_pool", v_pool}});
   require_positive(rows, op, "rows");
   require_positive(block_size, op, "block_size");
   require_positive(kv_stride, op, "kv_stride");
@@ -145,8 +143,7 @@ void log_softmax(const float* x, std::int64_t ldx, float* y, std::int64_t ldy, s
 
 void argmax(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n, std::int64_t* out,
             Stream stream) {
-  require_ptr(x, "argmax", "x");
-  require_ptr(out, "argmax", "out");
+  require_ptrs("argmax", {{"x", x}, {"out", out}});
   require_positive(rows, "argmax", "rows");
   require_positive(n, "argmax", "n");
   require(ldx >= n, "argmax", "ldx must be >= n");
@@ -155,8 +152,7 @@ void argmax(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t n,
 }
 
 void argmax_to_host(const std::int64_t* out, std::int64_t rows, std::int64_t* host, Stream stream) {
-  require_ptr(out, "argmax_to_host", "out");
-  require_ptr(host, "argmax_to_host", "host");
+  require_ptrs("argmax_to_host", {{"out", out}, {"host", host}});
   require_positive(rows, "argmax_to_host", "rows");
   DETINFER_CUDA_CHECK(cudaMemcpyAsync(host, out, static_cast<std::size_t>(rows) * sizeof *host,
                                       cudaMemcpyDeviceToHost, stream));
@@ -168,10 +164,7 @@ void argmax_to_host(const std::int64_t* out, std::int64_t rows, std::int64_t* ho
 void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
           std::int64_t d, const float* cos, const float* sin, std::int64_t ld_table,
           const std::int32_t* positions, Stream stream) {
-  require_ptr(x, "rope", "x");
-  require_ptr(cos, "rope", "cos");
-  require_ptr(sin, "rope", "sin");
-  require_ptr(positions, "rope", "positions");
+  require_ptrs("rope", {{"x", x}, {"cos", cos}, {"sin", sin}, {"positions", positions}});
   require_positive(rows, "rope", "rows");
   require_positive(heads, "rope", "heads");
   require_positive(d, "rope", "d");
@@ -186,9 +179,7 @@ void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std
 void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
                std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo,
                std::int32_t* error_flag, Stream stream) {
-  require_ptr(ids, "embedding", "ids");
-  require_ptr(table, "embedding", "table");
-  require_ptr(out, "embedding", "out");
+  require_ptrs("embedding", {{"ids", ids}, {"table", table}, {"out", out}});
   require_positive(rows, "embedding", "rows");
   require_positive(vocab, "embedding", "vocab");
   require_positive(dim, "embedding", "dim");
@@ -221,10 +212,7 @@ void sample_draw(const float* p, const std::int32_t* ids, std::int64_t n, std::u
                  std::uint64_t stream_id, std::uint64_t step, std::int64_t* out, void* workspace,
                  std::size_t workspace_bytes, Stream stream) {
   const char* op = "sample_draw";
-  require_ptr(p, op, "p");
-  require_ptr(ids, op, "ids");
-  require_ptr(out, op, "out");
-  require_ptr(workspace, op, "workspace");
+  require_ptrs(op, {{"p", p}, {"ids", ids}, {"out", out}, {"workspace", workspace}});
   require_positive(n, op, "n");
   require(n <= 0x7fffffff, op, "n must fit in int32");
   require(workspace_bytes >= sample_draw_workspace_bytes(n), op,

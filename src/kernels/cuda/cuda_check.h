@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace detinfer::kernels::cuda {
 
@@ -17,6 +18,12 @@ void check_cuda(cudaError_t err, const char* what, const char* file, int line);
 void require(bool ok, const char* op, const char* what);
 void require_positive(std::int64_t v, const char* op, const char* field);
 void require_ptr(const void* p, const char* op, const char* field);
+struct NamedPtr {
+  const char* field;
+  const void* p;
+};
+// require_ptr for each in order: require_ptrs(op, {{"x", x}, {"y", y}}).
+void require_ptrs(const char* op, std::initializer_list<NamedPtr> ptrs);
 // Pointers, sizes and strides of a linear layer y[m][n] = x[m][k] W[n][k]^T.
 void check_linear_args(const char* op, const void* x, std::int64_t ldx, std::int64_t m,
                        const void* w, std::int64_t n, std::int64_t k, const void* y,

@@ -56,12 +56,14 @@ void require_ptr(const void* p, const char* op, const char* field) {
   if (p == nullptr) fail(ErrorCode::kInvalidArgument, "cuda::", op, ": ", field, " is null");
 }
 
+void require_ptrs(const char* op, std::initializer_list<NamedPtr> ptrs) {
+  for (const NamedPtr& n : ptrs) require_ptr(n.p, op, n.field);
+}
+
 void check_linear_args(const char* op, const void* x, std::int64_t ldx, std::int64_t m,
                        const void* w, std::int64_t n, std::int64_t k, const void* y,
                        std::int64_t ldy) {
-  require_ptr(x, op, "x");
-  require_ptr(w, op, "w");
-  require_ptr(y, op, "y");
+  require_ptrs(op, {{"x", x}, {"w", w}, {"y", y}});
   require_positive(m, op, "m");
   require_positive(n, op, "n");
   require_positive(k, op, "k");
@@ -71,8 +73,7 @@ void check_linear_args(const char* op, const void* x, std::int64_t ldx, std::int
 
 void check_row_args(const char* op, const void* x, std::int64_t ldx, const void* y,
                     std::int64_t ldy, std::int64_t rows, std::int64_t n) {
-  require_ptr(x, op, "x");
-  require_ptr(y, op, "y");
+  require_ptrs(op, {{"x", x}, {"y", y}});
   require_positive(rows, op, "rows");
   require_positive(n, op, "n");
   require(ldx >= n && ldy >= n, op, "row strides must be >= n");

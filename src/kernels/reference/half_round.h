@@ -6,23 +6,19 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DETINFER_HALF_HD __host__ __device__ __forceinline__
-#else
-#define DETINFER_HALF_HD inline
-#endif
+#include "kernels/reference/host_device.h"
 
 namespace detinfer::kernels::half_round {
 
 // u: the bits of a binary32. NaN stays a quiet NaN (the top of its payload kept).
-DETINFER_HALF_HD std::uint16_t bf16_from_bits(std::uint32_t u) {
+DETINFER_HD std::uint16_t bf16_from_bits(std::uint32_t u) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
   return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 // u: the bits of a binary32. Overflow (|x| >= 65520) gives inf; results below 2^-14 are
 // exact multiples of 2^-24 (subnormals) or zero; NaN stays a quiet NaN.
-DETINFER_HALF_HD std::uint16_t f16_from_bits(std::uint32_t u) {
+DETINFER_HD std::uint16_t f16_from_bits(std::uint32_t u) {
   const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
