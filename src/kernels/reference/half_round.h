@@ -41,13 +41,13 @@ DETINFER_HD std::uint16_t f16_from_bits(std::uint32_t u) {
 }
 
 // The binary32 bits of bf16 h (exact: bf16 is the top half of a binary32).
-DETINFER_HALF_HD std::uint32_t bf16_widen_bits(std::uint16_t h) {
+DETINFER_HD std::uint32_t bf16_widen_bits(std::uint16_t h) {
   return static_cast<std::uint32_t>(h) << 16;
 }
 
 // The binary32 bits of f16 h, exactly (subnormals normalized in integer arithmetic; NaNs
 // come out quiet with their payload, as F16C's vcvtph2ps makes them).
-DETINFER_HALF_HD std::uint32_t f16_widen_bits(std::uint16_t h) {
+DETINFER_HD std::uint32_t f16_widen_bits(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   std::uint32_t exp = (h >> 10) & 0x1fu;
   std::uint32_t man = h & 0x3ffu;
