@@ -27,6 +27,32 @@ void pack_panels(const T* src, T* dst, std::int64_t n, std::int64_t k) {
   }
 }
 
+// How a threaded linear splits its panels: `tasks` ranges, claimed by the pool's threads
+// as they come free (a thread slowed by the other's memory traffic, or by waking late,
+// then runs fewer). Range boundaries fall on multiples of 4 panels, the batch-1 kernel's
+// streaming width. Any split gives the same bits: panels are independent outputs.
+struct PanelSplit {
+  std::int64_t total = 0;
+  std::int64_t tasks = 1;
+  std::int64_t begin(std::int64_t t) const {
+    const std::int64_t units = (total + 3) / 4;
+    return std::min(total, 4 * (units * t / tasks));
+  }
+};
+PanelSplit split_panels(std::int64_t total, int threads) {
+  // 8 ranges per thread. With one range per thread (and boundaries off the 4-panel
+  // grid), 2-thread decode of the 0.5B shape spent 15.5% of its CPU time in the pool
+  // waiting for the other thread and 4.7% in the kernel's 1- to 3-panel tails; with 8,
+  // 10.9% (the rest is the caller's serial work between regions); ranges sized by bytes
+  // (128-512 KiB) were no better (docs/performance.md, "Thread pool").
+  constexpr std::int64_t kTasksPerThread = 8;
+  PanelSplit s;
+  s.total = total;
+  if (threads > 1)
+    s.tasks = std::max<std::int64_t>(
+        1, std::min<std::int64_t>((total + 3) / 4, threads * kTasksPerThread));
+  return s;
+}
 }  // namespace
 
 struct PackedLinear::Impl {
@@ -94,20 +120,24 @@ void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* 
     fn(w, x, ldx, m, y, ldy, 0, w.panels);
     return;
   }
-  // One task per thread when possible: G balanced panel ranges (a thread streams its
-  // own weights once, rows inside the kernel), times R row ranges when there are fewer
-  // panels than threads. Rows never split a reduction, so any split gives the same bits.
-  const std::int64_t groups = std::min<std::int64_t>(w.panels, threads);
+  // G panel ranges (split_panels: several per thread, claimed as threads come free; rows
+  // inside the kernel), times R row ranges when there are fewer ranges than threads.
+  // Rows never split a reduction, so any split gives the same bits.
+  const PanelSplit split = split_panels(w.panels, threads);
+  const std::int64_t groups = split.tasks;
   const std::int64_t row_parts = std::min<std::int64_t>(m, (threads + groups - 1) / groups);
-  pool->parallel_for(groups * row_parts, 1, [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t g = t / row_parts;
-      const std::int64_t r = t % row_parts;
-      const std::int64_t r0 = m * r / row_parts, r1 = m * (r + 1) / row_parts;
-      fn(w, x + r0 * ldx, ldx, r1 - r0, y + r0 * ldy, ldy, w.panels * g / groups,
-         w.panels * (g + 1) / groups);
-    }
-  });
+  const std::int64_t tasks = groups * row_parts;
+  pool->parallel_for(
+      tasks, 1,
+      [&](std::int64_t t0, std::int64_t t1) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+          const std::int64_t g = t / row_parts;
+          const std::int64_t r = t % row_parts;
+          const std::int64_t r0 = m * r / row_parts, r1 = m * (r + 1) / row_parts;
+          fn(w, x + r0 * ldx, ldx, r1 - r0, y + r0 * ldy, ldy, split.begin(g), split.begin(g + 1));
+        }
+      },
+      static_cast<int>(tasks));
 }
 
 }  // namespace detinfer::kernels
@@ -153,11 +183,12 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
   for (int i = 0; i < count; ++i) total += outs[i].w->panels();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (m <= 0 || total == 0) return;
-  // Task t runs global panels [total*t/T, total*(t+1)/T) of the concatenation.
-  const std::int64_t tasks = std::min<std::int64_t>(total, threads);
+  // Task t runs global panels [split.begin(t), split.begin(t + 1)) of the concatenation.
+  const PanelSplit split = split_panels(total, threads);
+  const std::int64_t tasks = split.tasks;
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t g0 = total * t / tasks, g1 = total * (t + 1) / tasks;
+      const std::int64_t g0 = split.begin(t), g1 = split.begin(t + 1);
       std::int64_t base = 0;
       for (int i = 0; i < count; ++i) {
         const std::int64_t n = outs[i].w->panels();
@@ -168,7 +199,7 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
     }
   };
   if (pool != nullptr && tasks > 1) {
-    pool->parallel_for(tasks, 1, body);
+    pool->parallel_for(tasks, 1, body, static_cast<int>(tasks));
   } else {
     body(0, tasks);
   }
@@ -184,10 +215,11 @@ void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const fl
   if (m <= 0) return;
   const std::int64_t panels = gate.panels();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
-  const std::int64_t tasks = std::min<std::int64_t>(panels, threads);
+  const PanelSplit split = split_panels(panels, threads);
+  const std::int64_t tasks = split.tasks;
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
+      const std::int64_t p0 = split.begin(t), p1 = split.begin(t + 1);
       gate.run_panels(x, ldx, m, g, n, p0, p1);
       up.run_panels(x, ldx, m, u, n, p0, p1);
       const std::int64_t c0 = p0 * cpu::kPanel, c1 = std::min(n, p1 * cpu::kPanel);
@@ -196,7 +228,7 @@ void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const fl
     }
   };
   if (pool != nullptr && tasks > 1) {
-    pool->parallel_for(tasks, 1, body);
+    pool->parallel_for(tasks, 1, body, static_cast<int>(tasks));
   } else {
     body(0, tasks);
   }
