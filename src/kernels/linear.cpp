@@ -41,10 +41,9 @@ struct PanelSplit {
 };
 PanelSplit split_panels(std::int64_t total, int threads) {
   // 8 ranges per thread. With one range per thread (and boundaries off the 4-panel
-  // grid), 2-thread decode of the 0.5B shape spent 15.5% of its CPU time in the pool
-  // waiting for the other thread and 4.7% in the kernel's 1- to 3-panel tails; with 8,
-  // 10.9% (the rest is the caller's serial work between regions); ranges sized by bytes
-  // (128-512 KiB) were no better (docs/performance.md, "Thread pool").
+  // grid), a profile of 2-thread decode of the 0.5B shape spent 15.5% of its CPU time in
+  // the pool waiting for the other thread; with 8, 10.9% (docs/performance.md,
+  // "Thread pool"). Ranges sized by bytes (128-512 KiB) were no better.
   constexpr std::int64_t kTasksPerThread = 8;
   PanelSplit s;
   s.total = total;
