@@ -27,6 +27,31 @@ constexpr std::int64_t kRowCounts[] = {1, 2, 3, 5, 6, 7, 12, 13, 16, 17, 31, 32,
 
 using Linear = testing::TestLinear;
 
+// q/k/v through run_linears (and v alone through PackedLinear::run) on m rows of x equal
+// the reference on every ISA and thread count.
+void expect_qkv_equal_reference(const Linear& q, const Linear& kk, const Linear& v, std::int64_t k,
+                                std::int64_t m, std::uint64_t stream, const std::string& label) {
+  const std::vector<float> x = random_floats(m * k, stream);
+  const std::vector<float> wq = q.reference(x, m), wk = kk.reference(x, m), wv = v.reference(x, m);
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    for (int t : kThreadCounts) {
+      std::vector<float> gq(m * q.n, -1.0f), gk(m * kk.n, -1.0f), gv(m * v.n, -1.0f);
+      const LinearOut outs[] = {
+          {&q.packed, gq.data(), q.n}, {&kk.packed, gk.data(), kk.n}, {&v.packed, gv.data(), v.n}};
+      run_linears(outs, 3, x.data(), k, m, pool_for(t));
+      std::vector<float> sv(m * v.n, -1.0f);
+      v.packed.run(x.data(), k, m, sv.data(), v.n, pool_for(t));
+      const std::string what = label + " m=" + std::to_string(m) + " isa=" + to_string(isa) +
+                               " threads=" + std::to_string(t);
+      ASSERT_EQ(first_diff(gq.data(), wq.data(), m * q.n), -1) << "q " << what;
+      ASSERT_EQ(first_diff(gk.data(), wk.data(), m * kk.n), -1) << "k " << what;
+      ASSERT_EQ(first_diff(gv.data(), wv.data(), m * v.n), -1) << "v " << what;
+      ASSERT_EQ(first_diff(sv.data(), wv.data(), m * v.n), -1) << "v alone " << what;
+    }
+  }
+}
+
 TEST(FusedLinear, QkvInOneRegionEqualsReference) {
   IsaGuard guard;
   std::uint64_t stream = 2000;
@@ -35,25 +60,24 @@ TEST(FusedLinear, QkvInOneRegionEqualsReference) {
     const Linear q(dtype, 96, k, stream += 4, true), kk(dtype, 32, k, stream += 4, true),
         v(dtype, 40, k, stream += 4, false);
     for (std::int64_t m : kRowCounts) {
-      const std::vector<float> x = random_floats(m * k, stream += 4);
-      const std::vector<float> wq = q.reference(x, m), wk = kk.reference(x, m),
-                               wv = v.reference(x, m);
-      for (Isa isa : available_isas()) {
-        set_isa(isa);
-        for (int t : kThreadCounts) {
-          std::vector<float> gq(m * q.n, -1.0f), gk(m * kk.n, -1.0f), gv(m * v.n, -1.0f);
-          const LinearOut outs[] = {{&q.packed, gq.data(), q.n},
-                                    {&kk.packed, gk.data(), kk.n},
-                                    {&v.packed, gv.data(), v.n}};
-          run_linears(outs, 3, x.data(), k, m, pool_for(t));
-          const std::string what = std::string(to_string(dtype)) + " m=" + std::to_string(m) +
-                                   " isa=" + to_string(isa) + " threads=" + std::to_string(t);
-          ASSERT_EQ(first_diff(gq.data(), wq.data(), m * q.n), -1) << "q " << what;
-          ASSERT_EQ(first_diff(gk.data(), wk.data(), m * kk.n), -1) << "k " << what;
-          ASSERT_EQ(first_diff(gv.data(), wv.data(), m * v.n), -1) << "v " << what;
-        }
-      }
+      expect_qkv_equal_reference(q, kk, v, k, m, stream += 4, to_string(dtype));
+      if (HasFatalFailure()) return;
     }
+  }
+}
+
+// Wide outputs split into several claimed ranges per thread (split_panels in linear.cpp:
+// 8 per thread, on 4-panel boundaries): range boundaries and the boundaries between q, k
+// and v in the concatenation fall inside those ranges.
+TEST(FusedLinear, WideOutputsSplitIntoManyRangesEqualReference) {
+  IsaGuard guard;
+  std::uint64_t stream = 4000;
+  const std::int64_t k = 70;
+  const Linear q(DType::kBF16, 1000, k, stream += 4, true),
+      kk(DType::kBF16, 72, k, stream += 4, true), v(DType::kBF16, 1030, k, stream += 4, false);
+  for (std::int64_t m : {1, 2, 7}) {
+    expect_qkv_equal_reference(q, kk, v, k, m, stream += 4, "wide bf16");
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -80,40 +104,6 @@ TEST(FusedLinear, GateUpSiluInOneRegionEqualsReference) {
           ASSERT_EQ(first_diff(u.data(), wu.data(), m * n), -1) << "up " << what;
           ASSERT_EQ(first_diff(a.data(), wa.data(), m * n), -1) << "silu " << what;
         }
-      }
-    }
-  }
-}
-
-// Wide outputs split into several claimed ranges per thread (split_panels in linear.cpp:
-// 8 per thread, on 4-panel boundaries): every range boundary and the concatenation
-// boundaries between q, k and v fall inside those ranges.
-TEST(FusedLinear, WideOutputsSplitIntoManyRangesEqualReference) {
-  IsaGuard guard;
-  std::uint64_t stream = 4000;
-  const std::int64_t k = 70;
-  const Linear q(DType::kBF16, 1000, k, stream += 4, true),
-      kk(DType::kBF16, 72, k, stream += 4, true), v(DType::kBF16, 1030, k, stream += 4, false);
-  for (std::int64_t m : {1, 2, 7}) {
-    const std::vector<float> x = random_floats(m * k, stream += 4);
-    const std::vector<float> wq = q.reference(x, m), wk = kk.reference(x, m),
-                             wv = v.reference(x, m);
-    for (Isa isa : available_isas()) {
-      set_isa(isa);
-      for (int t : kThreadCounts) {
-        std::vector<float> gq(m * q.n, -1.0f), gk(m * kk.n, -1.0f), gv(m * v.n, -1.0f);
-        const LinearOut outs[] = {{&q.packed, gq.data(), q.n},
-                                  {&kk.packed, gk.data(), kk.n},
-                                  {&v.packed, gv.data(), v.n}};
-        run_linears(outs, 3, x.data(), k, m, pool_for(t));
-        std::vector<float> sv(m * v.n, -1.0f);
-        v.packed.run(x.data(), k, m, sv.data(), v.n, pool_for(t));
-        const std::string what =
-            "m=" + std::to_string(m) + " isa=" + to_string(isa) + " threads=" + std::to_string(t);
-        ASSERT_EQ(first_diff(gq.data(), wq.data(), m * q.n), -1) << "q " << what;
-        ASSERT_EQ(first_diff(gk.data(), wk.data(), m * kk.n), -1) << "k " << what;
-        ASSERT_EQ(first_diff(gv.data(), wv.data(), m * v.n), -1) << "v " << what;
-        ASSERT_EQ(first_diff(sv.data(), wv.data(), m * v.n), -1) << "v alone " << what;
       }
     }
   }
