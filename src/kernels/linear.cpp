@@ -29,14 +29,17 @@ void pack_panels(const T* src, T* dst, std::int64_t n, std::int64_t k) {
 
 // How a threaded linear splits its panels: `tasks` ranges, claimed by the pool's threads
 // as they come free (a thread slowed by the other's memory traffic, or by waking late,
-// then runs fewer). Range boundaries fall on multiples of 4 panels, the batch-1 kernel's
-// streaming width. Any split gives the same bits: panels are independent outputs.
+// then runs fewer). Range boundaries fall on multiples of cpu::kPanelGroup panels. Any
+// split gives the same bits: panels are independent outputs.
 struct PanelSplit {
-  std::int64_t total = 0;
+  std::int64_t total = 0;  // panels
   std::int64_t tasks = 1;
+  static std::int64_t groups(std::int64_t panels) {
+    return (panels + cpu::kPanelGroup - 1) / cpu::kPanelGroup;
+  }
+  // First panel of range t (t = tasks: total).
   std::int64_t begin(std::int64_t t) const {
-    const std::int64_t units = (total + 3) / 4;
-    return std::min(total, 4 * (units * t / tasks));
+    return std::min(total, cpu::kPanelGroup * (groups(total) * t / tasks));
   }
 };
 PanelSplit split_panels(std::int64_t total, int threads) {
@@ -49,7 +52,7 @@ PanelSplit split_panels(std::int64_t total, int threads) {
   s.total = total;
   if (threads > 1)
     s.tasks = std::max<std::int64_t>(
-        1, std::min<std::int64_t>((total + 3) / 4, threads * kTasksPerThread));
+        1, std::min<std::int64_t>(PanelSplit::groups(total), threads * kTasksPerThread));
   return s;
 }
 }  // namespace

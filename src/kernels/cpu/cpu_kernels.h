@@ -16,6 +16,11 @@ namespace detinfer::kernels::cpu {
 // stored in the source dtype (f32, or the raw bf16/f16 bits), columns past N zero.
 // A decode step (M=1) thus streams each panel as one sequential read.
 inline constexpr std::int64_t kPanel = 64;
+// Threaded linears split their panels into ranges that start on multiples of this many
+// panels (kernels/linear.cpp), a multiple of every ISA's batch-1 streaming width
+// (kRowPanels, checked in simd_linear.h), so that no range sends panels through the
+// kernel's narrower tails that a single-threaded call would stream together.
+inline constexpr std::int64_t kPanelGroup = 4;
 
 struct PackedWeights {
   const void* data = nullptr;  // 64-byte aligned

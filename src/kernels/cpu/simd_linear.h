@@ -167,6 +167,8 @@ RowPrefetch block_prefetch(const PackedWeights& w, std::int64_t p, std::int64_t 
 // order, then s = s + p with s from +0 (kept in y between chunks), then the bias.
 constexpr std::int64_t kRowPrefetchBytes = 1024;
 
+static_assert(kPanelGroup % kRowPanels == 0, "ranges must start on whole kRowPanels groups");
+
 template <int P, DType DT>
 void linear_row_panels(const PackedWeights& w, const float* x, float* y, std::int64_t p) {
   constexpr int NV = kPanel / V::L;
