@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "detinfer/generation.h"
+#include "detinfer/session.h"
 #include "detinfer/tokenizer.h"
 #include "engine/engine_hooks.h"
 
@@ -46,13 +47,8 @@ struct EngineRequest {
   EngineClock::time_point submitted = EngineClock::now();
 };
 
-struct EngineStats {
-  std::int64_t queued = 0;
-  std::int64_t running = 0;  // admitted requests
-  std::int64_t kv_blocks_in_use = 0;
-  std::int64_t kv_blocks_capacity = 0;
-  std::int64_t steps = 0;
-};
+// The session reports the engine's counters as they are.
+using EngineStats = SessionStats;
 
 class Engine {
  public:

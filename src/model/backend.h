@@ -99,6 +99,21 @@ struct KvLayer {
   kernels::DType kv_dtype = kernels::DType::kF32;
 };
 
+// The kernels' view of one sequence's blocks (num_blocks ids at block_table) in a layer.
+inline kernels::PagedKvView paged_view(const KvLayer& kv, const std::int32_t* block_table,
+                                       std::int64_t num_blocks) {
+  kernels::PagedKvView view;
+  view.k_pool = kv.k_pool;
+  view.v_pool = kv.v_pool;
+  view.block_table = block_table;
+  view.num_blocks = num_blocks;
+  view.block_size = kv.block_size;
+  view.num_kv_heads = kv.num_kv_heads;
+  view.head_dim = kv.head_dim;
+  view.kv_dtype = kv.kv_dtype;
+  return view;
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;

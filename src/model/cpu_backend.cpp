@@ -124,15 +124,7 @@ class CpuBackend final : public Backend {
     for (const std::int64_t n : plan_->num_keys) key_heads += n * num_heads;
     ThreadPool* pool = key_heads >= kMinParallelKeyHeads ? &pool_ : nullptr;
     for (const BatchPlan::Seq& s : plan_->seqs) {
-      kernels::PagedKvView view;
-      view.k_pool = kv.k_pool;
-      view.v_pool = kv.v_pool;
-      view.block_table = s.block_table;
-      view.num_blocks = s.num_blocks;
-      view.block_size = kv.block_size;
-      view.num_kv_heads = kv.num_kv_heads;
-      view.head_dim = kv.head_dim;
-      view.kv_dtype = kv.kv_dtype;
+      const kernels::PagedKvView view = paged_view(kv, s.block_table, s.num_blocks);
       kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
                          num_heads, view, scale, out + s.row_begin * ldo, ldo, pool);
     }

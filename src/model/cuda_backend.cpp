@@ -151,15 +151,8 @@ class CudaBackend final : public Backend {
                  float scale, float* out, std::int64_t ldo) override {
     for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
       const BatchPlan::Seq& s = plan_->seqs[i];
-      kernels::PagedKvView view;
-      view.k_pool = kv.k_pool;
-      view.v_pool = kv.v_pool;
-      view.block_table = tables_.as<std::int32_t>() + table_offsets_[i];
-      view.num_blocks = s.num_blocks;
-      view.block_size = kv.block_size;
-      view.num_kv_heads = kv.num_kv_heads;
-      view.head_dim = kv.head_dim;
-      view.kv_dtype = kv.kv_dtype;
+      const kernels::PagedKvView view =
+          paged_view(kv, tables_.as<std::int32_t>() + table_offsets_[i], s.num_blocks);
       const float* qs = q + s.row_begin * ldq;
       float* os = out + s.row_begin * ldo;
       const std::int64_t* keys = num_keys_.as<std::int64_t>() + s.row_begin;

@@ -126,20 +126,12 @@ void score_tile(const float* q, std::int64_t d, const float* KT, const ScoreOut&
   typename V::reg p[HG][KB];
   for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
     const std::int64_t c1 = c0 + kChunk < d ? c0 + kChunk : d;
-#pragma GCC unroll 8
-    for (int g = 0; g < HG; ++g)
-#pragma GCC unroll 8
-      for (int b = 0; b < KB; ++b) p[g][b] = V::zero();
+    zero_tile(p);
     for (std::int64_t c = c0; c < c1; ++c) {
       typename V::reg kv[KB];
 #pragma GCC unroll 8
       for (int b = 0; b < KB; ++b) kv[b] = V::load(KT + (b * d + c) * V::L);
-#pragma GCC unroll 8
-      for (int g = 0; g < HG; ++g) {
-        const typename V::reg qs = V::set1(q[g * d + c]);
-#pragma GCC unroll 8
-        for (int b = 0; b < KB; ++b) p[g][b] = V::fma(qs, kv[b], p[g][b]);
-      }
+      fma_tile(p, q + c, d, kv);
     }
     const bool last = c1 == d;
 #pragma GCC unroll 8

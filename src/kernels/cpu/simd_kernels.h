@@ -86,6 +86,31 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   return s;
 }
 
+// --- register tiles (linear and attention scores) ----------------------------------
+
+// acc[r][c] = +0 for an R x C tile of vector accumulators.
+template <int R, int C>
+__attribute__((always_inline)) inline void zero_tile(typename V::reg (&acc)[R][C]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = V::zero();
+}
+
+// One step of every fma chain of the tile: acc[r][c] = fma(x[r * ldx], w[c], acc[r][c])
+// (row r's scalar broadcast over the C vectors).
+template <int R, int C>
+__attribute__((always_inline)) inline void fma_tile(typename V::reg (&acc)[R][C], const float* x,
+                                                    std::int64_t ldx,
+                                                    const typename V::reg (&w)[C]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const typename V::reg xb = V::set1(x[r * ldx]);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = V::fma(xb, w[c], acc[r][c]);
+  }
+}
+
 // --- linear ------------------------------------------------------------------------
 
 #include "kernels/cpu/simd_linear.h"

@@ -58,10 +58,7 @@ void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k
   std::int64_t next_pf = pf.phase;  // the next step that prefetches
   for (std::int64_t c0 = cb; c0 < ce; c0 += kChunk) {
     const std::int64_t c1 = c0 + kChunk < ce ? c0 + kChunk : ce;
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
+    zero_tile(acc);
     for (std::int64_t i = c0; i < c1; ++i) {
       // Written inline: GCC drops a call to a function that only prefetches.
       if (i - cb == next_pf && next_pf < pf.count) {
@@ -73,12 +70,7 @@ void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k
       typename V::reg wv[NV];
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) wv[v] = load_w<DT>(w, i * kPanel + v * V::L);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const typename V::reg xb = V::set1(x[r * ldx + i]);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[r][v] = V::fma(xb, wv[v], acc[r][v]);
-      }
+      fma_tile(acc, x + i, ldx, wv);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
