@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <initializer_list>
 #include <memory>
@@ -104,8 +105,10 @@ class DETINFER_API RequestHandle {
  public:
   RequestHandle() = default;
   std::uint64_t id() const { return id_; }
-  // Thread-safe. The request stops at the next step and finishes with
-  // FinishReason::kCancelled and what it generated so far.
+  // Thread-safe. A queued request leaves the queue at once and finishes with
+  // FinishReason::kCancelled and no tokens; a running one stops after the step in flight
+  // and finishes with what it generated so far. Either way its KV blocks and queue slot
+  // are free (stats() and the gauges show it) by the time its future is ready.
   void cancel() const;
   std::future<GenerationResult>& future() { return future_; }
   // Waits; throws the request's Error if it failed.
@@ -114,7 +117,7 @@ class DETINFER_API RequestHandle {
  private:
   friend class DeterministicSession;
   std::uint64_t id_ = 0;
-  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::function<void()> cancel_;  // sets the request's flag and wakes the scheduler
   std::future<GenerationResult> future_;
 };
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <vector>
@@ -66,6 +67,13 @@ class Engine {
   // Queues a request. Throws Error(kResourceExhausted) when the queue is full or the
   // request could never fit the KV pool, Error(kUnavailable) after shutdown(). Thread-safe.
   std::future<GenerationResult> submit(EngineRequest request);
+
+  // What cancels a request whose EngineRequest::cancelled is `flag`: sets it and wakes the
+  // scheduler, which then at once drops the request from the queue (an empty cancelled
+  // result) or, at the end of the step in flight, finishes it with what it has; either
+  // way its KV blocks and queue slot are free and the gauges updated before its future is
+  // ready. Callable from any thread, any number of times, also after the engine is gone.
+  std::function<void()> canceller(std::shared_ptr<std::atomic<bool>> flag) const;
 
   // KV blocks a request reserves while it runs.
   std::int64_t blocks_needed(std::int64_t prompt_tokens, const GenerationConfig& config) const;

@@ -57,7 +57,6 @@ struct Group {
   std::optional<EngineClock::time_point> first_token;
   EngineClock::time_point last_token;  // of sample 0 / of the beam search
   std::vector<double> token_ms;
-  bool cancelled_in_queue = false;  // decided once, under the engine mutex
   bool done = false;
 
   bool cancelled() const { return req.cancelled->load(std::memory_order_relaxed); }
@@ -76,6 +75,16 @@ struct Batch {
   std::vector<SequenceStep> steps;
   std::vector<BatchEntry> entries;
   StepStats stats;
+};
+
+// What a canceller reaches the scheduler through: it may outlive the engine, so the engine
+// detaches itself here when it shuts down.
+struct Waker {
+  std::mutex mu;
+  Engine::Impl* engine = nullptr;  // guarded by mu; null once the engine shuts down
+  // Takes the request with this flag out of the queue (if it waits there) and wakes the
+  // scheduler, which resolves it.
+  void cancel(const std::atomic<bool>* flag);
 };
 
 }  // namespace engine_internal
@@ -97,10 +106,12 @@ struct Engine::Impl {
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::unique_ptr<Group>> queue;  // guarded by mu
-  bool stopping = false;                     // guarded by mu
-  std::int64_t reserved = 0;                 // guarded by mu
-  std::int64_t running_seqs = 0;             // guarded by mu
+  std::deque<std::unique_ptr<Group>> queue;       // guarded by mu
+  bool stopping = false;                          // guarded by mu
+  bool cancel_pending = false;                    // guarded by mu: a canceller ran
+  std::vector<std::unique_ptr<Group>> abandoned;  // guarded by mu: cancelled, out of the queue
+  std::int64_t reserved = 0;                      // guarded by mu
+  std::int64_t running_seqs = 0;                  // guarded by mu
   std::atomic<std::int64_t> running_groups{0};
   std::atomic<std::int64_t> blocks_in_use{0};
   std::atomic<std::int64_t> steps{0};
@@ -115,6 +126,7 @@ struct Engine::Impl {
   std::vector<std::promise<GenerationResult>> failed_promises;
   std::thread thread;
   std::once_flag shutdown_once;
+  std::shared_ptr<engine_internal::Waker> waker = std::make_shared<engine_internal::Waker>();
 
   Impl(Model& m, const Tokenizer* t, const EngineOptions& o)
       : model(m),
@@ -134,7 +146,13 @@ struct Engine::Impl {
   // --- scheduler (engine.cpp): admission, reservations, batch building, forward,
   // failure, shutdown. It reaches output processing only through the next group.
   void loop();
+  // Under mu: what cancellers took out of the queue.
+  void take_abandoned(std::vector<std::unique_ptr<Group>>& out);
+  // Resolves them (observers first) with an empty cancelled result.
+  void retire_abandoned(std::vector<std::unique_ptr<Group>>& abandoned);
   void admit(std::vector<std::unique_ptr<Group>>& admitted);
+  // The queue depth and blocks in use as they are now, to the observers (on_gauges).
+  void publish_gauges();
   void step();
   void build_batch(Batch& b);
 

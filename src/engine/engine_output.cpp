@@ -307,9 +307,13 @@ void Engine::Impl::release_group(Group& g) {
   // Counted before the result is delivered, so a caller holding every result sees 0.
   blocks_in_use.store(pool.capacity() - pool.free_blocks());
   g.done = true;
-  std::lock_guard<std::mutex> lk(mu);
-  reserved -= g.reserve;
-  running_seqs -= g.width;
+  running_groups.fetch_sub(1);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    reserved -= g.reserve;
+    running_seqs -= g.width;
+  }
+  publish_gauges();
 }
 
 void Engine::Impl::fail_group(Group& g, const Error& e) {

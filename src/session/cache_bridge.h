@@ -51,6 +51,7 @@ class CacheBridge final : public PrefixProvider, public EngineObserver {
   // EngineObserver (engine thread): stores a finished result, or audits a cached one.
   void on_finished(const EngineRequest& r, GenerationResult& result) override;
   void on_failed(const EngineRequest& r, const Error& e) override;
+  void on_abandoned(const EngineRequest& r) override { forget(r.id); }
 
   CacheStats stats() const;
   void invalidate();

@@ -72,7 +72,7 @@ std::int64_t auto_kv_budget(const ModelConfig& c, const SessionOptions& o) {
 }  // namespace
 
 void RequestHandle::cancel() const {
-  if (cancelled_) cancelled_->store(true);
+  if (cancel_) cancel_();
 }
 
 DeterministicSession::DeterministicSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -171,7 +171,7 @@ RequestHandle DeterministicSession::submit(const Prompt& prompt, const Generatio
   EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
   RequestHandle h;
   h.id_ = r.id;
-  h.cancelled_ = r.cancelled;
+  h.cancel_ = impl_->engine->canceller(r.cancelled);
   if (std::optional<GenerationResult> hit = impl_->caches->lookup(r)) {
     impl_->telemetry->served(r, *hit);
     std::promise<GenerationResult> p;

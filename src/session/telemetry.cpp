@@ -89,11 +89,20 @@ Telemetry::Telemetry(const SessionOptions& options, RunFingerprint base,
       recorder_(options.recorder) {}
 
 void Telemetry::on_step(const StepStats& s) {
+  on_gauges(s);
+  const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
+  if (batch > 0) metrics_.batch_size.observe(batch);
+}
+
+void Telemetry::on_gauges(const StepStats& s) {
   metrics_.queue_depth.set(static_cast<double>(s.queue_depth));
   metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));
   metrics_.kv_blocks_capacity.set(static_cast<double>(s.kv_blocks_capacity));
-  const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
-  if (batch > 0) metrics_.batch_size.observe(batch);
+}
+
+void Telemetry::on_abandoned(const EngineRequest& r) {
+  // Cancelled before admission: counted with the cancelled requests, nothing else ran.
+  if (r.observed) metrics_.requests_cancelled.inc();
 }
 
 void Telemetry::on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
