@@ -13,6 +13,7 @@
 
 #include "core/generation_fields.h"
 #include "detinfer/generation.h"
+#include "detinfer/session.h"
 
 namespace detinfer_cli {
 

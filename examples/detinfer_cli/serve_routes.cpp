@@ -85,9 +85,9 @@ json ServeApp::model_json() const {
           {"created", 0},
           {"owned_by", "detinfer"},
           {"detinfer",
-           {{"model_fingerprint", in_.session.model_fingerprint()},
-            {"architecture", in_.session.architecture()},
-            {"context_length", in_.session.context_length()},
+           {{"model_fingerprint", session_.model_fingerprint()},
+            {"architecture", session_.architecture()},
+            {"context_length", session_.context_length()},
             {"system_fingerprint", fingerprint_}}}};
 }
 
@@ -108,14 +108,14 @@ void ServeApp::health(const Request&, ResponseWriter& w) {
     w.respond(json_response(status, body));
     return;
   }
-  const bool ok = !stopping_ && !in_.session.closed();
+  const bool ok = !stopping_ && !session_.closed();
   w.respond(json_response(ok ? 200 : 503, {{"status", ok ? "ok" : "shutting_down"}}));
 }
 
 void ServeApp::metrics(const Request&, ResponseWriter& w) {
   Response r;
   r.content_type = detinfer::MetricsRegistry::content_type();
-  r.body = hooks_ != nullptr ? hooks_->metrics_text() : in_.session.metrics_text();
+  r.body = hooks_ != nullptr ? hooks_->metrics_text() : session_.metrics_text();
   w.respond(std::move(r));
 }
 

@@ -79,6 +79,7 @@ TEST(ServeFunnel, ChatWithoutSeedUnderRequireSeedIs400NamingSeed) {
   EXPECT_EQ(body["error"]["code"], "seed_required") << body;
   std::tie(st, body) = chat(port(), {{"max_tokens", 3}, {"temperature", 0.8}, {"stream", true}});
   EXPECT_EQ(st, 400) << body;
+  ASSERT_TRUE(body.is_object()) << body;  // not a stream of events
   EXPECT_EQ(body["error"]["param"], "seed") << body;
   // Seeded, or greedy (the tiny model's generation_config.json: do_sample false), passes.
   EXPECT_EQ(chat(port(), {{"max_tokens", 3}, {"temperature", 0.8}, {"seed", 5}}).first, 200);
