@@ -153,6 +153,17 @@ TEST(GenerationFlags, EveryGenerationFieldIsAFlag) {
     EXPECT_NO_THROW(app.get_option(generation_flag(spec.key))) << spec.key;
   });
   EXPECT_EQ(fields, detinfer::core::kGenerationFieldCount);
+  // docs/cli.md's generate section lists each of them.
+  std::ifstream in(std::string(DETINFER_SOURCE_DIR) + "/docs/cli.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const std::size_t begin = doc.find("## generate");
+  const std::string section = doc.substr(begin, doc.find("\n## ", begin + 1) - begin);
+  detinfer::core::for_each_field(config, [&](const detinfer::core::FieldSpec& spec, auto&) {
+    EXPECT_NE(section.find("`" + generation_flag(spec.key)), std::string::npos)
+        << "docs/cli.md, generate, does not list " << generation_flag(spec.key);
+  });
   const char* argv[] = {"g",
                         "--temperature",
                         "0.5",
