@@ -1,7 +1,7 @@
 // The one field table of SessionOptions. Validation (the ranges open() checks), the C API
 // conversion (src/capi/capi_options.cpp), the `detinfer` flags with `--config FILE` and
-// `--print-config` (examples/detinfer_cli/session_flags.cpp) and the docs check
-// (tests/session/session_fields_test.cpp: every row is documented in docs/cli.md and every
+// `--print-config` (tools/detinfer/cli/session_flags.cpp) and the docs check
+// (tests/cli/option_table_test.cpp: every row is documented in docs/cli.md and every
 // documented flag exists) all iterate it, so an option added to SessionOptions and to this
 // table reaches every one of them. Bindings (Python keyword names) iterate
 // for_each_session_field or kSessionFields the same way. docs/cli.md, "Session options".
