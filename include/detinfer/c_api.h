@@ -57,6 +57,8 @@ typedef enum dti_numerics_mode {
   DTI_MODE_FAST = 1       /* libtorch kernels, no reproducibility guarantee */
 } dti_numerics_mode;
 
+/* The members mirror SessionOptions fields; docs/cli.md ("Session options") lists every
+ * field with its C member, range and meaning (one table drives both conversions). */
 typedef struct dti_session_options {
   uint32_t struct_size;         /* sizeof(dti_session_options), set by _default() */
   int32_t mode;                 /* dti_numerics_mode; DTI_MODE_CANONICAL */

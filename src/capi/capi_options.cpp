@@ -7,6 +7,7 @@
 
 #include "capi/capi_internal.h"
 #include "core/generation_fields.h"
+#include "session/session_fields.h"
 
 // The first released layouts: a caller compiled against 0.1's c_api.h passes these sizes.
 static_assert(DTI_SESSION_OPTIONS_SIZE_V1 == 48, "dti_session_options v1 layout changed");
@@ -58,24 +59,44 @@ dti_status check_ranges(const char* function, std::initializer_list<RangeRule> r
   return DTI_OK;
 }
 
-// Calls f(C member, C++ member) for the members of dti_session_options that map one to
-// one onto SessionOptions (a bool is 0/1 in C); both conversions walk this one list.
+// Calls f(C member, C++ member) for the rows of the SessionOptions table that the C struct
+// carries as a plain copy (CField::kCopy; a bool is 0/1 in C); both conversions walk it.
 template <typename C, typename Cxx, typename F>
 void for_each_plain_option(C& c, Cxx& s, F&& f) {
-  f(c.threads, s.threads);
-  f(c.kv_budget_bytes, s.kv_budget_bytes);
-  f(c.kv_block_size, s.kv_block_size);
-  f(c.max_batch, s.max_batch);
-  f(c.prefill_chunk_tokens, s.prefill_chunk_tokens);
-  f(c.max_queue, s.max_queue);
-  f(c.prefix_cache, s.cache.prefix.enabled);
-  f(c.disk_cache_bytes, s.cache.prefix.disk.budget_bytes);
-  f(c.prefix_cache_redis, s.cache.prefix.redis.enabled);
-  f(c.result_cache, s.cache.result.enabled);
-  f(c.result_cache_memory_bytes, s.cache.result.memory_budget_bytes);
-  f(c.result_cache_redis, s.cache.result.use_redis);
-  f(c.redis_port, s.cache.redis.port);
+#define DETINFER_C_COPY_kCopy(c_member, member) f(c.c_member, s.member);
+#define DETINFER_C_COPY_kCustom(c_member, member)
+#define DETINFER_C_COPY_kNone(c_member, member)
+#define DETINFER_C_COPY(member, key, flag, how, c_member, ...) \
+  DETINFER_C_COPY_##how(c_member, member)
+  DETINFER_SESSION_FIELDS(DETINFER_C_COPY)
+#undef DETINFER_C_COPY
+#undef DETINFER_C_COPY_kNone
+#undef DETINFER_C_COPY_kCustom
+#undef DETINFER_C_COPY_kCopy
 }
+
+// A copied row's C member has the C++ member's type (a bool is an int32_t 0/1).
+template <typename Cxx>
+using CType = std::conditional_t<std::is_same_v<Cxx, bool>, std::int32_t, Cxx>;
+#define DETINFER_C_TYPE_kCopy(c_member, member)                                         \
+  static_assert(std::is_same_v<decltype(dti_session_options::c_member),                 \
+                               CType<std::decay_t<decltype(SessionOptions{}.member)>>>, \
+                "dti_session_options." #c_member " must have the type of " #member);
+#define DETINFER_C_TYPE_kCustom(c_member, member)
+#define DETINFER_C_TYPE_kNone(c_member, member)
+#define DETINFER_C_TYPE(member, key, flag, how, c_member, ...) \
+  DETINFER_C_TYPE_##how(c_member, member)
+DETINFER_SESSION_FIELDS(DETINFER_C_TYPE)
+#undef DETINFER_C_TYPE
+
+// The rows converted by hand (to_session_options, from_session_options, the memory tier):
+// a new kCustom row fails here until its conversion is written.
+constexpr int custom_rows() {
+  int n = 0;
+  for (const SessionFieldSpec& f : kSessionFields) n += f.c_field == CField::kCustom ? 1 : 0;
+  return n;
+}
+static_assert(custom_rows() == 9, "a new kCustom SessionOptions row needs its C conversion here");
 
 // The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
@@ -124,11 +145,33 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   return DTI_OK;
 }
 
+dti_status from_session_options(const SessionOptions& in, dti_session_options* out) {
+  if (in.mode == NumericsMode::kDeviceInvariant) {
+    return set_error(DTI_INVALID_ARGUMENT, "mode device_invariant has no dti_numerics_mode");
+  }
+  if (in.recorder.level == RecordLevel::kLogits) {
+    return set_error(DTI_INVALID_ARGUMENT, "fingerprint level logits has no C code");
+  }
+  out->mode = in.mode == NumericsMode::kFast ? DTI_MODE_FAST : DTI_MODE_CANONICAL;
+  out->log_level = in.log_level ? static_cast<int32_t>(*in.log_level) : -1;
+  out->fingerprint_level = static_cast<int32_t>(in.recorder.level);
+  out->kv_dtype = static_cast<int32_t>(in.kv_dtype);
+  for_each_plain_option(*out, in, [](auto& to, const auto& from) {
+    to = static_cast<std::decay_t<decltype(to)>>(from);
+  });
+  const CacheOptions& cache = in.cache;
+  out->prefix_cache_memory_bytes =
+      cache.prefix.memory.enabled ? cache.prefix.memory.budget_bytes : -1;
+  auto c_string = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
+  out->disk_cache_dir = c_string(cache.prefix.disk.directory);
+  out->redis_host = c_string(cache.redis.host);
+  out->cache_salt = c_string(in.cache_salt);
+  return DTI_OK;
+}
+
 // The table's scalar fields have members of the same names and matching types in
 // dti_generation_config (a bool is an int32_t 0/1); a table field missing from the C
 // struct fails to compile here.
-template <typename Cxx>
-using CType = std::conditional_t<std::is_same_v<Cxx, bool>, std::int32_t, Cxx>;
 #define DETINFER_C_FIELD_TYPE(member, ...)                                 \
   static_assert(std::is_same_v<decltype(dti_generation_config::member),    \
                                CType<decltype(GenerationConfig::member)>>, \
@@ -207,20 +250,10 @@ TokenCallback to_callback(dti_token_callback cb, void* user_data) {
 extern "C" {
 
 dti_session_options dti_session_options_default(void) {
-  const detinfer::SessionOptions d;
+  static const detinfer::SessionOptions d;  // its strings are "": every C string is NULL
   dti_session_options o{};
   o.struct_size = sizeof(dti_session_options);
-  o.mode = DTI_MODE_CANONICAL;
-  o.log_level = -1;
-  o.fingerprint_level = static_cast<int32_t>(d.recorder.level);  // as in C++: steps
-  detinfer::capi::for_each_plain_option(
-      o, d, [](auto& to, const auto& from) { to = static_cast<std::decay_t<decltype(to)>>(from); });
-  const detinfer::CacheOptions& cache = d.cache;
-  o.prefix_cache_memory_bytes = cache.prefix.memory.enabled ? cache.prefix.memory.budget_bytes : -1;
-  o.disk_cache_dir = nullptr;
-  o.redis_host = nullptr;
-  o.cache_salt = nullptr;
-  o.kv_dtype = static_cast<int32_t>(d.kv_dtype);
+  detinfer::capi::from_session_options(d, &o);  // the C++ defaults are representable
   return o;
 }
 

@@ -94,4 +94,34 @@ constexpr std::size_t kGenerationFieldCount =
         DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_FIELD);
 #undef DETINFER_COUNT_FIELD
 
+// One help line per field, in for_each_field's order (command-line help, bindings' docs);
+// the range in words comes from FieldSpec::range.
+struct FieldDoc {
+  const char* key;
+  const char* doc;
+};
+constexpr FieldDoc kGenerationFieldDocs[] = {
+    {"max_new_tokens", "Tokens to generate"},
+    {"temperature", "Sampling temperature (0 = greedy)"},
+    {"top_k", "Keep the k most likely tokens (0 = off)"},
+    {"top_p", "Nucleus sampling: keep the most likely tokens up to this mass (1 = off)"},
+    {"min_p", "Drop tokens below this fraction of the top probability (0 = off)"},
+    {"repetition_penalty", "Penalty of tokens already in the prompt or output (1 = off)"},
+    {"presence_penalty", "Subtracted from the logit of every token already generated"},
+    {"frequency_penalty", "Subtracted once per earlier occurrence of a generated token"},
+    {"num_return_sequences", "Samples (or best beams) to return"},
+    {"first_sample_index", "Philox stream of the first sample (later samples follow)"},
+    {"num_beams", "Beam search width (1 = off)"},
+    {"length_penalty", "Beam search length penalty"},
+    {"early_stopping", "Beam search stops when num_beams hypotheses are finished"},
+    {"logprobs", "Top-N logprobs per step"},
+    {"ignore_eos", "Generate max-new-tokens even past eos"},
+    {"seed", "Sampling seed (default: drawn and reported)"},
+    {"stop_token_ids", "Stop token ids instead of the model's eos ids"},
+    {"stop_strings", "Stop string (repeatable)"},
+};
+static_assert(sizeof(kGenerationFieldDocs) / sizeof(kGenerationFieldDocs[0]) ==
+                  kGenerationFieldCount,
+              "every GenerationConfig field needs its help line in kGenerationFieldDocs");
+
 }  // namespace detinfer::core

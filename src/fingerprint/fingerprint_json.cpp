@@ -88,6 +88,7 @@ json to_json_object(const RunFingerprint& fp) {
                    {"device", n.device}};
   // Absent for the default, so f32 fingerprints are the same bytes as before kv_dtype.
   if (n.kv_dtype != "f32") j["numerics"]["kv_dtype"] = n.kv_dtype;
+  if (!n.weight_format.empty()) j["numerics"]["weight_format"] = n.weight_format;
   const auto& d = fp.device;
   j["device"] = {{"cpu_model", d.cpu_model},
                  {"cpu_flags", d.cpu_flags},
@@ -256,6 +257,7 @@ void read_numerics(ObjectReader n, FingerprintNumerics& out) {
            "' is not one of f32, bf16, f16");
     }
   }
+  if (n.has("weight_format")) out.weight_format = n.string("weight_format");  // absent = stored
   n.done();
 }
 

@@ -17,6 +17,7 @@
 #include "detinfer/session.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "session/numerics_identity.h"
 
 namespace detinfer {
 
@@ -28,7 +29,9 @@ class CacheBridge final : public PrefixProvider, public EngineObserver {
   // Opens the caches the options enable (Error(kInvalidArgument) naming the option,
   // Error(kUnavailable) when a cache directory cannot be opened). `model` must outlive
   // this bridge.
-  CacheBridge(const SessionOptions& options, const Model& model, const Hash128& tokenizer_hash);
+  // `numerics` keys both caches (session/numerics_identity.h).
+  CacheBridge(const SessionOptions& options, const Model& model, const NumericsIdentity& numerics,
+              const Hash128& tokenizer_hash);
 
   // Whether the engine should get this bridge as its prefix provider.
   bool has_prefix_cache() const { return prefix_ != nullptr && prefix_->enabled(); }
@@ -62,8 +65,8 @@ class CacheBridge final : public PrefixProvider, public EngineObserver {
   const Model& model_;
   const Hash128 tokenizer_hash_;
   std::unique_ptr<PrefixCache> prefix_;
-  KvDType kv_dtype_;         // storage of K/V: a non-f32 one keys results apart
-  std::string prefix_salt_;  // cache_salt, plus the GPU model for non-canonical CUDA KV
+  const NumericsIdentity numerics_;
+  const std::string prefix_salt_;  // prefix_salt(numerics_, cache_salt)
   std::once_flag prefix_opened_;
   std::unique_ptr<ResultCache> results_;
   bool serve_results_ = false;  // result cache on and canonical mode

@@ -11,30 +11,17 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "session/distribution_stats.h"
+#include "session/session_fields.h"
 #include "session/session_impl.h"
 
 namespace detinfer {
 
 namespace {
-void check_range(const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
-  if (v < lo || v > hi) {
-    fail(ErrorCode::kInvalidArgument, "SessionOptions.", field, " must be in [", lo, ", ", hi,
-         "], got ", v);
-  }
-}
-
 SessionOptions resolve_options(SessionOptions o) {
   if (o.threads == 0) {
     o.threads = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
-  check_range("threads", o.threads, 1, 1024);
-  check_range("kv_block_size", o.kv_block_size, 1, 1024);
-  check_range("max_batch", o.max_batch, 1, 4096);
-  check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
-  check_range("max_queue", o.max_queue, 1, 1 << 20);
-  check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
-  check_range("distribution_interval", o.distribution_interval, 0, 1 << 20);
-  check_range("distribution_window", o.distribution_window, 2, 1 << 20);
+  check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
   try {
     o.device = to_string(parse_device(o.device));
   } catch (const Error& e) {
@@ -138,9 +125,10 @@ void DeterministicSession::Impl::build_pipeline(const EngineOptions& eo, std::ui
     fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (", options.kv_budget_bytes,
          ") is smaller than one KV block");
   }
-  caches = std::make_shared<CacheBridge>(options, *model, tokenizer_hash);
+  numerics = build_numerics_identity(options, *model);
+  caches = std::make_shared<CacheBridge>(options, *model, numerics, tokenizer_hash);
   telemetry = std::make_shared<Telemetry>(
-      options, session_base_fingerprint(options, *model, tokenizer_hash), caches);
+      options, session_base_fingerprint(options, *model, numerics, tokenizer_hash), caches);
   replayer =
       std::make_unique<Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
   if (options.consistency.enabled) {

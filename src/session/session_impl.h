@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "session/cache_bridge.h"
+#include "session/numerics_identity.h"
 #include "session/replay.h"
 #include "session/request_prep.h"
 #include "session/telemetry.h"
@@ -24,7 +25,8 @@
 namespace detinfer {
 
 struct DeterministicSession::Impl {
-  SessionOptions options;  // resolved
+  SessionOptions options;     // resolved
+  NumericsIdentity numerics;  // built at open from the options and the loaded model
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;
   // Chat templates and generation defaults of the model folder; the tokenizer hash the

@@ -58,24 +58,20 @@ void export_totals(const CacheMetrics& m, const CacheTotals& now, const CacheTot
 }  // namespace
 
 RunFingerprint session_base_fingerprint(const SessionOptions& o, const Model& model,
+                                        const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash) {
   RunFingerprint b;
   set_host_groups(b);
   const DeviceInfo dev = model.device_info();
-  const bool cuda = dev.device != "cpu";
-  b.numerics.mode = to_string(model.mode());
-  b.numerics.spec_version = kNumericsSpecVersion;
-  b.numerics.kernel_isa = cuda ? "cuda"
-                          : model.mode() == NumericsMode::kCanonical
+  fill_fingerprint(numerics, dev.driver, b);
+  // Recorded beside the identity: canonical bits do not depend on them.
+  b.numerics.kernel_isa = numerics.device_class != "cpu" ? "cuda"
+                          : numerics.mode == NumericsMode::kCanonical
                               ? kernels::to_string(kernels::active_isa())
                               : "torch";
   b.numerics.threads = o.threads;
-  b.numerics.device = dev.device;
-  b.numerics.kv_dtype = to_string(o.kv_dtype);
-  if (cuda) b.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
   b.model.fingerprint = model.fingerprint();
   b.model.architecture = to_string(model.config().architecture);
-  b.model.weight_dtype = kernels::to_string(model.config().weight_dtype);
   b.tokenizer_hash = tokenizer_hash;
   return b;
 }

@@ -20,12 +20,15 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "session/cache_bridge.h"
+#include "session/numerics_identity.h"
 
 namespace detinfer {
 
 // The groups of a session's fingerprints that do not depend on the request: host,
-// numerics, model and tokenizer (`tokenizer_hash` zero without a tokenizer).
+// numerics (from `numerics`), model and tokenizer (`tokenizer_hash` zero without a
+// tokenizer).
 RunFingerprint session_base_fingerprint(const SessionOptions& options, const Model& model,
+                                        const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash);
 
 class Telemetry final : public EngineObserver {
