@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/byte_budget.h"
+#include "core/json_reader.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
 
@@ -28,11 +30,14 @@ const char* const kNotChat[] = {"prompt", "echo", "suffix", "best_of"};
 
 bool has(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
-detinfer::ChatTemplateOptions template_options(const json& body) {
+// `ordered` is the body with the client's key order: tools and chat_template_kwargs reach
+// the template as sent (transformers keeps a dict's insertion order).
+detinfer::ChatTemplateOptions template_options(const json& body,
+                                               const nlohmann::ordered_json& ordered) {
   detinfer::ChatTemplateOptions o;
   if (has(body, "tools")) {
     if (!body["tools"].is_array()) reject("tools", "'tools' must be an array");
-    o.tools_json = body["tools"].dump();
+    o.tools_json = ordered["tools"].dump();
   }
   if (has(body, "tool_choice")) {
     const json& c = body["tool_choice"];
@@ -49,7 +54,7 @@ detinfer::ChatTemplateOptions template_options(const json& body) {
     if (!body["chat_template_kwargs"].is_object()) {
       reject("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     }
-    o.extra_variables_json = body["chat_template_kwargs"].dump();
+    o.extra_variables_json = ordered["chat_template_kwargs"].dump();
   }
   if (has(body, "add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean()) {
@@ -125,22 +130,42 @@ void check_keys(const json& body) {
   }
 }
 
+// Issue 33: parsing, rendering and tokenizing a chat body holds up to ~kCostPerByte times
+// its size at the peak (a 1 MB body: tens of MB). Concurrent parses share one budget (64
+// concurrent 1 MB bodies took the server to 2-3 GB), and a large one gives the freed heap
+// back when it is done (glibc kept it: RSS stayed at 1-3 GB while idle).
+constexpr std::int64_t kCostPerByte = 32;
+constexpr std::int64_t kLargeBody = 64 << 10;
+
+detinfer::core::ByteBudget& parse_budget() {
+  static detinfer::core::ByteBudget budget(std::int64_t{256} << 20);
+  return budget;
+}
+
 }  // namespace
 
 ChatParseOutcome parse_chat_request(const std::string& body_text, const std::string& served_model,
                                     const detinfer::DeterministicSession& session) {
+  const detinfer::core::ByteBudget::Lease lease(
+      parse_budget(), kCostPerByte * static_cast<std::int64_t>(body_text.size()),
+      kCostPerByte * kLargeBody);
   ChatParseOutcome out;
   try {
     const json body = parse_body(body_text);  // hardened: UTF-8, NUL, depth, 1e400
     if (!body.is_object()) reject("", "request body must be a JSON object");
     check_keys(body);
+    // The same text keeping its key order (parse_body already checked it; nlohmann::json
+    // sorts keys, which would reorder tools and tool-call arguments).
+    const nlohmann::ordered_json ordered =
+        detinfer::core::parse_json_ordered(body_text, {64, body_text.size() + 1, true},
+                                           detinfer::ErrorCode::kInvalidArgument, "request body");
     ChatRequest req;
     try {
-      req.messages = detinfer::chat_messages_from_json(body["messages"].dump());
+      req.messages = detinfer::chat_messages_from_json(ordered["messages"].dump());
     } catch (const detinfer::Error& e) {
       reject(e.field().empty() ? "messages" : e.field(), e.message());
     }
-    req.template_options = template_options(body);
+    req.template_options = template_options(body, ordered);
     const std::vector<std::int32_t> prompt = render(session, req.messages, req.template_options);
     const json cbody = completion_body(body, prompt, session);
     ParseOutcome p = parse_completion_request(cbody.dump(), served_model, session);
