@@ -23,9 +23,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_hostile import rss_kib, start_server  # noqa: E402
+from serve_hostile import start_server  # noqa: E402
 from soak import answer as completion_answer  # noqa: E402
-from soak import leave_early  # noqa: E402
+from soak import leave_early, run_clients  # noqa: E402
 
 MESSAGES = [[{"role": "user", "content": "Name a fox."}],
             [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "h\u00e9llo"}],
@@ -152,14 +152,7 @@ def main():
                     with lock:
                         stats["errors"].append(repr(e)[:200])
 
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)]
-        for t in threads:
-            t.start()
-        time.sleep(a.duration * 0.1)
-        warm["rss_kib"] = rss_kib(proc.pid)
-        for t in threads:
-            t.join()
-        end_rss = rss_kib(proc.pid)
+        warm["rss_kib"], end_rss = run_clients(client, a.clients, a.duration, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
