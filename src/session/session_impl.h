@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "chat/chat_templates.h"
+#include "core/byte_budget.h"
 #include "detinfer/consistency_monitor.h"
 #include "detinfer/session.h"
 #include "engine/engine.h"
@@ -24,6 +25,14 @@
 
 namespace detinfer {
 
+// encode_chat's memory budget (issue 33): rendering and tokenizing a conversation hold up to
+// kChatCostPerByte times its bytes at their peak (measured: ~23 MB for a 1 MB message on
+// the tiny model's tokenizer); concurrent calls share kChatBudgetBytes, and a call over
+// kChatTrimBytes gives the freed heap back when it ends.
+inline constexpr std::int64_t kChatCostPerByte = 24;
+inline constexpr std::int64_t kChatBudgetBytes = std::int64_t{256} << 20;
+inline constexpr std::int64_t kChatTrimBytes = kChatCostPerByte * (std::int64_t{64} << 10);
+
 struct DeterministicSession::Impl {
   SessionOptions options;     // resolved
   NumericsIdentity numerics;  // built at open from the options and the loaded model
@@ -34,6 +43,8 @@ struct DeterministicSession::Impl {
   chat::ChatTemplates chat_templates;
   GenerationConfig generation_defaults;
   Hash128 tokenizer_hash;
+  // What concurrent encode_chat calls may hold at once (session_chat.cpp).
+  core::ByteBudget chat_budget{kChatBudgetBytes};
   void load_chat(const std::string& model_dir);
 
   // The pipeline, in the order a request passes it (all set by build_pipeline()).

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "command_registry.h"
+#include "core/memory_limits.h"
 #include "detinfer/error.h"
 #include "detinfer/session.h"
 #include "http/http_server.h"
@@ -191,6 +192,9 @@ void write_port_file(const std::string& path, int port) {
 }
 
 int run_serve(ServeOptions o) {
+  // Before any thread starts: freed request memory in few arenas, which large chat
+  // requests give back (chat_protocol.cpp; issue 33).
+  detinfer::limit_heap_arenas(4);
   install_signal_handlers();
   raise_descriptor_limit();
   if (o.model_name.empty()) {
