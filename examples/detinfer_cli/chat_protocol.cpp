@@ -21,8 +21,7 @@ const char* const kChatOnly[] = {"messages",
                                  "logprobs",
                                  "top_logprobs",
                                  "max_tokens",
-                                 "max_completion_tokens",
-                                 "response_format"};
+                                 "max_completion_tokens"};
 // Completions-only keys a chat request must not carry.
 const char* const kNotChat[] = {"prompt", "echo", "suffix", "best_of"};
 
@@ -56,12 +55,6 @@ detinfer::ChatTemplateOptions template_options(const json& body) {
       reject("add_generation_prompt", "'add_generation_prompt' must be a boolean");
     }
     o.add_generation_prompt = body["add_generation_prompt"].get<bool>();
-  }
-  if (has(body, "response_format")) {
-    const json& f = body["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text") {
-      reject("response_format", "only {\"type\": \"text\"} is supported");
-    }
   }
   return o;
 }

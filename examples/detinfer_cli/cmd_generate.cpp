@@ -5,6 +5,9 @@
 #include <sstream>
 
 #include "command_registry.h"
+#include "core/generation_fields.h"
+#include "core/json_reader.h"
+#include "core/vocabulary.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
@@ -32,6 +35,8 @@ struct GenerateOptions {
   std::vector<std::string> stop;
   std::int32_t logprobs = 0;
   bool ignore_eos = false;
+  std::string response_format;  // text, json_object or json_schema
+  std::string json_schema;      // file holding a JSON Schema (implies json_schema)
   bool json = false;
   bool stream = false;
   std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
@@ -53,6 +58,36 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
     }
   }
   return ids;
+}
+
+// --response-format / --json-schema; the schema itself is checked by the session.
+detinfer::ResponseFormat response_format(const GenerateOptions& o) {
+  detinfer::ResponseFormat f;
+  if (!o.response_format.empty()) {
+    const auto t = detinfer::core::parse_response_format_type(o.response_format);
+    if (!t) {
+      throw detinfer::Error(
+          detinfer::ErrorCode::kInvalidArgument,
+          "--response-format: '" + o.response_format + "' is not text, json_object or json_schema",
+          "response_format");
+    }
+    f.type = *t;
+  }
+  if (!o.json_schema.empty()) {
+    if (!o.response_format.empty() && f.type != detinfer::ResponseFormatType::kJsonSchema) {
+      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                            "--json-schema needs --response-format json_schema (or none)",
+                            "response_format");
+    }
+    f.type = detinfer::ResponseFormatType::kJsonSchema;
+    f.json_schema = detinfer::core::read_file_bounded(
+        o.json_schema, detinfer::core::kMaxJsonSchemaBytes, "--json-schema");
+  } else if (f.type == detinfer::ResponseFormatType::kJsonSchema) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "--response-format json_schema needs --json-schema FILE",
+                          "response_format");
+  }
+  return f;
 }
 
 nlohmann::json sequence_json(const detinfer::Sequence& s) {
@@ -109,6 +144,7 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
   c.stop_strings = o.stop;
   c.logprobs = o.logprobs;
   c.ignore_eos = o.ignore_eos;
+  c.response_format = response_format(o);
   const detinfer::Prompt prompt =
       o.prompt_ids.empty() ? detinfer::Prompt(o.prompt) : detinfer::Prompt(parse_ids(o.prompt_ids));
   detinfer::TokenCallback on_token;
@@ -178,6 +214,10 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--logprobs", o->logprobs, "Top-N logprobs per step (0..20)")
           ->capture_default_str();
       sub.add_flag("--ignore-eos", o->ignore_eos, "Generate max-new-tokens even past eos");
+      sub.add_option("--response-format", o->response_format,
+                     "text, json_object (any JSON object) or json_schema (docs/structured.md)");
+      sub.add_option("--json-schema", o->json_schema,
+                     "File with a JSON Schema the output must follow (implies json_schema)");
       sub.add_flag("--json", o->json, "Print one JSON object");
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
       sub.add_option("--fingerprint", o->fingerprint,

@@ -9,6 +9,7 @@
 
 #include "core/generation_fields.h"
 #include "openai_protocol.h"
+#include "response_format_param.h"
 
 namespace detinfer_cli {
 
@@ -83,7 +84,11 @@ struct ReadField {
 
   template <typename T>
   void operator()(const FieldSpec& f, T& member) const {
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_same_v<T, detinfer::ResponseFormat>) {
+      const std::string param = openai_param(f.key);
+      if (body.contains(param) && !body[param].is_null())
+        member = read_response_format(body[param]);
+    } else if constexpr (std::is_arithmetic_v<T>) {
       if (listed(kNotParams, f.key) || listed(kReadApart, f.key)) return;
       const std::string param = openai_param(f.key);
       if (!body.contains(param) || body[param].is_null()) return;
