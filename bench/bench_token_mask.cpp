@@ -3,8 +3,8 @@
 // shaped like a byte-level BPE one (the size of Qwen2.5's): single bytes, words with and
 // without a leading space, capitalized words, digit runs, punctuation runs, whitespace
 // runs. Prints, for automaton states from cheapest to the worst case (inside a free
-// string, where nearly every token stays alive), the median milliseconds per mask, the
-// trie nodes walked and the allowed tokens. A plain program, no Google Benchmark.
+// string that an enum branch shadows, where every token is walked), the median milliseconds per
+// mask, the trie nodes walked and the allowed tokens. A plain program, no Google Benchmark.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
       R"({"type":"object","properties":{"name":{"type":"string"},)"
       R"("age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","b"]}}},)"
       R"("required":["name","age","tags"],"additionalProperties":false})";
+  const char* kAmbiguous = R"({"anyOf":[{"type":"string","maxLength":50},)"
+                           R"({"type":"string","minLength":1}]})";
+  const char* kShadowed = R"({"anyOf":[{"type":"string"},{"enum":["abc","abd"]}]})";
   // Properties are generated in the order of their names (age, name, tags).
   const Case cases[] = {
       {"value start (expects {)", kObj, ""},
@@ -79,7 +82,11 @@ int main(int argc, char** argv) {
       {"inside a key", kObj, "{\"ag"},
       {"inside an integer", kObj, "{\"age\":1"},
       {"any value (json_object)", nullptr, "{\"k\":"},
-      {"inside a free string (worst)", kObj, "{\"age\":1,\"name\":\"ab"},
+      {"inside a free string", kObj, "{\"age\":1,\"name\":\"ab"},
+      // Two live string branches: the fast path still applies.
+      {"string in 2 anyOf branches", kAmbiguous, "\"ab"},
+      // A string beside an enum branch: no fast path, every token is walked (the worst).
+      {"string beside an enum (worst)", kShadowed, "\"ab"},
   };
   std::printf("%-32s %10s %12s %10s\n", "state", "ms/mask", "allowed", "ns/node");
   for (const Case& c : cases) {

@@ -1,5 +1,6 @@
 #include "decode/json_automaton.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/check.h"
@@ -82,13 +83,19 @@ bool JsonState::can_end() const {
 }
 
 std::int64_t JsonState::string_room() const {
-  if (ends_.size() != 1 || frames_.empty()) return -1;
-  const Frame& f = frames_.back();
-  const Node& n = g_->nodes[f.node];
-  if (n.kind != NodeKind::kString || !n.format.empty() || f.phase != kSBody || f.b != 0) {
-    return -1;
+  std::int64_t room = -1;
+  std::size_t begin = 0;
+  for (const std::uint16_t end : ends_) {
+    if (end == begin) return -1;  // a complete value accepts nothing
+    const Frame& f = frames_[end - 1];
+    const Node& n = g_->nodes[f.node];
+    if (n.kind != NodeKind::kString || !n.format.empty() || f.phase != kSBody || f.b != 0) {
+      return -1;
+    }
+    room = std::max<std::int64_t>(room, static_cast<std::int64_t>(n.max_length) - f.a);
+    begin = end;
   }
-  return static_cast<std::int64_t>(n.max_length) - f.a;
+  return room;
 }
 
 void JsonState::enter(std::vector<Frame>& s, std::int32_t node, std::uint8_t c, Sink& out) const {

@@ -77,10 +77,10 @@ class JsonState {
   bool dead() const { return ends_.empty(); }
   // The value is complete and nothing may follow it.
   bool done() const;
-  // Inside a free string (no format) of the only live branch, between characters: how
-  // many more characters it may take (its maxLength less what it holds). Any "plain"
-  // text (no control character, quote or backslash) of at most that many characters
-  // is then accepted whole; -1 otherwise.
+  // When every live branch is inside a free string (no format), between characters:
+  // the most characters one of them may still take (its maxLength less what it holds).
+  // A "plain" text (no control character, quote or backslash) of at most that many
+  // characters is then accepted (by the branches with room for it); -1 otherwise.
   std::int64_t string_room() const;
   // The text so far is a complete value (done(), or a root number or literal that a
   // longer one could still extend): a stop token may end it.
