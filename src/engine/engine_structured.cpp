@@ -70,7 +70,10 @@ const std::vector<std::uint8_t>* Engine::Impl::token_mask(const Group& g, const 
 bool Engine::Impl::advance_structure(const Group& g, SeqState& s, std::int32_t token) {
   if (!s.json) return false;
   const auto& stop_ids = *g.req.config.stop_token_ids;
-  if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) return false;
+  if (!g.req.config.ignore_eos &&
+      std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
+    return false;  // the sample ends here; its text is complete (the mask allowed it)
+  }
   const bool ok = s.json->advance(trie->piece(token));
   DETINFER_INTERNAL_CHECK(ok);  // the mask allowed only tokens the state accepts
   return s.json->done();
