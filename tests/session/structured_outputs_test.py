@@ -48,7 +48,7 @@ def main():
           f"{stop} complete and valid, {length} hit max_tokens")
     # A random-weight model completes bounded structures; most outputs must be complete.
     assert stop >= 0.8 * len(lines), (stop, len(lines))
-    assert len(schemas_seen) >= 0.8 * a.schemas, len(schemas_seen)
+    assert len(schemas_seen) >= 500, len(schemas_seen)  # the acceptance: >= 500 schemas
 
 
 if __name__ == "__main__":
