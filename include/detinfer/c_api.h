@@ -138,11 +138,23 @@ typedef struct dti_generation_config {
   size_t num_stop_strings;
   int32_t logprobs;   /* top-N logprobs per step 0..20 (dti_result_logprob) */
   int32_t ignore_eos; /* 0 */
+  /* Structured output (docs/structured.md): a dti_response_format; json_schema is the
+   * JSON Schema text (NUL-terminated) with DTI_RESPONSE_JSON_SCHEMA, NULL otherwise. */
+  int32_t response_format;
+  const char* json_schema;
 } dti_generation_config;
 
-/* struct_size of the first version (0.1: the whole struct above). */
+typedef enum dti_response_format {
+  DTI_RESPONSE_TEXT = 0,
+  DTI_RESPONSE_JSON_OBJECT = 1,
+  DTI_RESPONSE_JSON_SCHEMA = 2
+} dti_response_format;
+
+/* struct_size of the first version (0.1: up to ignore_eos). */
 #define DTI_GENERATION_CONFIG_SIZE_V1 \
   ((uint32_t)(offsetof(dti_generation_config, ignore_eos) + sizeof(int32_t)))
+/* struct_size of the second version (response_format, json_schema). */
+#define DTI_GENERATION_CONFIG_SIZE_V2 ((uint32_t)sizeof(dti_generation_config))
 
 DETINFER_API dti_generation_config dti_generation_config_default(void);
 

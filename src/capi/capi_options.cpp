@@ -11,8 +11,10 @@
 
 // The first released layouts: a caller compiled against 0.1's c_api.h passes these sizes.
 static_assert(DTI_SESSION_OPTIONS_SIZE_V1 == 48, "dti_session_options v1 layout changed");
-static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == sizeof(dti_generation_config),
-              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V2");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == offsetof(dti_generation_config, response_format),
+              "dti_generation_config v1 layout changed");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V2 == sizeof(dti_generation_config),
+              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V3");
 
 namespace detinfer::capi {
 namespace {
@@ -178,9 +180,10 @@ dti_status from_session_options(const SessionOptions& in, dti_session_options* o
                 "dti_generation_config." #member " must have GenerationConfig's type");
 DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_FIELD_TYPE)
 #undef DETINFER_C_FIELD_TYPE
-// The other fields (seed, stop_token_ids, stop_strings) are converted by hand below.
+// The other fields (seed, stop_token_ids, stop_strings, response_format) are converted
+// by hand below.
 #define DETINFER_COUNT_C_FIELD(...) +1
-static_assert(0 DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_C_FIELD) == 3,
+static_assert(0 DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_C_FIELD) == 4,
               "a new non-scalar GenerationConfig field needs its C conversion here");
 #undef DETINFER_COUNT_C_FIELD
 
@@ -210,14 +213,37 @@ dti_status lists_to_cxx(const char* function, const dti_generation_config& c,
   return DTI_OK;
 }
 
+dti_status format_to_cxx(const char* function, const dti_generation_config& c,
+                         GenerationConfig* out) {
+  if (c.response_format < DTI_RESPONSE_TEXT || c.response_format > DTI_RESPONSE_JSON_SCHEMA) {
+    return set_error(DTI_INVALID_ARGUMENT,
+                     std::string(function) +
+                         ": response_format must be 0 (text), 1 (json_object) "
+                         "or 2 (json_schema), got " +
+                         std::to_string(c.response_format));
+  }
+  out->response_format.type = static_cast<ResponseFormatType>(c.response_format);
+  out->response_format.json_schema.clear();
+  if (c.response_format == DTI_RESPONSE_JSON_SCHEMA) {
+    if (c.json_schema == nullptr) return null_argument(function, "json_schema");
+    out->response_format.json_schema = c.json_schema;
+  } else if (c.json_schema != nullptr) {
+    return set_error(DTI_INVALID_ARGUMENT, std::string(function) +
+                                               ": json_schema must be NULL unless "
+                                               "response_format is DTI_RESPONSE_JSON_SCHEMA");
+  }
+  return DTI_OK;
+}
+
 }  // namespace
 
 dti_status to_generation_config(const char* function, const dti_generation_config* in,
                                 GenerationConfig* out) {
   if (in == nullptr) return DTI_OK;  // defaults
   dti_generation_config c = dti_generation_config_default();
-  if (dti_status s = read_versioned(function, "dti_generation_config", *in,
-                                    {DTI_GENERATION_CONFIG_SIZE_V1}, &c);
+  if (dti_status s =
+          read_versioned(function, "dti_generation_config", *in,
+                         {DTI_GENERATION_CONFIG_SIZE_V1, DTI_GENERATION_CONFIG_SIZE_V2}, &c);
       s != DTI_OK) {
     return s;
   }
@@ -226,6 +252,7 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
   DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_TO_CXX)
 #undef DETINFER_C_TO_CXX
   out->seed = c.has_seed != 0 ? std::optional<std::uint64_t>(c.seed) : std::nullopt;
+  if (dti_status s = format_to_cxx(function, c, out); s != DTI_OK) return s;
   return lists_to_cxx(function, c, out);
 }
 
@@ -236,6 +263,8 @@ void from_generation_config(const GenerationConfig& in, dti_generation_config* o
 #undef DETINFER_CXX_TO_C
   out->has_seed = in.seed.has_value() ? 1 : 0;
   out->seed = in.seed.value_or(0);
+  out->response_format = static_cast<std::int32_t>(in.response_format.type);
+  out->json_schema = nullptr;  // a C caller sets its own text
 }
 
 TokenCallback to_callback(dti_token_callback cb, void* user_data) {

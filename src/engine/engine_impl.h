@@ -15,6 +15,7 @@
 #include "decode/beam_search.h"
 #include "decode/sampler.h"
 #include "decode/stop_matcher.h"
+#include "decode/token_trie.h"
 #include "detinfer/fingerprint.h"
 #include "engine/block_table.h"
 #include "engine/engine.h"
@@ -37,6 +38,7 @@ struct SeqState {
   Sequence out;
   std::optional<Tokenizer::StreamDecoder> decoder;
   std::optional<decode::StopMatcher> stops;
+  std::optional<decode::JsonState> json;  // constrained decoding: the text's position
   bool finished = false;
   EngineClock::time_point last_token;
 };
@@ -53,6 +55,7 @@ struct Group {
   std::vector<SeqState> seqs;  // one while prefilling
   std::unique_ptr<decode::BeamSearch> beam;
   std::vector<Sequence> beam_results;
+  std::shared_ptr<const decode::JsonGrammar> grammar;  // response_format; null for text
   EngineClock::time_point admitted;
   std::optional<EngineClock::time_point> first_token;
   EngineClock::time_point last_token;  // of sample 0 / of the beam search
@@ -120,6 +123,10 @@ struct Engine::Impl {
   // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
   // steps so that each step does not map, fault in and unmap fresh pages. Scheduler only.
   std::vector<float> step_logits;
+  // Constrained decoding: the vocabulary's token texts, built at the first request with a
+  // response_format (engine_structured.cpp). Scheduler only.
+  std::unique_ptr<decode::TokenTrie> trie;
+  std::vector<std::uint8_t> allowed;  // the mask of the sequence being sampled
   // Promises of failed requests, kept until the engine is destroyed: the exception's
   // reference count lives in (uninstrumented) libstdc++, so dropping the last reference on
   // this thread while the caller still reads the Error looks like a race to TSAN.
@@ -171,12 +178,18 @@ struct Engine::Impl {
 
   // --- output internals (engine_output.cpp only).
   void prefill_done(Group& g, const float* row);
+  // Constrained decoding (engine_structured.cpp): compiles the request's response format
+  // and starts each sample's automaton; the mask of a sample's next token (stop tokens
+  // only where the value may end); advancing by the chosen token (true: complete).
+  void start_structure(Group& g);
+  const std::vector<std::uint8_t>* token_mask(const Group& g, const SeqState& s);
+  bool advance_structure(const Group& g, SeqState& s, std::int32_t token);
   void sample_step(Group& g, SeqState& s, const float* row);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);
   void beam_finish(Group& g);
   void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
-                    std::uint64_t digest, const float* row);
+                    std::uint64_t digest, const float* row, bool complete = false);
   void finish_seq(Group& g, SeqState& s, FinishReason reason);
   void publish_generated(const Group& g, const SeqState& s);
   void release_group(Group& g);

@@ -75,6 +75,7 @@ void Engine::Impl::prefill_done(Group& g, const float* row) {
     s.stops.emplace(g.req.config.stop_strings);
     s.last_token = g.req.submitted;
   }
+  start_structure(g);
   for (std::int32_t i = 0; i < n; ++i) sample_step(g, g.seqs[i], row);
 }
 
@@ -82,18 +83,19 @@ void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
   const auto step = static_cast<std::uint64_t>(s.generated.size());
   const decode::TokenChoice c =
       decode::choose_token(g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
-                           static_cast<std::uint32_t>(s.sample_index), step);
+                           static_cast<std::uint32_t>(s.sample_index), step, token_mask(g, s));
+  const bool complete = advance_structure(g, s, c.token);
   StepLogprobs lp;
   lp.token = c.token;
   lp.logprob = c.logprob;
   lp.top = c.top;
   s.out.score += static_cast<double>(c.logprob);
   append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
-               logits_digest(row, static_cast<std::size_t>(vocab)), row);
+               logits_digest(row, static_cast<std::size_t>(vocab)), row, complete);
 }
 
 void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
-                                std::uint64_t digest, const float* row) {
+                                std::uint64_t digest, const float* row, bool complete) {
   const GenerationConfig& c = g.req.config;
   const auto now = EngineClock::now();
   if (!g.first_token) g.first_token = now;
@@ -116,11 +118,12 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   const bool stop_token =
       !c.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
   const bool at_length = static_cast<std::int32_t>(s.generated.size()) >= c.max_new_tokens;
+  const bool last = stop_token || at_length || complete;
   std::string piece;
   if (s.decoder && !stop_token) piece = s.decoder->push(token);
-  if (s.decoder && (stop_token || at_length)) piece += s.decoder->flush();
+  if (s.decoder && last) piece += s.decoder->flush();
   decode::StopMatcher::Result r = s.stops->push(piece);
-  if ((stop_token || at_length) && !r.stopped) r.emit += s.stops->flush();
+  if (last && !r.stopped) r.emit += s.stops->flush();
   s.out.text += r.emit;
   TokenEvent ev;
   ev.token = token;
@@ -128,7 +131,7 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   ev.logprobs = lp != nullptr ? &s.out.logprobs.back() : nullptr;
   ev.sample_index = s.sample_index;
   ev.step = step;
-  if (stop_token || r.stopped) {
+  if (stop_token || r.stopped || complete) {
     finish_seq(g, s, FinishReason::kStop);
   } else if (at_length) {
     finish_seq(g, s, FinishReason::kLength);

@@ -5,6 +5,9 @@
 #include <sstream>
 
 #include "command_registry.h"
+#include "core/generation_fields.h"
+#include "core/json_reader.h"
+#include "core/vocabulary.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
@@ -40,6 +43,36 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
     }
   }
   return ids;
+}
+
+// --response-format / --json-schema; the schema itself is checked by the session.
+detinfer::ResponseFormat response_format(const GenerateOptions& o) {
+  detinfer::ResponseFormat f;
+  if (!o.response_format.empty()) {
+    const auto t = detinfer::core::parse_response_format_type(o.response_format);
+    if (!t) {
+      throw detinfer::Error(
+          detinfer::ErrorCode::kInvalidArgument,
+          "--response-format: '" + o.response_format + "' is not text, json_object or json_schema",
+          "response_format");
+    }
+    f.type = *t;
+  }
+  if (!o.json_schema.empty()) {
+    if (!o.response_format.empty() && f.type != detinfer::ResponseFormatType::kJsonSchema) {
+      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                            "--json-schema needs --response-format json_schema (or none)",
+                            "response_format");
+    }
+    f.type = detinfer::ResponseFormatType::kJsonSchema;
+    f.json_schema = detinfer::core::read_file_bounded(
+        o.json_schema, detinfer::core::kMaxJsonSchemaBytes, "--json-schema");
+  } else if (f.type == detinfer::ResponseFormatType::kJsonSchema) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "--response-format json_schema needs --json-schema FILE",
+                          "response_format");
+  }
+  return f;
 }
 
 nlohmann::json sequence_json(const detinfer::Sequence& s) {

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/generation_fields.h"
+#include "core/json_reader.h"
+#include "core/vocabulary.h"
 
 namespace detinfer_cli {
 
@@ -29,6 +31,32 @@ std::string help_of(const detinfer::core::FieldSpec& spec) {
   const std::size_t at = range.find("{}");
   if (at != std::string::npos) range.replace(at, 2, "the model's");
   return help + ": " + range;
+}
+
+// response_format is two flags: --response-format TYPE and --json-schema FILE (which
+// implies json_schema). The schema itself is checked when the request is submitted.
+void add_response_format_flags(CLI::App& app, detinfer::ResponseFormat& f,
+                               const std::string& help) {
+  app.add_option_function<std::string>(
+      "--response-format",
+      [&f](const std::string& name) {
+        const auto t = detinfer::core::parse_response_format_type(name);
+        if (!t) {
+          throw CLI::ValidationError("--response-format",
+                                     "'" + name + "' is not text, json_object or json_schema");
+        }
+        f.type = *t;
+      },
+      help);
+  app.add_option_function<std::string>(
+      "--json-schema",
+      [&f](const std::string& path) {
+        f.type = detinfer::ResponseFormatType::kJsonSchema;
+        f.json_schema = detinfer::core::read_file_bounded(path, detinfer::core::kMaxJsonSchemaBytes,
+                                                          "--json-schema");
+      },
+      "File with a JSON Schema the output must follow (implies json_schema; "
+      "docs/structured.md)");
 }
 
 }  // namespace
@@ -58,6 +86,8 @@ void add_generation_flags(CLI::App& app, detinfer::GenerationConfig& config) {
               ->delimiter(',');
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           app.add_option(names, member, help);
+        } else if constexpr (std::is_same_v<T, detinfer::ResponseFormat>) {
+          add_response_format_flags(app, member, help);
         } else {
           app.add_option(names, member, help)->capture_default_str();
         }

@@ -48,12 +48,6 @@ detinfer::ChatTemplateOptions template_options(const json& body,
     }
     o.add_generation_prompt = body["add_generation_prompt"].get<bool>();
   }
-  if (has(body, "response_format")) {
-    const json& f = body["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text") {
-      reject("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
   return o;
 }
 

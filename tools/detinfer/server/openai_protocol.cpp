@@ -76,8 +76,7 @@ const char* const kChatParams[] = {"messages",
                                    "add_generation_prompt",
                                    "logprobs",
                                    "top_logprobs",
-                                   "max_completion_tokens",
-                                   "response_format"};
+                                   "max_completion_tokens"};
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& key) {
