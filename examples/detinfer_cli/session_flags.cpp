@@ -401,7 +401,7 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = [] {
     std::vector<ConfigField> all;
     for (auto part : {session_rows(), prefix_cache_rows(), result_cache_rows(),
-                      observability_rows(), serve_rows()}) {
+                      observability_rows(), serve_rows(), api_key_rows()}) {
       for (auto& f : part) all.push_back(std::move(f));
     }
     return all;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "detinfer/session.h"
+#include "serve_auth.h"
 
 namespace detinfer_cli {
 
@@ -40,6 +41,7 @@ struct ToolConfig {
   detinfer::SessionOptions session;
   FingerprintLogOptions fingerprint_log;
   ServePolicyOptions policy;
+  ApiKeyOptions auth;  // serve only; keys themselves only from --api-key (never printed)
 };
 
 enum class FieldType : std::uint8_t { kBool, kInt, kDouble, kString, kEnum };
@@ -57,6 +59,8 @@ struct ConfigField {
 
 // Every row, in documentation order.
 const std::vector<ConfigField>& config_fields();
+// The serve-only rows auth.* (session_flags_auth.cpp; the keys themselves are flags only).
+std::vector<ConfigField> api_key_rows();
 
 // Adds the table's flags (except `exclude`d keys, and serve-only rows unless
 // `serve`) plus --config FILE and --print-config to `app`. After parsing, resolve()
