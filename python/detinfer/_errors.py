@@ -19,66 +19,32 @@ class Error(Exception):
         self.field = field
 
 
-class InvalidArgumentError(Error, ValueError):
-    """A caller-supplied value is out of range or malformed."""
-
-    code = "invalid_argument"
-    code_value = 1
+def _subclass(name: str, code: str, value: int, doc: str, *bases: type) -> type:
+    return type(name, (Error, *bases), {"code": code, "code_value": value, "__doc__": doc,
+                                         "__module__": "detinfer"})
 
 
-class NotFoundError(Error, LookupError):
-    """A file, tensor, token or entry does not exist."""
-
-    code = "not_found"
-    code_value = 2
-
-
-class CorruptError(Error):
-    """Stored data fails validation (bounds, checksum, format)."""
-
-    code = "corrupt"
-    code_value = 3
-
-
-class UnsupportedError(Error):
-    """A valid but unsupported architecture, dtype or component."""
-
-    code = "unsupported"
-    code_value = 4
-
-
-class ResourceExhaustedError(Error):
-    """A queue, budget or memory limit is full."""
-
-    code = "resource_exhausted"
-    code_value = 5
-
-
-class UnavailableError(Error):
-    """A backend or the session is down or closed."""
-
-    code = "unavailable"
-    code_value = 6
-
-
-class InternalError(Error):
-    """A broken invariant inside detinfer (a bug: please report it)."""
-
-    code = "internal"
-    code_value = 7
-
+# One row per detinfer::ErrorCode, in code order.
+InvalidArgumentError = _subclass("InvalidArgumentError", "invalid_argument", 1,
+                                 "A caller-supplied value is out of range or malformed.",
+                                 ValueError)
+NotFoundError = _subclass("NotFoundError", "not_found", 2,
+                          "A file, tensor, token or entry does not exist.", LookupError)
+CorruptError = _subclass("CorruptError", "corrupt", 3,
+                         "Stored data fails validation (bounds, checksum, format).")
+UnsupportedError = _subclass("UnsupportedError", "unsupported", 4,
+                             "A valid but unsupported architecture, dtype or component.")
+ResourceExhaustedError = _subclass("ResourceExhaustedError", "resource_exhausted", 5,
+                                   "A queue, budget or memory limit is full.")
+UnavailableError = _subclass("UnavailableError", "unavailable", 6,
+                             "A backend or the session is down or closed.")
+InternalError = _subclass("InternalError", "internal", 7,
+                          "A broken invariant inside detinfer (a bug: please report it).")
 
 _BY_CODE = {
     cls.code_value: cls
-    for cls in (
-        InvalidArgumentError,
-        NotFoundError,
-        CorruptError,
-        UnsupportedError,
-        ResourceExhaustedError,
-        UnavailableError,
-        InternalError,
-    )
+    for cls in (InvalidArgumentError, NotFoundError, CorruptError, UnsupportedError,
+                ResourceExhaustedError, UnavailableError, InternalError)
 }
 
 

@@ -56,8 +56,9 @@ def test_futures_work_with_as_completed_and_callbacks(session):
 
 
 def test_future_cancel_stops_generation(session):
-    fut = session.submit("cancel me", max_new_tokens=2000, ignore_eos=True, seed=1)
-    assert fut.cancel() is False
+    # Whether the engine stops early depends on timing: both outcomes are checked.
+    fut = session.submit("cancel me", max_new_tokens=1500, ignore_eos=True, seed=1)
+    assert fut.cancel() is False  # as for any running concurrent.futures.Future
     r = fut.result(timeout=300)
     assert r.finish_reason in ("cancelled", "length")
-    assert len(r.tokens) < 2000 or r.finish_reason == "length"
+    assert (r.finish_reason == "cancelled") == (len(r.tokens) < 1500)
