@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "convert.h"
+#include "detinfer/error.h"
 #include "detinfer/fingerprint.h"
 #include "detinfer/logging.h"
 #include "detinfer/numerics.h"
@@ -115,7 +116,13 @@ detinfer::SessionOptions session_options_from_kwargs(const py::dict& kwargs) {
       if (key == r.name) row = &r;
     }
     if (row == nullptr) invalid(key, "unknown session option '" + key + "'");
-    row->set(options, item.second);
+    try {
+      row->set(options, item.second);
+    } catch (const detinfer::Error& e) {
+      // The library's parsers name their own field ("numerics"): name the keyword.
+      if (e.field() == key) throw;
+      invalid(key, e.message());
+    }
   }
   return options;
 }

@@ -127,7 +127,7 @@ TEST(ServeAuthConfig, BadKeysRefuseToStart) {
   const auto r = testing::run_shell(testing::cli_path() + " serve --model " + tiny_model() +
                                     " --port 0 --api-key-file " + dir + "/empty 2>&1");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("holds no key"), std::string::npos) << r.out;
+  EXPECT_NE((r.out + r.err).find("holds no key"), std::string::npos) << r.out << r.err;
   const auto missing = testing::run_shell(testing::cli_path() + " serve --model " + tiny_model() +
                                           " --port 0 --api-key-file " + dir + "/none 2>&1");
   EXPECT_NE(missing.exit_code, 0);
