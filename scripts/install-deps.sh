@@ -11,6 +11,7 @@ PACKAGES=(
   libcpp-httplib-dev libopenblas0-pthread python3 python3-torch clang-format python3-jinja2
   python3-jsonschema
   prometheus haproxy
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-setuptools python3-venv
 )
 
 missing=()

@@ -176,6 +176,7 @@ std::vector<ConfigField> all_rows() {
   DETINFER_SESSION_FIELDS(DETINFER_CLI_ROW)
 #undef DETINFER_CLI_ROW
   add_serve_rows(t);
+  for (ConfigField& f : api_key_rows()) t.push_back(std::move(f));
   return t;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "detinfer/session.h"
+#include "serve_auth.h"
 
 namespace detinfer_cli {
 
@@ -41,6 +42,7 @@ struct ToolConfig {
   detinfer::SessionOptions session;
   FingerprintLogOptions fingerprint_log;
   ServePolicyOptions policy;
+  ApiKeyOptions auth;  // serve only; keys themselves only from --api-key (never printed)
 };
 
 enum class FieldType : std::uint8_t { kBool, kInt, kDouble, kString, kEnum };
@@ -59,6 +61,8 @@ struct ConfigField {
 // Every row, in documentation order: the library's SessionOptions table
 // (session/session_fields.h) and the program's own rows (config_rows.cpp).
 const std::vector<ConfigField>& config_fields();
+// The serve-only rows auth.* (session_flags_auth.cpp; the keys themselves are flags only).
+std::vector<ConfigField> api_key_rows();
 
 // Throws detinfer::Error(kInvalidArgument) "<key>: <what>" naming `key`.
 [[noreturn]] void config_error(const std::string& key, const std::string& what);
