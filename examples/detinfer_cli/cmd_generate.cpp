@@ -1,4 +1,5 @@
 // `detinfer generate`: one request on a DeterministicSession, as text or one JSON object.
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,6 +36,7 @@ struct GenerateOptions {
   bool json = false;
   bool stream = false;
   std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
+  std::string transcript;   // file the run's transcript (detinfer.transcript/1) is written to
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& s) {
@@ -119,12 +121,21 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
     };
   }
   const detinfer::GenerationResult r = session.generate(prompt, c, on_token);
+  if (!o.transcript.empty()) {
+    std::ofstream f(o.transcript, std::ios::binary | std::ios::trunc);
+    f << r.transcript_json << "\n";
+    if (!f.flush()) {
+      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                            "--transcript: cannot write " + o.transcript, "transcript");
+    }
+  }
   if (o.json) {
     nlohmann::json j = sequence_json(r.sequences.at(0));
     j["seed"] = r.seed;
     j["prompt_tokens"] = r.prompt_tokens;
     j["model_fingerprint"] = session.model_fingerprint();
     j["mode"] = mode;
+    j["detinfer"] = {{"transcript", nlohmann::json::parse(r.transcript_json)}};
     j["timings"] = {{"queue_ms", r.timings.queue_ms},
                     {"time_to_first_token_ms", r.timings.time_to_first_token_ms},
                     {"total_ms", r.timings.total_ms}};
@@ -182,6 +193,9 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
       sub.add_option("--fingerprint", o->fingerprint,
                      "Append the run fingerprint (one JSON line) to this file");
+      sub.add_option("--transcript", o->transcript,
+                     "Write the run's transcript (detinfer.transcript/1, for `detinfer verify`) "
+                     "to this file");
       auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, false);
       sub.callback([o, flags, &exit_code] { exit_code = run_generate(*o, *flags); });
     });
