@@ -75,6 +75,16 @@ nlohmann::json sequence_json(const detinfer::Sequence& s) {
   return j;
 }
 
+// --transcript FILE: the result's transcript (detinfer.transcript/1) and a newline.
+void write_transcript(const std::string& path, const detinfer::GenerationResult& r) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << r.transcript_json << "\n";
+  if (!f.flush()) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "--transcript: cannot write " + path, "transcript");
+  }
+}
+
 int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& flags) {
   detinfer_cli::ToolConfig tc = flags.resolve();
   // Without a file to write to, recording would only cost time.
@@ -121,14 +131,7 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
     };
   }
   const detinfer::GenerationResult r = session.generate(prompt, c, on_token);
-  if (!o.transcript.empty()) {
-    std::ofstream f(o.transcript, std::ios::binary | std::ios::trunc);
-    f << r.transcript_json << "\n";
-    if (!f.flush()) {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            "--transcript: cannot write " + o.transcript, "transcript");
-    }
-  }
+  if (!o.transcript.empty()) write_transcript(o.transcript, r);
   if (o.json) {
     nlohmann::json j = sequence_json(r.sequences.at(0));
     j["seed"] = r.seed;

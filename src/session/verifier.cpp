@@ -134,75 +134,57 @@ std::string describe(const VerifyDivergence& d) {
          hex64(d.expected_digest) + ", recorded token " + std::to_string(d.recorded_token) +
          " digest " + hex64(d.recorded_digest);
 }
-}  // namespace
-
-Verifier::Verifier(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
-                   std::int64_t vocab, std::int32_t wave)
-    : prep_(prep), engine_(engine), base_(base), vocab_(vocab), wave_(std::max(wave, 1)) {}
-
-std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transcripts) {
-  if (base_.numerics.mode != "canonical") {
-    fail(ErrorCode::kUnsupported, "verification needs a canonical-mode session (this one is ",
-         base_.numerics.mode, "): only canonical numerics make prefill and decode logits equal");
-  }
+// The teacher-forced request of sample k of transcript i, checked by `c` (no score_row
+// when the sample has no step to recompute).
+EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i, std::size_t k,
+                             std::int64_t vocab, SampleCheck& c) {
   RequestPolicy policy;
   policy.use_caches = false;
   policy.observed = false;
-  std::vector<std::unique_ptr<SampleCheck>> checks;
-  std::vector<EngineRequest> requests;
-  for (std::size_t i = 0; i < transcripts.size(); ++i) {
-    const Transcript& t = transcripts[i];
-    check_identity(t, base_, i);
-    for (std::size_t k = 0; k < t.samples.size(); ++k) {
-      GenerationConfig config = t.config;
-      config.seed = t.seed;
-      EngineRequest r = prep_.prepare(Prompt(t.prompt_tokens), config, {}, policy);
-      const TranscriptSample& s = t.samples[k];
-      for (std::size_t j = 0; j < s.tokens.size(); ++j) {
-        if (s.tokens[j] >= vocab_) {
-          throw Error(ErrorCode::kInvalidArgument,
-                      str_cat("transcript ", i, ": samples[", k, "].tokens[", j,
-                              "] = ", s.tokens[j], " is outside the vocabulary [0, ", vocab_, ")"),
-                      "samples.tokens");
-        }
-      }
-      auto c = std::make_unique<SampleCheck>();
-      c->transcript = &t;
-      c->transcript_index = i;
-      c->sample = static_cast<std::int32_t>(k);
-      c->config = r.config;
-      c->config.logprobs = 0;
-      c->vocab = vocab_;
-      // Steps past a structural break are never compared: the teacher-forced pass covers
-      // the steps the request could have produced.
-      const std::size_t limit =
-          std::min<std::size_t>(s.tokens.size(), static_cast<std::size_t>(config.max_new_tokens));
-      if (limit == 0) {
-        checks.push_back(std::move(c));
-        requests.emplace_back();
-        continue;
-      }
-      r.score_from = static_cast<std::int64_t>(t.prompt_tokens.size()) - 1;
-      r.prompt.insert(r.prompt.end(), s.tokens.begin(), s.tokens.begin() + (limit - 1));
-      r.config.num_return_sequences = 1;
-      r.config.max_new_tokens = 1;
-      r.config.logprobs = 0;
-      SampleCheck* raw = c.get();
-      r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
-      checks.push_back(std::move(c));
-      requests.push_back(std::move(r));
+  GenerationConfig config = t.config;
+  config.seed = t.seed;
+  EngineRequest r = prep.prepare(Prompt(t.prompt_tokens), config, {}, policy);
+  const TranscriptSample& s = t.samples[k];
+  for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+    if (s.tokens[j] >= vocab) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  str_cat("transcript ", i, ": samples[", k, "].tokens[", j, "] = ", s.tokens[j],
+                          " is outside the vocabulary [0, ", vocab, ")"),
+                  "samples.tokens");
     }
   }
-  // Waves of at most wave_ requests: they batch together in the engine. Every submitted
-  // request is waited for before anything is thrown: their callbacks point into `checks`.
-  for (std::size_t begin = 0; begin < requests.size(); begin += wave_) {
-    const std::size_t end = std::min(requests.size(), begin + wave_);
+  c.transcript = &t;
+  c.transcript_index = i;
+  c.sample = static_cast<std::int32_t>(k);
+  c.config = r.config;
+  c.config.logprobs = 0;
+  c.vocab = vocab;
+  // Steps past max_new_tokens are a structural break, never recomputed.
+  const std::size_t limit =
+      std::min<std::size_t>(s.tokens.size(), static_cast<std::size_t>(config.max_new_tokens));
+  if (limit == 0) return EngineRequest{};
+  r.score_from = static_cast<std::int64_t>(t.prompt_tokens.size()) - 1;
+  r.prompt.insert(r.prompt.end(), s.tokens.begin(), s.tokens.begin() + (limit - 1));
+  r.config.num_return_sequences = 1;
+  r.config.max_new_tokens = 1;
+  r.config.logprobs = 0;
+  SampleCheck* raw = &c;
+  r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
+  return r;
+}
+
+// Runs the requests in waves of at most `wave` (they batch together in the engine). Every
+// submitted request is waited for before anything is thrown: the callbacks point into
+// the caller's checks.
+void run_waves(Engine& engine, std::vector<EngineRequest>& requests, std::size_t wave) {
+  for (std::size_t begin = 0; begin < requests.size(); begin += wave) {
+    const std::size_t end = std::min(requests.size(), begin + wave);
     std::vector<std::future<GenerationResult>> futures;
     std::exception_ptr error;
     for (std::size_t q = begin; q < end && !error; ++q) {
       if (!requests[q].score_row) continue;
       try {
-        futures.push_back(engine_.submit(std::move(requests[q])));
+        futures.push_back(engine.submit(std::move(requests[q])));
       } catch (...) {
         error = std::current_exception();
       }
@@ -216,6 +198,29 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
     }
     if (error) std::rethrow_exception(error);
   }
+}
+
+}  // namespace
+
+Verifier::Verifier(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
+                   std::int64_t vocab, std::int32_t wave)
+    : prep_(prep), engine_(engine), base_(base), vocab_(vocab), wave_(std::max(wave, 1)) {}
+
+std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transcripts) {
+  if (base_.numerics.mode != "canonical") {
+    fail(ErrorCode::kUnsupported, "verification needs a canonical-mode session (this one is ",
+         base_.numerics.mode, "): only canonical numerics make prefill and decode logits equal");
+  }
+  std::vector<std::unique_ptr<SampleCheck>> checks;
+  std::vector<EngineRequest> requests;
+  for (std::size_t i = 0; i < transcripts.size(); ++i) {
+    check_identity(transcripts[i], base_, i);
+    for (std::size_t k = 0; k < transcripts[i].samples.size(); ++k) {
+      checks.push_back(std::make_unique<SampleCheck>());
+      requests.push_back(sample_request(prep_, transcripts[i], i, k, vocab_, *checks.back()));
+    }
+  }
+  run_waves(engine_, requests, static_cast<std::size_t>(wave_));
   std::vector<VerifyResult> results(transcripts.size());
   for (const auto& c : checks) {
     VerifyResult& r = results[c->transcript_index];
