@@ -12,6 +12,7 @@
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
+#include "verify_routes.h"
 
 namespace {
 struct VerifyOptions {
@@ -23,24 +24,6 @@ struct VerifyOptions {
 };
 
 constexpr std::size_t kMaxTranscriptFileBytes = std::size_t{16} << 20;
-
-nlohmann::json result_json(const detinfer::VerifyResult& r) {
-  nlohmann::json j = {{"verified", r.verified},
-                      {"steps_checked", r.steps_checked},
-                      {"message", r.message},
-                      {"divergence", nullptr}};
-  if (r.divergence) {
-    const detinfer::VerifyDivergence& d = *r.divergence;
-    j["divergence"] = {{"sample", d.sample},
-                       {"step", d.step},
-                       {"reason", d.reason},
-                       {"expected_token", d.expected_token},
-                       {"recorded_token", d.recorded_token},
-                       {"expected_digest", detinfer::hex64(d.expected_digest)},
-                       {"recorded_digest", detinfer::hex64(d.recorded_digest)}};
-  }
-  return j;
-}
 
 int run_verify(const VerifyOptions& o) {
   detinfer::VerifyResult r;
@@ -68,7 +51,7 @@ int run_verify(const VerifyOptions& o) {
     return 2;
   }
   if (o.json) {
-    std::cout << result_json(r).dump() << "\n";
+    std::cout << detinfer_cli::verify_result_json(r).dump() << "\n";
   } else {
     std::cout << r.message << "\n";
   }

@@ -18,24 +18,6 @@ constexpr std::size_t kMaxTranscripts = 64;
 constexpr std::size_t kMaxBodyBytes = std::size_t{64} << 20;
 constexpr std::int32_t kMaxBodyDepth = 20;  // a transcript nests 4 levels
 
-json result_json(const detinfer::VerifyResult& r) {
-  json j = {{"verified", r.verified},
-            {"steps_checked", r.steps_checked},
-            {"message", r.message},
-            {"divergence", nullptr}};
-  if (r.divergence) {
-    const detinfer::VerifyDivergence& d = *r.divergence;
-    j["divergence"] = {{"sample", d.sample},
-                       {"step", d.step},
-                       {"reason", d.reason},
-                       {"expected_token", d.expected_token},
-                       {"recorded_token", d.recorded_token},
-                       {"expected_digest", detinfer::hex64(d.expected_digest)},
-                       {"recorded_digest", detinfer::hex64(d.recorded_digest)}};
-  }
-  return j;
-}
-
 detinfer::Error bad(const std::string& message, const std::string& field) {
   return detinfer::Error(detinfer::ErrorCode::kInvalidArgument, message, field);
 }
@@ -73,6 +55,24 @@ std::vector<detinfer::Transcript> read_body(const std::string& text, bool& many)
 }
 }  // namespace
 
+json verify_result_json(const detinfer::VerifyResult& r) {
+  json j = {{"verified", r.verified},
+            {"steps_checked", r.steps_checked},
+            {"message", r.message},
+            {"divergence", nullptr}};
+  if (r.divergence) {
+    const detinfer::VerifyDivergence& d = *r.divergence;
+    j["divergence"] = {{"sample", d.sample},
+                       {"step", d.step},
+                       {"reason", d.reason},
+                       {"expected_token", d.expected_token},
+                       {"recorded_token", d.recorded_token},
+                       {"expected_digest", detinfer::hex64(d.expected_digest)},
+                       {"recorded_digest", detinfer::hex64(d.recorded_digest)}};
+  }
+  return j;
+}
+
 void add_verify_routes(detinfer_http::Router& router, detinfer::DeterministicSession& session) {
   router.add("POST", "/v1/verify",
              [&session](const detinfer_http::Request& q, detinfer_http::ResponseWriter& w) {
@@ -83,9 +83,9 @@ void add_verify_routes(detinfer_http::Router& router, detinfer::DeterministicSes
                  json out;
                  if (many) {
                    out = {{"results", json::array()}};
-                   for (const auto& r : rs) out["results"].push_back(result_json(r));
+                   for (const auto& r : rs) out["results"].push_back(verify_result_json(r));
                  } else {
-                   out = result_json(rs.front());
+                   out = verify_result_json(rs.front());
                  }
                  detinfer_http::Response resp;
                  resp.body = dump_json(out);

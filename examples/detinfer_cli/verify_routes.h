@@ -2,10 +2,17 @@
 // verification"): checks transcripts without regenerating them.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "detinfer/session.h"
 #include "http/router.h"
 
 namespace detinfer_cli {
+
+// {verified, steps_checked, message, divergence: null | {sample, step, reason,
+// expected_token, recorded_token, expected_digest, recorded_digest}}: what POST /v1/verify
+// and `detinfer verify --json` print.
+nlohmann::json verify_result_json(const detinfer::VerifyResult& r);
 
 // Body: {"transcript": {...}} (one detinfer.transcript/1 object) or {"transcripts": [...]}
 // (at most 64, verified together). 200 with {verified, steps_checked, message, divergence}

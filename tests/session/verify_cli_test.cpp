@@ -19,8 +19,7 @@ using testing::cli_path;
 using testing::run_shell;
 
 std::string tmp_path(const std::string& name) {
-  const char* t = std::getenv("DETINFER_TEST_TMP");
-  return std::string(t != nullptr ? t : "/tmp") + "/verify-cli-" + name;
+  return testing::test_tmp_path("verify-cli-", name);
 }
 
 std::string read_all(const std::string& path) {
