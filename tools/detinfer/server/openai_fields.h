@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detinfer/generation.h"
+#include "serve_request.h"
 
 namespace detinfer_cli {
 
@@ -21,22 +22,26 @@ std::string openai_param(const std::string& field);
 // Whether `key` is a GenerationConfig field a request may carry (by its OpenAI name).
 bool is_generation_param(const std::string& key);
 
-// Reads the plain (number and boolean) fields present in `body` into `c` and checks
-// their JSON types and ranges; a field absent from `body` keeps its value in `c`. The
-// seed, `stop` and `logprobs` have wire forms of their own and are read by the caller.
-// Throws ApiError (400) naming the parameter.
-void read_generation_params(const nlohmann::json& body, const ModelLimits& model,
-                            detinfer::GenerationConfig& c);
+// The request parameter a detinfer::Error field (or a parser's field) names, in the
+// request's dialect and spelling: the one place that maps library names to OpenAI's.
+// openai_param() first; then "max_tokens" as the client spelled it
+// (max_completion_tokens), and for chat "prompt" -> "messages", "logprobs" ->
+// "top_logprobs", the chat template's fields -> "messages" / "chat_template_kwargs".
+std::string request_param(const std::string& field, const ParamNames& names);
 
 // The GenerationConfig a request starts from: GenerationConfig's defaults except where
 // OpenAI's differ (max_tokens 16, temperature 1).
 detinfer::GenerationConfig openai_defaults();
 
-// Writes into `body`, by its OpenAI name, every plain (number or boolean) parameter that
-// `body` lacks (or has as null) and whose value in `defaults` differs from
-// openai_defaults(): a request parsed from the result then starts from `defaults` instead
-// (the chat endpoint's model defaults, DeterministicSession::default_generation_config()).
-// The parameters read apart (seed, stop, logprobs) are left alone.
-void add_default_params(nlohmann::json& body, const detinfer::GenerationConfig& defaults);
+// The one resolution of a request's plain (number and boolean) sampling fields: the
+// client's value (read from `body` by its request_param() name, JSON type and range
+// checked), else the model's default from `model_defaults` (chat: generation_config.json;
+// nullptr for none), else openai_defaults(). Writes `c` and where each field came from.
+// The seed, `stop` and `logprobs` have wire forms of their own and are read by the
+// caller. Throws ApiError (400) naming the parameter.
+void resolve_generation_params(const nlohmann::json& body, const ModelLimits& model,
+                               const detinfer::GenerationConfig* model_defaults,
+                               const ParamNames& names, detinfer::GenerationConfig& c,
+                               FieldSources& sources);
 
 }  // namespace detinfer_cli

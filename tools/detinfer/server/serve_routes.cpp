@@ -1,8 +1,9 @@
-// The handlers of ServeApp (serve_app.h): completions (whole and streamed), models,
-// health and metrics.
+// The handlers of ServeApp (serve_app.h) besides the request pipeline: models, health
+// and metrics; and the completions dialect's renderer of the pipeline (serve_render.h).
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "serve_app.h"
+#include "serve_render.h"
 #include "serve_stream.h"
 
 namespace detinfer_cli {
@@ -21,7 +22,52 @@ Response json_response(int status, const json& body) {
   return r;
 }
 
+// text_completion bodies and chunks; with echo, each choice starts with the prompt.
+class CompletionRenderer : public ResponseRenderer {
+ public:
+  using ResponseRenderer::ResponseRenderer;
+
+  json whole(const detinfer::GenerationResult& result) override {
+    return completion_response(in_.ctx, in_.req, result, in_.session, in_.full_fingerprint);
+  }
+
+  std::vector<json> opening(std::int32_t n) override {
+    choices_.assign(static_cast<std::size_t>(n), {});
+    for (auto& c : choices_) c.offset = in_.req.echo ? code_points(in_.req.prompt_text) : 0;
+    std::vector<json> out;
+    if (in_.req.echo) {
+      for (std::int32_t i = 0; i < n; ++i)
+        out.push_back(stream_chunk(in_.ctx, i, in_.req.prompt_text, nullptr));
+    }
+    return out;
+  }
+
+  std::optional<json> event(StreamEvent& ev) override {
+    StreamChoiceState& st = choices_[static_cast<std::size_t>(ev.index)];
+    if (ev.logprobs) st.pending.push_back(std::move(*ev.logprobs));
+    if (ev.text.empty()) return std::nullopt;  // logprobs wait for the chunk that carries text
+    return stream_text_chunk(in_.ctx, ev.index, ev.text, in_.req, st, in_.session);
+  }
+
+  std::vector<json> closing(const detinfer::GenerationResult& result) override {
+    std::vector<json> out;
+    for (std::size_t i = 0; i < result.sequences.size() && i < choices_.size(); ++i) {
+      out.push_back(stream_final_chunk(in_.ctx, static_cast<std::int32_t>(i), result, in_.req,
+                                       choices_[i], in_.session));
+    }
+    if (in_.req.include_usage) out.push_back(stream_usage_chunk(in_.ctx, result));
+    return out;
+  }
+
+ private:
+  std::vector<StreamChoiceState> choices_;
+};
+
 }  // namespace
+
+std::unique_ptr<ResponseRenderer> completion_renderer(const RenderInput& in) {
+  return std::make_unique<CompletionRenderer>(in);
+}
 
 bool ServeApp::refuse_when_stopping(ResponseWriter& w) {
   const bool stopping = stopping_;
@@ -31,96 +77,6 @@ bool ServeApp::refuse_when_stopping(ResponseWriter& w) {
 
 bool ServeApp::wants_full_fingerprint(const Request& req) {
   return req.query_param("fingerprint") == "full" || req.header("X-Detinfer-Fingerprint") == "full";
-}
-
-void ServeApp::completions(const Request& req, ResponseWriter& w) {
-  if (refuse_when_stopping(w)) return;
-  ParseOutcome parsed = parse_completion_request(req.body, model_name_, session_);
-  if (!parsed.request) return w.respond(error_response(parsed.error));
-  SeedSource seed = SeedSource::kDefault;
-  if (hooks_ != nullptr) {
-    if (auto e = hooks_->admit(req.header("X-Detinfer-Expect-Fingerprint"), req.body,
-                               parsed.request->config, &seed)) {
-      w.respond(error_response(*e));
-      return;
-    }
-  }
-  const bool full_fp = wants_full_fingerprint(req);
-  auto creq = std::make_shared<CompletionRequest>(std::move(*parsed.request));
-  const ResponseContext ctx = context();
-  if (creq->stream) {
-    stream(creq, ctx, seed, w);
-    return;
-  }
-  respond_whole(creq->prompt, creq->config, w, [&](const detinfer::GenerationResult& result) {
-    if (hooks_ != nullptr) hooks_->finished(ctx.id, result.seed, seed);
-    return completion_response(ctx, *creq, result, session_, full_fp);
-  });
-}
-
-void ServeApp::respond_whole(const detinfer::Prompt& prompt,
-                             const detinfer::GenerationConfig& config, ResponseWriter& w,
-                             const std::function<json(const detinfer::GenerationResult&)>& render) {
-  auto handle = std::make_shared<detinfer::RequestHandle>();
-  try {
-    *handle = session_.submit(prompt, config);
-  } catch (const detinfer::Error& e) {
-    submit_error(e, w);
-    return;
-  }
-  track(handle.get(), true);
-  // A client that goes away cancels its request at the next step.
-  w.on_client_gone([handle] { handle->cancel(); });
-  try {
-    const detinfer::GenerationResult result = handle->get();
-    track(handle.get(), false);
-    Response r;
-    r.body = dump_json(render(result));
-    w.respond(std::move(r));
-  } catch (const detinfer::Error& e) {
-    track(handle.get(), false);
-    submit_error(e, w);
-  }
-}
-
-void ServeApp::stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx,
-                      SeedSource seed, ResponseWriter& w) {
-  // Submit first so that validation errors are still plain HTTP errors.
-  std::optional<EventStream> es;
-  try {
-    es.emplace(session_, creq->prompt, creq->config);
-  } catch (const detinfer::Error& e) {
-    submit_error(e, w);
-    return;
-  }
-  track(es->handle(), true);
-  es->start(w);
-  const std::int32_t n = std::max(creq->config.num_return_sequences, creq->config.num_beams);
-  std::vector<StreamChoiceState> choices(static_cast<std::size_t>(n));
-  for (auto& c : choices) c.offset = creq->echo ? code_points(creq->prompt_text) : 0;
-  if (creq->echo) {
-    for (std::int32_t i = 0; i < n; ++i) es->send(stream_chunk(ctx, i, creq->prompt_text, nullptr));
-  }
-  es->drain([&](StreamEvent& ev) {
-    if (ev.index < 0 || ev.index >= n) return;
-    StreamChoiceState& st = choices[static_cast<std::size_t>(ev.index)];
-    if (ev.logprobs) st.pending.push_back(std::move(*ev.logprobs));
-    if (ev.text.empty()) return;  // logprobs wait for the chunk that carries text
-    es->send(stream_text_chunk(ctx, ev.index, ev.text, *creq, st, session_));
-  });
-  track(es->handle(), false);
-  try {
-    const detinfer::GenerationResult result = es->result();
-    if (hooks_ != nullptr) hooks_->finished(ctx.id, result.seed, seed);
-    for (std::size_t i = 0; i < result.sequences.size() && i < choices.size(); ++i) {
-      es->send(stream_final_chunk(ctx, static_cast<std::int32_t>(i), result, *creq, choices[i],
-                                  session_));
-    }
-    if (creq->include_usage) es->send(stream_usage_chunk(ctx, result));
-  } catch (const detinfer::Error& e) {
-    es->send(error_body(from_error(e)));
-  }
-  es->finish();
 }
 
 json ServeApp::model_json() const {
