@@ -198,6 +198,9 @@ DETINFER_API const int32_t* dti_result_prompt_tokens(const dti_result* result, s
 DETINFER_API uint64_t dti_result_seed(const dti_result* result);
 /* The run fingerprint as one JSON line, "" when the session's fingerprint_level is 0. */
 DETINFER_API const char* dti_result_fingerprint_json(const dti_result* result);
+/* The result's transcript (docs/fingerprint.md, "detinfer.transcript/1") as one JSON
+ * line: what dti_verify checks. Valid until dti_result_free. */
+DETINFER_API const char* dti_result_transcript_json(const dti_result* result);
 /* Logprobs of sequence i (when the config asked for logprobs > 0): the number of steps
  * that carry them (0 otherwise or out of range). */
 DETINFER_API size_t dti_result_num_logprob_steps(const dti_result* result, size_t i);
@@ -261,6 +264,15 @@ typedef enum dti_replay_verdict {
  * fingerprint is DTI_INVALID_ARGUMENT or DTI_CORRUPT. */
 DETINFER_API dti_status dti_replay(dti_session* session, const char* fingerprint_json,
                                    int32_t* verdict, char** report);
+
+/* --- verification (docs/fingerprint.md, "Transcripts and verification") ------------ */
+/* Verifies one transcript JSON (dti_result_transcript_json) on this session without
+ * regenerating it. *verified gets 1 (every step's token and digest recomputed) or 0
+ * (diverged); *report (optional, may be NULL) one line naming the first divergent
+ * sample and step, for dti_string_free. A malformed transcript, or one made with another
+ * model, weight format or numerics, is DTI_INVALID_ARGUMENT (never verified). */
+DETINFER_API dti_status dti_verify(dti_session* session, const char* transcript_json,
+                                   int32_t* verified, char** report);
 
 /* --- logging -------------------------------------------------------------------------- */
 /* Receives each log record that passes the level (0 trace .. 5 critical) with its text

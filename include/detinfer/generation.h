@@ -103,6 +103,9 @@ struct GenerationResult {
   Timings timings;
   CacheUsage cache;
   std::string fingerprint_json;  // the RunFingerprint, when a recorder is attached
+  // This result's transcript (detinfer.transcript/1, Transcript::from_json): what
+  // DeterministicSession::verify checks. Filled by the session for every request.
+  std::string transcript_json;
 };
 
 // One generated token, as streamed to a TokenCallback.

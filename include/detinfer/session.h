@@ -25,6 +25,7 @@
 #include "detinfer/numerics.h"
 #include "detinfer/replay_report.h"
 #include "detinfer/tokenizer.h"
+#include "detinfer/transcript.h"
 
 namespace detinfer {
 
@@ -230,6 +231,19 @@ class DETINFER_API DeterministicSession {
   // overload parses one fingerprint (RunFingerprint::from_json errors propagate).
   ReplayReport replay(const RunFingerprint& fingerprint);
   ReplayReport replay(const std::string& fingerprint_json);
+
+  // Verification without regeneration (docs/fingerprint.md, "Transcripts and
+  // verification"): runs each sample's prompt + output through one chunked prefill with
+  // every position's logits (batched with other requests, caches bypassed), recomputes
+  // every step's token choice (greedy or the seeded draw) and digest, and reports
+  // verified or the first divergent step. Throws Error(kInvalidArgument) naming the field
+  // when the transcript names another model fingerprint, weight format, numerics spec,
+  // mode or KV format, or is invalid for this model (ids out of the vocabulary, prompt
+  // too long, config out of range); Error(kUnsupported) for beam search transcripts or a
+  // session that is not in canonical mode. Thread-safe. The vector overload verifies all
+  // transcripts together (their requests share the engine's batches); results in order.
+  VerifyResult verify(const Transcript& transcript);
+  std::vector<VerifyResult> verify(const std::vector<Transcript>& transcripts);
 
  private:
   friend struct SessionInternals;  // src/session/session_internal.h (tests only)

@@ -250,8 +250,9 @@ void Engine::Impl::step() {
   logits.clear();  // forward() appends; the capacity stays
   model.forward(b.steps, pool, logits);
   steps.fetch_add(1);
-  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) ==
-                          static_cast<std::int64_t>(b.entries.size()) * vocab);
+  std::int64_t rows = 0;
+  for (const BatchEntry& e : b.entries) rows += e.rows;
+  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
   process_rows(b.entries, logits.data());
   for (auto& g : running) maybe_complete(*g);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
@@ -283,15 +284,20 @@ void Engine::Impl::build_batch(Batch& b) {
     Group& g = *gp;
     if (g.done || !g.prefilling || budget <= 0) continue;
     const std::int64_t total = static_cast<std::int64_t>(g.req.prompt.size());
-    const std::int64_t n = std::min(budget, total - g.prefilled);
+    std::int64_t n = std::min(budget, total - g.prefilled);
+    // Teacher forcing: positions before score_from in chunks of their own (one row),
+    // every later position's row returned.
+    const bool scored = g.req.score_row && g.prefilled >= g.req.score_from;
+    if (g.req.score_row && !scored) n = std::min(n, g.req.score_from - g.prefilled);
     SeqState& s = g.seqs[0];
     ensure_blocks(pool, s.blocks, g.prefilled + n);
     SequenceStep st;
     st.tokens.assign(g.req.prompt.begin() + g.prefilled, g.req.prompt.begin() + g.prefilled + n);
     st.start_pos = g.prefilled;
     st.block_table = s.blocks;
+    st.all_logits = scored;
     b.steps.push_back(std::move(st));
-    b.entries.push_back({&g, 0, n, true});
+    b.entries.push_back({&g, 0, n, true, scored ? n : 1});
     budget -= n;
     ++b.stats.prefill_sequences;
     b.stats.prefill_tokens += n;

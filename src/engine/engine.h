@@ -46,6 +46,14 @@ struct EngineRequest {
   bool observed = true;    // false: no metrics, fingerprint record or consistency check
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   EngineClock::time_point submitted = EngineClock::now();
+  // Teacher forcing (transcript verification, docs/fingerprint.md): when set, the engine
+  // only prefills `prompt` (in chunks, batched with other requests) and hands the raw
+  // logits row of every position p >= score_from to score_row(p - score_from, row), in
+  // order, on the engine thread; returning false cancels the request. Nothing is sampled;
+  // the result has one empty sequence. In canonical mode each row has the bits the decode
+  // step at that position computed.
+  std::function<bool(std::int64_t step, const float* row)> score_row;
+  std::int64_t score_from = 0;
 };
 
 // The session reports the engine's counters as they are.

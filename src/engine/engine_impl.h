@@ -71,6 +71,7 @@ struct BatchEntry {
   std::size_t seq;      // index in group->seqs
   std::int64_t tokens;  // new tokens fed
   bool prefill;
+  std::int64_t rows = 1;  // logits rows it returned (tokens when all_logits)
 };
 
 // One step's forward batch: entries[i] describes steps[i] and logits row i.
@@ -184,6 +185,8 @@ struct Engine::Impl {
   void start_structure(Group& g);
   const std::vector<std::uint8_t>* token_mask(const Group& g, const SeqState& s);
   bool advance_structure(const Group& g, SeqState& s, std::int32_t token);
+  // A teacher-forced chunk (EngineRequest::score_row): hands its rows to the callback.
+  void score_chunk(Group& g, const BatchEntry& be, const float* rows);
   void sample_step(Group& g, SeqState& s, const float* row);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);

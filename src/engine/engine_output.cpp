@@ -8,12 +8,18 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
   // Beam groups need all their rows at once; everything else is handled per row.
   std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
   std::vector<std::vector<const float*>> beam_rows;
+  std::int64_t row_index = 0;
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const BatchEntry& be = entries[e];
     Group& g = *be.group;
-    const float* row = logits + static_cast<std::int64_t>(e) * vocab;
+    const float* row = logits + row_index * vocab;
+    row_index += be.rows;
     if (g.done) continue;
     try {
+      if (g.req.score_row) {
+        score_chunk(g, be, row);
+        continue;
+      }
       SeqState& s = g.seqs[be.seq];
       s.num_computed += be.tokens;
       if (be.prefill) {
@@ -43,6 +49,24 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
     } catch (const Error& err) {
       fail_group(g, err);
     }
+  }
+}
+
+void Engine::Impl::score_chunk(Group& g, const BatchEntry& be, const float* rows) {
+  SeqState& s = g.seqs[0];
+  // Row r is the logits of position first + r.
+  const std::int64_t first = be.rows == be.tokens ? g.prefilled : g.prefilled + be.tokens - 1;
+  for (std::int64_t r = 0; r < be.rows && !g.cancelled(); ++r) {
+    const std::int64_t pos = first + r;
+    if (pos < g.req.score_from) continue;
+    if (!g.req.score_row(pos - g.req.score_from, rows + r * vocab)) g.req.cancelled->store(true);
+  }
+  s.num_computed += be.tokens;
+  g.prefilled += be.tokens;
+  if (g.prefilled == static_cast<std::int64_t>(g.req.prompt.size())) {
+    g.prefilling = false;
+    s.finished = true;
+    release_blocks(pool, s.blocks);
   }
 }
 

@@ -159,20 +159,7 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
     }
   }
   req.config = fingerprint_detail::config_from_json(r.required("config"), r.path_of("config"));
-  const std::string seed = r.string("seed");
-  std::uint64_t v = 0;
-  bool ok = !seed.empty() && seed.size() <= 20 && (seed == "0" || seed[0] != '0');
-  for (char c : seed) {
-    if (c < '0' || c > '9') ok = false;
-    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
-    if (ok && v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) ok = false;
-    if (ok) v = v * 10 + digit;
-  }
-  if (!ok) {
-    fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("seed"),
-         ": expected a decimal uint64 without leading zeros, got '", seed, "'");
-  }
-  req.seed = v;
+  req.seed = fingerprint_detail::as_decimal_u64(r.required("seed"), r.path_of("seed"));
   r.done();
 }
 

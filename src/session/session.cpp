@@ -131,6 +131,8 @@ void DeterministicSession::Impl::build_pipeline(const EngineOptions& eo, std::ui
       options, session_base_fingerprint(options, *model, numerics, tokenizer_hash), caches);
   replayer =
       std::make_unique<Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
+  verifier = std::make_unique<Verifier>(*prep, *engine, telemetry->base(),
+                                        model->config().vocab_size, options.max_batch);
   if (options.consistency.enabled) {
     Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
     monitor = std::make_unique<ConsistencyMonitor>(
@@ -180,6 +182,14 @@ GenerationResult DeterministicSession::generate(const Prompt& prompt,
                                                 const GenerationConfig& config,
                                                 TokenCallback on_token) {
   return submit(prompt, config, std::move(on_token)).get();
+}
+
+VerifyResult DeterministicSession::verify(const Transcript& transcript) {
+  return impl_->verifier->verify({transcript}).front();
+}
+
+std::vector<VerifyResult> DeterministicSession::verify(const std::vector<Transcript>& transcripts) {
+  return impl_->verifier->verify(transcripts);
 }
 
 void DeterministicSession::close() { impl_->shutdown(); }

@@ -22,6 +22,7 @@
 #include "session/replay.h"
 #include "session/request_prep.h"
 #include "session/telemetry.h"
+#include "session/verifier.h"
 
 namespace detinfer {
 
@@ -53,6 +54,7 @@ struct DeterministicSession::Impl {
   std::unique_ptr<Engine> engine;
   std::shared_ptr<Telemetry> telemetry;
   std::unique_ptr<Replayer> replayer;
+  std::unique_ptr<Verifier> verifier;
   std::unique_ptr<ConsistencyMonitor> monitor;  // null when the monitor is off
   // Builds the stages from `options`, model and tokenizer and wires them to the engine.
   // Throws Error(kInvalidArgument) naming an option, Error(kUnavailable) when a recorder

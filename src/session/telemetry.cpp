@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "detinfer/numerics.h"
+#include "detinfer/transcript.h"
 #include "detinfer/version.h"
 #include "kernels/kernels.h"
 #include "model/model_config.h"
@@ -143,9 +144,11 @@ void Telemetry::served(const EngineRequest& r, GenerationResult& result) {
 void Telemetry::complete(const EngineRequest& r, GenerationResult& result,
                          std::vector<std::vector<std::vector<float>>> logits) {
   metrics_.on_finished(result);
+  // Untrimmed (prompt ids kept) for the transcript and the monitor; the recorder trims
+  // to its options.
+  RunFingerprint fp = fingerprint_of(base_, r.config, result, true);
+  result.transcript_json = transcript_of(fp).to_json();
   if (recorder_.enabled() || monitor_ != nullptr) {
-    // Untrimmed (prompt ids kept) for the monitor; the recorder trims to its options.
-    RunFingerprint fp = fingerprint_of(base_, r.config, result, true);
     for (std::size_t i = 0; i < fp.sequences.size() && i < logits.size(); ++i) {
       if (logits[i].size() == fp.sequences[i].tokens.size()) {
         fp.sequences[i].logits = std::move(logits[i]);

@@ -229,6 +229,32 @@ static void test_tokenizer_logprobs_replay(dti_session* s) {
   CHECK(report != NULL && strstr(report, "reproduced") != NULL);
   dti_string_free(report);
   CHECK(dti_replay(s, "{not json", &verdict, NULL) != DTI_OK);
+
+  /* Its transcript verifies without regeneration; a changed chain digest diverges; a
+   * malformed one is an error and never verified. */
+  const char* transcript = dti_result_transcript_json(r);
+  CHECK(strstr(transcript, "detinfer.transcript/1") != NULL);
+  int32_t verified = -1;
+  CHECK_OK(dti_verify(s, transcript, &verified, &report));
+  CHECK(verified == 1);
+  CHECK(report != NULL && strstr(report, "verified") != NULL);
+  dti_string_free(report);
+  char* tampered = (char*)malloc(strlen(transcript) + 1);
+  CHECK(tampered != NULL);
+  if (tampered != NULL) {
+    strcpy(tampered, transcript);
+    char* chain = strstr(tampered, "\"chain_digest\":\"");
+    CHECK(chain != NULL);
+    if (chain != NULL) {
+      char* digit = chain + strlen("\"chain_digest\":\"");
+      *digit = *digit == '0' ? '1' : '0';
+      CHECK_OK(dti_verify(s, tampered, &verified, NULL));
+      CHECK(verified == 0);
+    }
+    free(tampered);
+  }
+  CHECK(dti_verify(s, "{not json", &verified, NULL) == DTI_INVALID_ARGUMENT);
+  CHECK(verified == 0);
   dti_result_free(r);
 }
 

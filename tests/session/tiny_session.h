@@ -37,6 +37,12 @@ inline double metric(const std::string& text, const std::string& series) {
   return -1;
 }
 
+// A path under $DETINFER_TEST_TMP (or /tmp): <prefix><name>.
+inline std::string test_tmp_path(const std::string& prefix, const std::string& name) {
+  const char* t = std::getenv("DETINFER_TEST_TMP");
+  return std::string(t != nullptr ? t : "/tmp") + "/" + prefix + name;
+}
+
 inline std::string tiny_model_dir() {
   static std::once_flag once;
   static std::string dir;

@@ -1,4 +1,5 @@
 // `detinfer generate`: one request on a DeterministicSession, as text or one JSON object.
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,7 @@ struct GenerateOptions {
   bool json = false;
   bool stream = false;
   std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
+  std::string transcript;   // file the run's transcript (detinfer.transcript/1) is written to
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& s) {
@@ -45,36 +47,6 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-// --response-format / --json-schema; the schema itself is checked by the session.
-detinfer::ResponseFormat response_format(const GenerateOptions& o) {
-  detinfer::ResponseFormat f;
-  if (!o.response_format.empty()) {
-    const auto t = detinfer::core::parse_response_format_type(o.response_format);
-    if (!t) {
-      throw detinfer::Error(
-          detinfer::ErrorCode::kInvalidArgument,
-          "--response-format: '" + o.response_format + "' is not text, json_object or json_schema",
-          "response_format");
-    }
-    f.type = *t;
-  }
-  if (!o.json_schema.empty()) {
-    if (!o.response_format.empty() && f.type != detinfer::ResponseFormatType::kJsonSchema) {
-      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                            "--json-schema needs --response-format json_schema (or none)",
-                            "response_format");
-    }
-    f.type = detinfer::ResponseFormatType::kJsonSchema;
-    f.json_schema = detinfer::core::read_file_bounded(
-        o.json_schema, detinfer::core::kMaxJsonSchemaBytes, "--json-schema");
-  } else if (f.type == detinfer::ResponseFormatType::kJsonSchema) {
-    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                          "--response-format json_schema needs --json-schema FILE",
-                          "response_format");
-  }
-  return f;
-}
-
 nlohmann::json sequence_json(const detinfer::Sequence& s) {
   nlohmann::json j = {{"tokens", s.tokens},
                       {"text", s.text},
@@ -91,6 +63,16 @@ nlohmann::json sequence_json(const detinfer::Sequence& s) {
     j["logprobs"] = steps;
   }
   return j;
+}
+
+// --transcript FILE: the result's transcript (detinfer.transcript/1) and a newline.
+void write_transcript(const std::string& path, const detinfer::GenerationResult& r) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << r.transcript_json << "\n";
+  if (!f.flush()) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "--transcript: cannot write " + path, "transcript");
+  }
 }
 
 int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& flags) {
@@ -124,12 +106,14 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
     };
   }
   const detinfer::GenerationResult r = session.generate(prompt, c, on_token);
+  if (!o.transcript.empty()) write_transcript(o.transcript, r);
   if (o.json) {
     nlohmann::json j = sequence_json(r.sequences.at(0));
     j["seed"] = r.seed;
     j["prompt_tokens"] = r.prompt_tokens;
     j["model_fingerprint"] = session.model_fingerprint();
     j["mode"] = mode;
+    j["detinfer"] = {{"transcript", nlohmann::json::parse(r.transcript_json)}};
     j["timings"] = {{"queue_ms", r.timings.queue_ms},
                     {"time_to_first_token_ms", r.timings.time_to_first_token_ms},
                     {"total_ms", r.timings.total_ms}};
@@ -169,6 +153,9 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
       sub.add_option("--fingerprint", o->fingerprint,
                      "Append the run fingerprint (one JSON line) to this file");
+      sub.add_option("--transcript", o->transcript,
+                     "Write the run's transcript (detinfer.transcript/1, for `detinfer verify`) "
+                     "to this file");
       auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, false);
       sub.callback([o, flags, &exit_code] { exit_code = run_generate(*o, *flags); });
     });

@@ -304,6 +304,8 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
   if (full_fingerprint && !result.fingerprint_json.empty()) {
     ext["fingerprint"] = json::parse(result.fingerprint_json, nullptr, false);
   }
+  // The receipt POST /v1/verify checks (docs/fingerprint.md).
+  if (!result.transcript_json.empty()) ext["transcript"] = json::parse(result.transcript_json);
   r["detinfer"] = ext;
   return r;
 }
