@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/generation_fields.h"
+#include "core/vocabulary.h"
 #include "detinfer/error.h"
 
 namespace detinfer_py {
@@ -25,6 +26,36 @@ std::string type_name(const py::handle& v) {
 // Python's bool is an int: refuse it where an integer is meant (max_new_tokens=True).
 bool is_int(const py::handle& v) {
   return py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v);
+}
+
+// response_format: None, a type name ("text", "json_object") or OpenAI's object
+// {"type": ..., "json_schema": {"schema": dict or JSON text}} (docs/structured.md).
+detinfer::ResponseFormat response_format_from_python(const py::handle& v, const char* field) {
+  detinfer::ResponseFormat f;
+  if (v.is_none()) return f;
+  py::handle type = v;
+  if (py::isinstance<py::dict>(v)) {
+    const py::dict d = py::reinterpret_borrow<py::dict>(v);
+    if (!d.contains("type")) invalid(field, "expected a dict with a 'type'");
+    type = d["type"];
+    if (d.contains("json_schema")) {
+      const py::handle js = d["json_schema"];
+      if (!py::isinstance<py::dict>(js) ||
+          !py::reinterpret_borrow<py::dict>(js).contains("schema")) {
+        invalid(field, "json_schema must be a dict with a 'schema'");
+      }
+      const py::handle schema = py::reinterpret_borrow<py::dict>(js)["schema"];
+      f.json_schema = py::isinstance<py::str>(schema)
+                          ? to_str(schema, field)
+                          : py::module_::import("json").attr("dumps")(schema).cast<std::string>();
+    }
+  } else if (!py::isinstance<py::str>(v)) {
+    invalid(field, "expected None, a str or a dict, got " + type_name(v));
+  }
+  const auto t = detinfer::core::parse_response_format_type(to_str(type, field));
+  if (!t) invalid(field, "type must be text, json_object or json_schema");
+  f.type = *t;
+  return f;
 }
 
 template <typename T>
@@ -55,6 +86,8 @@ void assign(T& member, const py::handle& v, const char* field) {
     } else {
       member = token_ids_from_python(v, field);
     }
+  } else if constexpr (std::is_same_v<T, detinfer::ResponseFormat>) {
+    member = response_format_from_python(v, field);
   } else {
     static_assert(std::is_same_v<T, std::vector<std::string>>, "a new GenerationConfig type");
     member.clear();
@@ -145,7 +178,17 @@ detinfer::GenerationConfig config_from_kwargs(detinfer::GenerationConfig base,
 py::dict config_to_dict(const detinfer::GenerationConfig& config) {
   py::dict d;
   detinfer::core::for_each_field(config, [&](const detinfer::core::FieldSpec& spec, const auto& m) {
-    d[spec.key] = py::cast(m);
+    using T = std::decay_t<decltype(m)>;
+    if constexpr (std::is_same_v<T, detinfer::ResponseFormat>) {
+      py::dict f;
+      f["type"] = detinfer::to_string(m.type);
+      if (m.type == detinfer::ResponseFormatType::kJsonSchema) {
+        f["json_schema"] = py::dict(py::arg("schema") = m.json_schema);
+      }
+      d[spec.key] = f;
+    } else {
+      d[spec.key] = py::cast(m);
+    }
   });
   return d;
 }
