@@ -292,7 +292,7 @@ TEST_F(ServeWire, HeadBareLfAndMultipartAreAnsweredAtOnce) {
   {
     RawConn c(port());
     ASSERT_TRUE(c.send("HEAD /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n"));
-    const RawResponse r = c.read_head_response(10);
+    RawResponse r = c.read_head_response(10);
     EXPECT_EQ(r.status, 405);  // POST only: HEAD follows GET, not POST
     EXPECT_EQ(r.headers["allow"].find("HEAD"), std::string::npos);
   }

@@ -1,6 +1,7 @@
 // Runs the real `detinfer generate`.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
@@ -53,13 +54,10 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   const std::string dir = testing::tiny_model_dir();
   const std::string schema = dir + "/cli-schema.json";
   const std::string bad = dir + "/cli-bad-schema.json";
-  ASSERT_EQ(run_shell("printf '%s' '{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, "
-                      "\"minItems\": 2, \"maxItems\": 2}' > " +
-                      schema)
-                .exit_code,
-            0);
-  ASSERT_EQ(
-      run_shell("printf '%s' '{\"type\": \"string\", \"pattern\": \"a\"}' > " + bad).exit_code, 0);
+  // Written here, not with a shell redirect: run_shell redirects the command's stdout.
+  std::ofstream(schema) << R"({"type": "array", "items": {"type": "integer"}, )"
+                        << R"("minItems": 2, "maxItems": 2})";
+  std::ofstream(bad) << R"({"type": "string", "pattern": "a"})";
   const std::string cmd = cli_path() + " generate --model " + dir + " --prompt hi --json";
   const auto r = run_shell(cmd + " --max-new-tokens 80 --json-schema " + schema);
   ASSERT_EQ(r.exit_code, 0) << r.err;
