@@ -123,6 +123,8 @@ EngineStats Engine::stats() const {
   s.kv_blocks_in_use = impl_->blocks_in_use.load();
   s.kv_blocks_capacity = impl_->pool.capacity();
   s.steps = impl_->steps.load();
+  s.draft_tokens = impl_->drafted.load();
+  s.accepted_draft_tokens = impl_->accepted.load();
   return s;
 }
 
@@ -253,8 +255,13 @@ void Engine::Impl::step() {
   std::int64_t rows = 0;
   for (const BatchEntry& e : b.entries) rows += e.rows;
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
+  step_drafted = step_accepted = 0;
   process_rows(b.entries, logits.data());
   for (auto& g : running) maybe_complete(*g);
+  b.stats.draft_tokens = step_drafted;
+  b.stats.accepted_draft_tokens = step_accepted;
+  drafted.fetch_add(step_drafted);
+  accepted.fetch_add(step_accepted);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
   b.stats.kv_blocks_capacity = pool.capacity();
   {
@@ -265,16 +272,19 @@ void Engine::Impl::step() {
 }
 
 void Engine::Impl::build_batch(Batch& b) {
-  // Decode: one token for every running sequence.
+  // Decode: one token for every running sequence, followed by its drafts when it
+  // speculates (one row per token fed: the verify pass).
   for (auto& gp : running) {
     Group& g = *gp;
     if (g.done || g.prefilling) continue;
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
       if (s.finished) continue;
-      ensure_blocks(pool, s.blocks, s.num_computed + 1);
-      b.steps.push_back({{s.pending}, s.num_computed, s.blocks, false});
-      b.entries.push_back({&g, i, 1, false});
+      const std::int32_t k = plan_draft(g, s);
+      ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
+      b.steps.push_back({{s.pending}, s.num_computed, s.blocks, k > 0});
+      b.steps.back().tokens.insert(b.steps.back().tokens.end(), s.draft.begin(), s.draft.end());
+      b.entries.push_back({&g, i, 1 + k, false, 1 + k});
       ++b.stats.decode_sequences;
     }
   }

@@ -54,6 +54,15 @@ struct EngineRequest {
   // step at that position computed.
   std::function<bool(std::int64_t step, const float* row)> score_row;
   std::int64_t score_from = 0;
+  // Speculative decoding (config.draft_tokens > 0, docs/speculative.md): when set, this
+  // drafter replaces the n-gram drafter (tests and benchmarks: one that replays or
+  // corrupts a known continuation). Called on the engine thread before each decode step
+  // of a sample with its index and generated tokens (the last one's K/V not computed
+  // yet); appends at most `max` proposed next tokens to `out` (empty on entry). Whatever
+  // it proposes, the output is that of plain decoding.
+  std::function<void(std::int32_t sample_index, const std::vector<std::int32_t>& generated,
+                     std::int32_t max, std::vector<std::int32_t>& out)>
+      drafter;
 };
 
 // The session reports the engine's counters as they are.

@@ -22,6 +22,10 @@ struct StepStats {
   std::int64_t queue_depth = 0;
   std::int64_t kv_blocks_in_use = 0;
   std::int64_t kv_blocks_capacity = 0;
+  // Speculative decoding: tokens drafted in this step's verify passes, and how many of
+  // them equalled the token the target chose (docs/speculative.md).
+  std::int64_t draft_tokens = 0;
+  std::int64_t accepted_draft_tokens = 0;
 };
 
 class EngineObserver {
