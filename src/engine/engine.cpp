@@ -54,6 +54,15 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
   if (!request.config.stop_token_ids) {
     request.config.stop_token_ids = impl_->model.config().eos_token_ids;
   }
+  if (request.config.draft_tokens > 0 && impl_->model.mode() == NumericsMode::kFast) {
+    // Fast mode's logits depend on the rows a pass carries: a verify pass could choose
+    // other tokens than plain decoding (docs/speculative.md).
+    throw Error(ErrorCode::kInvalidArgument,
+                "GenerationConfig.draft_tokens must be 0 in fast numerics mode: speculative "
+                "decoding keeps outputs unchanged only where logits do not depend on the rows a "
+                "pass carries (canonical, device_invariant)",
+                "draft_tokens");
+  }
   auto g = std::make_unique<Group>();
   g->reserve =
       impl_->blocks_needed(static_cast<std::int64_t>(request.prompt.size()), request.config);

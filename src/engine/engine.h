@@ -82,7 +82,9 @@ class Engine {
   void set_prefix_provider(std::shared_ptr<PrefixProvider> provider);
 
   // Queues a request. Throws Error(kResourceExhausted) when the queue is full or the
-  // request could never fit the KV pool, Error(kUnavailable) after shutdown(). Thread-safe.
+  // request could never fit the KV pool, Error(kUnavailable) after shutdown(),
+  // Error(kInvalidArgument, "draft_tokens") for speculative decoding in fast numerics mode.
+  // Thread-safe.
   std::future<GenerationResult> submit(EngineRequest request);
 
   // What cancels a request whose EngineRequest::cancelled is `flag`: sets it and wakes the

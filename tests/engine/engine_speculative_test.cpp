@@ -240,5 +240,25 @@ TEST(EngineSpeculative, StopTokensEndTheSampleInsideAVerifyPass) {
   EXPECT_EQ(spec.result.sequences[0].finish_reason, FinishReason::kStop);
 }
 
+TEST(EngineSpeculative, FastModeRefusesItNamingTheField) {
+  // In fast mode a verify pass's rows may differ from decode steps' rows: refused.
+  struct FastModel : FakeModel {
+    NumericsMode mode() const override { return NumericsMode::kFast; }
+  };
+  FastModel m;
+  Engine e(m, nullptr, small_options());
+  GenerationConfig c;
+  c.draft_tokens = 2;
+  try {
+    e.submit(request({3, 4, 5}, c));
+    FAIL() << "fast mode speculated";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(err.field(), "draft_tokens");
+  }
+  c.draft_tokens = 0;
+  EXPECT_EQ(e.submit(request({3, 4, 5}, c)).get().sequences.size(), 1u);
+}
+
 }  // namespace
 }  // namespace detinfer
