@@ -32,9 +32,15 @@ inline double ms_between(EngineClock::time_point a, EngineClock::time_point b) {
 struct SeqState {
   std::int32_t sample_index = 0;
   std::vector<std::int32_t> blocks;
-  std::int64_t num_computed = 0;    // tokens whose K/V are in `blocks`
-  std::int32_t pending = -1;        // chosen token whose K/V is not computed yet
-  std::vector<std::int32_t> draft;  // speculative decoding: fed after `pending` this step
+  std::int64_t num_computed = 0;  // tokens whose K/V are in `blocks`
+  std::int32_t pending = -1;      // chosen token whose K/V is not computed yet
+  // Speculative decoding (engine_speculative.cpp): the drafts fed after `pending` this
+  // step, and the adaptive draft length: how many tokens to ask for (0: not yet set), the
+  // steps left without drafting and the consecutive verify passes that accepted nothing.
+  std::vector<std::int32_t> draft;
+  std::int32_t draft_len = 0;
+  std::int32_t draft_pause = 0;
+  std::int32_t draft_misses = 0;
   std::vector<std::int32_t> generated;
   Sequence out;
   std::optional<Tokenizer::StreamDecoder> decoder;
@@ -199,6 +205,8 @@ struct Engine::Impl {
   // equal it.
   std::int32_t plan_draft(const Group& g, SeqState& s);
   void verify_drafts(Group& g, SeqState& s, const float* rows);
+  void adapt_draft_length(const GenerationConfig& c, SeqState& s, std::int64_t drafted_here,
+                          std::int64_t accepted_here);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);
   void beam_finish(Group& g);

@@ -22,7 +22,12 @@ std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s) {
   // stays within the request's reservation (prompt + max_new_tokens - 1 positions).
   const std::int64_t room =
       static_cast<std::int64_t>(c.max_new_tokens) - static_cast<std::int64_t>(s.generated.size());
-  const auto max = static_cast<std::int32_t>(std::min<std::int64_t>(c.draft_tokens, room - 1));
+  if (s.draft_len == 0) s.draft_len = c.draft_tokens;
+  if (s.draft_pause > 0) {  // backing off after passes that accepted nothing
+    --s.draft_pause;
+    return 0;
+  }
+  const auto max = static_cast<std::int32_t>(std::min<std::int64_t>(s.draft_len, room - 1));
   if (max <= 0) return 0;
   if (g.req.drafter) {
     g.req.drafter(s.sample_index, s.generated, max, s.draft);
@@ -59,6 +64,28 @@ void Engine::Impl::verify_drafts(Group& g, SeqState& s, const float* rows) {
   }
   step_drafted += static_cast<std::int64_t>(draft.size());
   step_accepted += accepted_here;
+  adapt_draft_length(g.req.config, s, static_cast<std::int64_t>(draft.size()), accepted_here);
+}
+
+// The adaptive draft length (docs/speculative.md, "Adaptive draft length"). It decides
+// only how many tokens are proposed, never which token is chosen, so it cannot change an
+// output; it keeps a drafter that is often wrong from costing rows every step.
+void Engine::Impl::adapt_draft_length(const GenerationConfig& c, SeqState& s,
+                                      std::int64_t drafted_here, std::int64_t accepted_here) {
+  constexpr std::int32_t kMaxPause = 16;
+  if (accepted_here == 0) {
+    if (s.draft_len > 1) {
+      s.draft_len /= 2;  // fewer rows for the next try
+    } else {
+      // Wrong again at length 1: skip 1, 2, 4, ... (at most 16) steps before the next.
+      s.draft_misses = std::min(s.draft_misses + 1, 5);
+      s.draft_pause = std::min(kMaxPause, 1 << (s.draft_misses - 1));
+    }
+    return;
+  }
+  s.draft_misses = 0;
+  s.draft_len = accepted_here == drafted_here ? std::min(s.draft_len + 1, c.draft_tokens)
+                                              : static_cast<std::int32_t>(accepted_here + 1);
 }
 
 }  // namespace detinfer
