@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "detinfer/session.h"
-#include "devtools/model_tools.h"
-#include "qwen05b_shape.h"
+#include "shape_model.h"
 
 namespace {
 
@@ -44,21 +43,10 @@ Args parse(int argc, char** argv) {
 }
 
 std::string model_dir(const Args& a) {
-  if (!a.model.empty()) return a.model;
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/bench-verify-" + a.shape;
-  detinfer::TinyModelOptions o = a.shape == "qwen05b" ? detinfer_bench::qwen05b_bf16_options(dir)
-                                                      : detinfer::TinyModelOptions{};
-  o.out_dir = dir;
-  if (a.shape == "tiny") o.max_positions = 4096;
-  detinfer::make_tiny_model(o);
-  return dir;
+  return detinfer_bench::shape_model_dir(a.model, a.shape, "bench-verify-");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using detinfer_bench::median;
 
 template <class F>
 double seconds(F&& f) {
