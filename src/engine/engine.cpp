@@ -266,11 +266,12 @@ void Engine::Impl::step() {
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
   step_drafted = step_accepted = 0;
   process_rows(b.entries, logits.data());
+  if (step_drafted > 0) {  // counted before any result of this step is delivered
+    drafted.fetch_add(step_drafted);
+    accepted.fetch_add(step_accepted);
+    for (auto& o : observers) o->on_drafts(step_drafted, step_accepted);
+  }
   for (auto& g : running) maybe_complete(*g);
-  b.stats.draft_tokens = step_drafted;
-  b.stats.accepted_draft_tokens = step_accepted;
-  drafted.fetch_add(step_drafted);
-  accepted.fetch_add(step_accepted);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
   b.stats.kv_blocks_capacity = pool.capacity();
   {

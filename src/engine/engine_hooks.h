@@ -22,10 +22,6 @@ struct StepStats {
   std::int64_t queue_depth = 0;
   std::int64_t kv_blocks_in_use = 0;
   std::int64_t kv_blocks_capacity = 0;
-  // Speculative decoding: tokens drafted in this step's verify passes, and how many of
-  // them equalled the token the target chose (docs/speculative.md).
-  std::int64_t draft_tokens = 0;
-  std::int64_t accepted_draft_tokens = 0;
 };
 
 class EngineObserver {
@@ -36,6 +32,10 @@ class EngineObserver {
   // abandoned): queue_depth and kv_blocks_* are set, the sequence counts are 0. Runs
   // before the request's future is ready, so gauges read after it are exact.
   virtual void on_gauges(const StepStats&) {}
+  // Speculative decoding (docs/speculative.md): a step's verify passes drafted `drafted`
+  // tokens, of which `accepted` equalled the token the model chose. Runs before the
+  // step's finished requests are delivered, so counters read after a result include it.
+  virtual void on_drafts(std::int64_t /*drafted*/, std::int64_t /*accepted*/) {}
   // A request cancelled before admission: it ran nothing and its future holds an empty
   // cancelled result. Neither on_finished nor on_failed is called for it.
   virtual void on_abandoned(const EngineRequest&) {}

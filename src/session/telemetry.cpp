@@ -89,10 +89,11 @@ void Telemetry::on_step(const StepStats& s) {
   on_gauges(s);
   const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
   if (batch > 0) metrics_.batch_size.observe(batch);
-  if (s.draft_tokens > 0) {
-    metrics_.draft_tokens.inc(static_cast<std::uint64_t>(s.draft_tokens));
-    metrics_.accepted_draft_tokens.inc(static_cast<std::uint64_t>(s.accepted_draft_tokens));
-  }
+}
+
+void Telemetry::on_drafts(std::int64_t drafted, std::int64_t accepted) {
+  metrics_.draft_tokens.inc(static_cast<std::uint64_t>(drafted));
+  metrics_.accepted_draft_tokens.inc(static_cast<std::uint64_t>(accepted));
 }
 
 void Telemetry::on_gauges(const StepStats& s) {
