@@ -283,14 +283,17 @@ void Engine::Impl::step() {
 
 void Engine::Impl::build_batch(Batch& b) {
   // Decode: one token for every running sequence, followed by its drafts when it
-  // speculates (one row per token fed: the verify pass).
+  // speculates (one row per token fed: the verify pass). Drafts of all sequences together
+  // stay within the prefill token budget, which bounds the step's rows and logits.
+  std::int64_t draft_budget = options.prefill_chunk_tokens;
   for (auto& gp : running) {
     Group& g = *gp;
     if (g.done || g.prefilling) continue;
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
       if (s.finished) continue;
-      const std::int32_t k = plan_draft(g, s);
+      const std::int32_t k = plan_draft(g, s, draft_budget);
+      draft_budget -= k;
       ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
       b.steps.push_back({{s.pending}, s.num_computed, s.blocks, k > 0});
       b.steps.back().tokens.insert(b.steps.back().tokens.end(), s.draft.begin(), s.draft.end());

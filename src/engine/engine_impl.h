@@ -200,10 +200,10 @@ struct Engine::Impl {
   void score_chunk(Group& g, const BatchEntry& be, const float* rows);
   void sample_step(Group& g, SeqState& s, const float* row);
   // Speculative decoding (engine_speculative.cpp): the drafts of a sample's next decode
-  // step (into s.draft; their count), and the verification of a step that fed them: the
-  // token chosen at each row exactly as sample_step chooses it, drafts kept while they
+  // step (into s.draft, at most `budget`; their count), and the verification of a step that fed
+  // them: the token chosen at each row exactly as sample_step chooses it, drafts kept while they
   // equal it.
-  std::int32_t plan_draft(const Group& g, SeqState& s);
+  std::int32_t plan_draft(const Group& g, SeqState& s, std::int64_t budget);
   void verify_drafts(Group& g, SeqState& s, const float* rows);
   void adapt_draft_length(const GenerationConfig& c, SeqState& s, std::int64_t drafted_here,
                           std::int64_t accepted_here);

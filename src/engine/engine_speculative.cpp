@@ -14,7 +14,7 @@
 
 namespace detinfer {
 
-std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s) {
+std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s, std::int64_t budget) {
   s.draft.clear();
   const GenerationConfig& c = g.req.config;
   if (c.draft_tokens <= 0 || g.beam) return 0;
@@ -27,7 +27,8 @@ std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s) {
     --s.draft_pause;
     return 0;
   }
-  const auto max = static_cast<std::int32_t>(std::min<std::int64_t>(s.draft_len, room - 1));
+  const auto max =
+      static_cast<std::int32_t>(std::min<std::int64_t>({s.draft_len, room - 1, budget}));
   if (max <= 0) return 0;
   if (g.req.drafter) {
     g.req.drafter(s.sample_index, s.generated, max, s.draft);
