@@ -33,7 +33,7 @@ constexpr std::int64_t kVocab = 150000;
 
 std::string english_prose(std::size_t bytes) {
   // ASCII lines of the corpus, cut into sentences.
-  const std::string_view corpus = detinfer::tiny_corpus();
+  const std::string_view corpus = detinfer::devtools::tiny_corpus();
   std::vector<std::string> sentences;
   std::string cur;
   bool ascii_line = true;
@@ -114,8 +114,8 @@ struct Data {
     jopts.vocab_size = kVocab;
     big = std::make_unique<Tokenizer>(
         Tokenizer::from_json(tk::byte_level_tokenizer_json(bpe, jopts)));
-    tiny =
-        std::make_unique<Tokenizer>(Tokenizer::from_json(detinfer::make_tiny_tokenizer_json(512)));
+    tiny = std::make_unique<Tokenizer>(
+        Tokenizer::from_json(detinfer::devtools::make_tiny_tokenizer_json(512)));
   }
 };
 

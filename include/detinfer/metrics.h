@@ -21,11 +21,11 @@ namespace detinfer {
 // Label name/value pairs of one time series, e.g. {{"finish_reason", "stop"}}.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-namespace metrics_detail {
+namespace metrics {
 struct CounterCell;
 struct GaugeCell;
 struct HistogramCell;
-}  // namespace metrics_detail
+}  // namespace metrics
 
 // A monotonically increasing integer count (Prometheus "counter").
 class DETINFER_API Counter {
@@ -36,8 +36,8 @@ class DETINFER_API Counter {
 
  private:
   friend class MetricsRegistry;
-  explicit Counter(metrics_detail::CounterCell* cell) : cell_(cell) {}
-  metrics_detail::CounterCell* cell_ = nullptr;
+  explicit Counter(metrics::CounterCell* cell) : cell_(cell) {}
+  metrics::CounterCell* cell_ = nullptr;
 };
 
 // A value that goes up and down (Prometheus "gauge").
@@ -52,8 +52,8 @@ class DETINFER_API Gauge {
 
  private:
   friend class MetricsRegistry;
-  explicit Gauge(metrics_detail::GaugeCell* cell) : cell_(cell) {}
-  metrics_detail::GaugeCell* cell_ = nullptr;
+  explicit Gauge(metrics::GaugeCell* cell) : cell_(cell) {}
+  metrics::GaugeCell* cell_ = nullptr;
 };
 
 // Observations counted into fixed buckets (Prometheus "histogram"). Bucket upper bounds
@@ -69,8 +69,8 @@ class DETINFER_API Histogram {
 
  private:
   friend class MetricsRegistry;
-  explicit Histogram(metrics_detail::HistogramCell* cell) : cell_(cell) {}
-  metrics_detail::HistogramCell* cell_ = nullptr;
+  explicit Histogram(metrics::HistogramCell* cell) : cell_(cell) {}
+  metrics::HistogramCell* cell_ = nullptr;
 };
 
 // Owns every metric; handles stay valid as long as the registry lives. Thread-safe.

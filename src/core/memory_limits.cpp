@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-namespace detinfer {
+namespace detinfer::core {
 
 namespace {
 
@@ -104,4 +104,4 @@ void release_free_heap() {
 #endif
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::core

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace detinfer {
+namespace detinfer::core {
 
 // Where the cgroup file systems and the process's cgroup membership are read from;
 // tests point these at a fake tree.
@@ -32,4 +32,4 @@ std::int64_t memory_limit_bytes(const CgroupPaths& paths = {});
 // pages (e.g. 245 MB for a 152k-token vocabulary).
 void release_free_heap();
 
-}  // namespace detinfer
+}  // namespace detinfer::core

@@ -1,8 +1,8 @@
 #include "engine/engine_impl.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
-Engine::Engine(Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
+Engine::Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
     : impl_(std::make_unique<Impl>(model, tokenizer, options)) {
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
@@ -227,7 +227,7 @@ void Engine::Impl::build_batch(Batch& b) {
     const std::int64_t n = std::min(budget, total - g.prefilled);
     SeqState& s = g.seqs[0];
     ensure_blocks(pool, s.blocks, g.prefilled + n);
-    SequenceStep st;
+    model::SequenceStep st;
     st.tokens.assign(g.req.prompt.begin() + g.prefilled, g.req.prompt.begin() + g.prefilled + n);
     st.start_pos = g.prefilled;
     st.block_table = s.blocks;
@@ -239,4 +239,4 @@ void Engine::Impl::build_batch(Batch& b) {
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

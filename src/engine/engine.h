@@ -18,9 +18,11 @@
 #include "detinfer/tokenizer.h"
 #include "engine/engine_hooks.h"
 
-namespace detinfer {
-
+namespace detinfer::model {
 class Model;
+}  // namespace detinfer::model
+
+namespace detinfer::engine {
 
 struct EngineOptions {
   std::int32_t max_batch = 32;              // sequences decoded together per step
@@ -54,7 +56,7 @@ class Engine {
  public:
   // `tokenizer` may be null (then results carry no text and stop strings never match).
   // Starts the scheduler thread.
-  Engine(Model& model, const Tokenizer* tokenizer, const EngineOptions& options);
+  Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -83,4 +85,4 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

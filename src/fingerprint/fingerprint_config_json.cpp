@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "core/generation_fields.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 namespace {
 
@@ -87,4 +87,4 @@ GenerationConfig config_from_json(const json& j, const std::string& path) {
   return c;
 }
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

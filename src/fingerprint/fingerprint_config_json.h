@@ -6,7 +6,7 @@
 #include "detinfer/generation.h"
 #include "fingerprint/json_reader.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 // Every field except `seed` (recorded beside it as the seed actually used). Keys are
 // sorted (nlohmann objects are ordered maps), so dump() is canonical.
@@ -14,4 +14,4 @@ json config_to_json(const GenerationConfig& c);
 // Strict inverse; `path` names the object in errors.
 GenerationConfig config_from_json(const json& j, const std::string& path);
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

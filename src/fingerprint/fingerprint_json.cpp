@@ -14,12 +14,12 @@
 
 namespace detinfer {
 
-using fingerprint_detail::as_array;
-using fingerprint_detail::as_hex64;
-using fingerprint_detail::as_integer;
-using fingerprint_detail::as_string;
-using fingerprint_detail::json;
-using fingerprint_detail::ObjectReader;
+using fingerprint::as_array;
+using fingerprint::as_hex64;
+using fingerprint::as_integer;
+using fingerprint::as_string;
+using fingerprint::json;
+using fingerprint::ObjectReader;
 
 namespace {
 // The deepest valid fingerprint is a few levels; 32 leaves room and bounds every walk.
@@ -42,11 +42,11 @@ std::string encode_logits(const std::vector<float>& row) {
     std::memcpy(&b, &row[i], 4);
     for (int k = 0; k < 4; ++k) bytes[4 * i + k] = static_cast<std::uint8_t>(b >> (8 * k));
   }
-  return fingerprint_detail::base64_encode(bytes.data(), bytes.size());
+  return fingerprint::base64_encode(bytes.data(), bytes.size());
 }
 
 std::vector<float> decode_logits(const json& v, const std::string& path) {
-  const auto bytes = fingerprint_detail::base64_decode(as_string(v, path));
+  const auto bytes = fingerprint::base64_decode(as_string(v, path));
   if (!bytes || bytes->empty() || bytes->size() % 4 != 0) {
     fail(ErrorCode::kCorrupt, "fingerprint field ", path,
          ": expected base64 of a non-empty little-endian fp32 array");
@@ -110,7 +110,7 @@ json to_json_object(const RunFingerprint& fp) {
   const auto& r = fp.request;
   json req = {{"prompt_hash", hex64(r.prompt_hash)},
               {"prompt_length", r.prompt_length},
-              {"config", fingerprint_detail::config_to_json(r.config)},
+              {"config", fingerprint::config_to_json(r.config)},
               {"seed", std::to_string(r.seed)}};
   if (r.prompt_tokens) req["prompt_tokens"] = *r.prompt_tokens;
   j["request"] = std::move(req);
@@ -157,7 +157,7 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
            ": the ids do not match prompt_length/prompt_hash");
     }
   }
-  req.config = fingerprint_detail::config_from_json(r.required("config"), r.path_of("config"));
+  req.config = fingerprint::config_from_json(r.required("config"), r.path_of("config"));
   const std::string seed = r.string("seed");
   std::uint64_t v = 0;
   bool ok = !seed.empty() && seed.size() <= 20 && (seed == "0" || seed[0] != '0');
@@ -357,7 +357,7 @@ std::uint64_t RunFingerprint::request_key() const {
   h.update_field("detinfer.request_key/1");
   h.update_hash(model.fingerprint).update_hash(tokenizer_hash);
   h.update_u64(request.prompt_hash).update_i64(request.prompt_length);
-  h.update_field(fingerprint_detail::config_to_json(request.config).dump());
+  h.update_field(fingerprint::config_to_json(request.config).dump());
   h.update_u64(request.seed);
   return h.digest64();
 }

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 namespace {
 const char* type_name(const json& v) { return v.type_name(); }
@@ -140,4 +140,4 @@ void ObjectReader::done() const {
   }
 }
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

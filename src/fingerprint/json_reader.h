@@ -11,7 +11,7 @@
 
 #include "detinfer/hash.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 using nlohmann::json;
 
@@ -53,4 +53,4 @@ double as_number(const json& v, const std::string& path);
 std::uint64_t as_hex64(const json& v, const std::string& path);
 const json& as_array(const json& v, const std::string& path);
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

@@ -11,7 +11,7 @@
 #include "core/json_reader.h"
 #include "core/log.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 using nlohmann::json;
@@ -311,4 +311,4 @@ std::string canonical_config_text(const ModelConfig& c) {
   return os.str();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -9,7 +9,7 @@
 #include "detinfer/numerics.h"
 #include "detinfer/version.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 bool has_cancelled(const GenerationResult& r) {
   for (const Sequence& s : r.sequences) {
@@ -21,7 +21,7 @@ bool has_cancelled(const GenerationResult& r) {
 namespace {
 // Hands a cached result to the caller's callback as the engine hands a finished beam
 // search: every token once, the whole text with the first.
-void stream_cached(const EngineRequest& r, const GenerationResult& result) {
+void stream_cached(const engine::EngineRequest& r, const GenerationResult& result) {
   if (!r.on_token) return;
   for (std::size_t i = 0; i < result.sequences.size(); ++i) {
     const Sequence& s = result.sequences[i];
@@ -38,9 +38,10 @@ void stream_cached(const EngineRequest& r, const GenerationResult& result) {
 }
 }  // namespace
 
-CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash128& tokenizer_hash)
+CacheBridge::CacheBridge(const SessionOptions& o, const model::Model& model,
+                         const Hash128& tokenizer_hash)
     : model_(model), tokenizer_hash_(tokenizer_hash), kv_dtype_(o.kv_dtype) {
-  const DeviceInfo dev = model.device_info();
+  const model::DeviceInfo dev = model.device_info();
   // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
   // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
   prefix_salt_ = o.cache_salt;
@@ -52,10 +53,10 @@ CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash
   if (o.kv_dtype != KvDType::kF32)
     prefix_salt_ += "\x1fkv_dtype=" + std::string(to_string(o.kv_dtype));
   if (o.cache.prefix.enabled) {
-    prefix_ = std::make_unique<PrefixCache>(o.cache.prefix, o.cache.redis);
+    prefix_ = std::make_unique<cache::PrefixCache>(o.cache.prefix, o.cache.redis);
   }
   if (o.cache.result.enabled) {
-    results_ = std::make_unique<ResultCache>(o.cache.result, o.cache.redis);
+    results_ = std::make_unique<cache::ResultCache>(o.cache.result, o.cache.redis);
     results_->open_model(model.fingerprint());
     serve_results_ = model.mode() == NumericsMode::kCanonical;
   }
@@ -63,7 +64,7 @@ CacheBridge::CacheBridge(const SessionOptions& o, const Model& model, const Hash
 
 // --- result cache -------------------------------------------------------------------------
 
-Hash128 CacheBridge::result_key(const EngineRequest& r) const {
+Hash128 CacheBridge::result_key(const engine::EngineRequest& r) const {
   // A non-default kv_dtype is other numerics: keyed apart (f32 keys unchanged).
   const Hash128 model_key = kv_dtype_ == KvDType::kF32 ? model_.fingerprint()
                                                        : Hasher()
@@ -71,11 +72,11 @@ Hash128 CacheBridge::result_key(const EngineRequest& r) const {
                                                              .update_field("kv_dtype")
                                                              .update_field(to_string(kv_dtype_))
                                                              .digest128();
-  return result_cache_key(model_key, model_.mode(), kNumericsSpecVersion, tokenizer_hash_, r.prompt,
-                          canonical_generation_config(r.config));
+  return cache::result_cache_key(model_key, model_.mode(), kNumericsSpecVersion, tokenizer_hash_,
+                                 r.prompt, cache::canonical_generation_config(r.config));
 }
 
-std::optional<GenerationResult> CacheBridge::lookup(const EngineRequest& r) {
+std::optional<GenerationResult> CacheBridge::lookup(const engine::EngineRequest& r) {
   if (!serve_results_ || !r.use_caches) return std::nullopt;
   std::optional<GenerationResult> hit;
   Hash128 key;
@@ -106,7 +107,7 @@ void CacheBridge::forget(std::uint64_t id) {
   audits_.erase(id);
 }
 
-void CacheBridge::on_finished(const EngineRequest& r, GenerationResult& result) {
+void CacheBridge::on_finished(const engine::EngineRequest& r, GenerationResult& result) {
   if (!serve_results_ || !r.use_caches) return;
   std::optional<GenerationResult> audited;
   {
@@ -129,14 +130,14 @@ void CacheBridge::on_finished(const EngineRequest& r, GenerationResult& result) 
   }
 }
 
-void CacheBridge::on_failed(const EngineRequest& r, const Error&) { forget(r.id); }
+void CacheBridge::on_failed(const engine::EngineRequest& r, const Error&) { forget(r.id); }
 
 // --- prefix cache -------------------------------------------------------------------------
 
-std::int64_t CacheBridge::restore(const EngineRequest& r, KvCachePool& pool,
+std::int64_t CacheBridge::restore(const engine::EngineRequest& r, model::KvCachePool& pool,
                                   std::vector<std::int32_t>& table) {
   std::call_once(prefix_opened_, [&] {
-    PrefixNamespace ns;
+    cache::PrefixNamespace ns;
     ns.model_fingerprint = model_.fingerprint();
     ns.mode = model_.mode();
     ns.spec_version = kNumericsSpecVersion;
@@ -145,19 +146,20 @@ std::int64_t CacheBridge::restore(const EngineRequest& r, KvCachePool& pool,
     prefix_->open(ns);
   });
   if (!r.use_caches) return 0;  // replays recompute everything: they check the output
-  return restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+  return cache::restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
-void CacheBridge::publish(const EngineRequest& r, const KvCachePool& pool,
+void CacheBridge::publish(const engine::EngineRequest& r, const model::KvCachePool& pool,
                           const std::vector<std::int32_t>& table) {
   // restore() always runs first for a request and opens the namespace.
-  if (r.use_caches) publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+  if (r.use_caches) cache::publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
-void CacheBridge::publish_sequence(const EngineRequest& r, const std::vector<std::int32_t>& tokens,
-                                   const KvCachePool& pool,
+void CacheBridge::publish_sequence(const engine::EngineRequest& r,
+                                   const std::vector<std::int32_t>& tokens,
+                                   const model::KvCachePool& pool,
                                    const std::vector<std::int32_t>& table) {
-  if (r.use_caches) publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
+  if (r.use_caches) cache::publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
 }
 
 // --- stats --------------------------------------------------------------------------------
@@ -174,4 +176,4 @@ void CacheBridge::invalidate() {
   if (results_) results_->invalidate_all();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -8,7 +8,7 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 namespace {
 // Adds the growth of a monotonic statistic to a counter.
@@ -57,11 +57,11 @@ void export_totals(const CacheMetrics& m, const CacheTotals& now, const CacheTot
 }
 }  // namespace
 
-RunFingerprint session_base_fingerprint(const SessionOptions& o, const Model& model,
+RunFingerprint session_base_fingerprint(const SessionOptions& o, const model::Model& model,
                                         const Hash128& tokenizer_hash) {
   RunFingerprint b;
   set_host_groups(b);
-  const DeviceInfo dev = model.device_info();
+  const model::DeviceInfo dev = model.device_info();
   const bool cuda = dev.device != "cpu";
   b.numerics.mode = to_string(model.mode());
   b.numerics.spec_version = kNumericsSpecVersion;
@@ -75,7 +75,7 @@ RunFingerprint session_base_fingerprint(const SessionOptions& o, const Model& mo
   if (cuda) b.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
   b.model.fingerprint = model.fingerprint();
   b.model.architecture = to_string(model.config().architecture);
-  b.model.weight_dtype = kernels::to_string(model.config().weight_dtype);
+  b.model.weight_dtype = core::to_string(model.config().weight_dtype);
   b.tokenizer_hash = tokenizer_hash;
   return b;
 }
@@ -88,7 +88,7 @@ Telemetry::Telemetry(const SessionOptions& options, RunFingerprint base,
       caches_(std::move(caches)),
       recorder_(options.recorder) {}
 
-void Telemetry::on_step(const StepStats& s) {
+void Telemetry::on_step(const engine::StepStats& s) {
   metrics_.queue_depth.set(static_cast<double>(s.queue_depth));
   metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));
   metrics_.kv_blocks_capacity.set(static_cast<double>(s.kv_blocks_capacity));
@@ -96,8 +96,8 @@ void Telemetry::on_step(const StepStats& s) {
   if (batch > 0) metrics_.batch_size.observe(batch);
 }
 
-void Telemetry::on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
-                          const float* row, std::int64_t vocab) {
+void Telemetry::on_logits(const engine::EngineRequest& r, std::int32_t sample_index,
+                          std::int32_t step, const float* row, std::int64_t vocab) {
   // Beam search reports live beams, not returned sequences: no logits rows for it.
   if (!r.observed || r.config.num_beams > 1) return;
   std::lock_guard<std::mutex> lk(mu_);
@@ -108,7 +108,7 @@ void Telemetry::on_logits(const EngineRequest& r, std::int32_t sample_index, std
   steps[step].assign(row, row + vocab);
 }
 
-void Telemetry::on_finished(const EngineRequest& r, GenerationResult& result) {
+void Telemetry::on_finished(const engine::EngineRequest& r, GenerationResult& result) {
   if (!r.observed) return;
   std::vector<std::vector<std::vector<float>>> logits;
   {
@@ -122,7 +122,7 @@ void Telemetry::on_finished(const EngineRequest& r, GenerationResult& result) {
   complete(r, result, std::move(logits));
 }
 
-void Telemetry::on_failed(const EngineRequest& r, const Error&) {
+void Telemetry::on_failed(const engine::EngineRequest& r, const Error&) {
   if (!r.observed) return;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -131,11 +131,11 @@ void Telemetry::on_failed(const EngineRequest& r, const Error&) {
   metrics_.requests_failed.inc();
 }
 
-void Telemetry::served(const EngineRequest& r, GenerationResult& result) {
+void Telemetry::served(const engine::EngineRequest& r, GenerationResult& result) {
   if (r.observed) complete(r, result, {});
 }
 
-void Telemetry::complete(const EngineRequest& r, GenerationResult& result,
+void Telemetry::complete(const engine::EngineRequest& r, GenerationResult& result,
                          std::vector<std::vector<std::vector<float>>> logits) {
   metrics_.on_finished(result);
   if (recorder_.enabled() || monitor_ != nullptr) {
@@ -175,4 +175,4 @@ std::string Telemetry::metrics_text() {
   return registry_.render();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session
