@@ -177,19 +177,19 @@ TEST(RopeTable, TableRowsAreTheRoundedSinCos) {
 
 // Exactly representable results and the edges of the quadrant reduction.
 TEST(RopeMath, ExactValuesAndQuadrants) {
-  EXPECT_EQ(rope_math::pow(10000.0, 0.0), 1.0);
-  EXPECT_EQ(rope_math::pow(10000.0, 0.5), 100.0);
-  EXPECT_EQ(rope_math::pow(10000.0, 0.25), 10.0);
-  EXPECT_EQ(rope_math::pow(1.0, 0.75), 1.0);
-  EXPECT_EQ(rope_math::pow(1024.0, 0.1), 2.0);
+  EXPECT_EQ(model::rope_math::pow(10000.0, 0.0), 1.0);
+  EXPECT_EQ(model::rope_math::pow(10000.0, 0.5), 100.0);
+  EXPECT_EQ(model::rope_math::pow(10000.0, 0.25), 10.0);
+  EXPECT_EQ(model::rope_math::pow(1.0, 0.75), 1.0);
+  EXPECT_EQ(model::rope_math::pow(1024.0, 0.1), 2.0);
   double s = 1, c = 0;
-  rope_math::sincos(0.0, &s, &c);
+  model::rope_math::sincos(0.0, &s, &c);
   EXPECT_TRUE(same_bits(s, 0.0));
   EXPECT_EQ(c, 1.0);
   // Arguments near multiples of pi/4 and pi/2 (quadrant boundaries) and large ones.
   for (double x : {0.7853981633974483, 1.5707963267948966, 3.141592653589793, 4.71238898038469,
                    6.283185307179586, 355.0, 103993.0, 131071.0, 1e9, 1099511627776.0}) {
-    rope_math::sincos(x, &s, &c);
+    model::rope_math::sincos(x, &s, &c);
     EXPECT_TRUE(same_bits(s, std::sin(x))) << x << ": " << s << " vs " << std::sin(x);
     EXPECT_TRUE(same_bits(c, std::cos(x))) << x << ": " << c << " vs " << std::cos(x);
   }
