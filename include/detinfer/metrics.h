@@ -101,12 +101,17 @@ class DETINFER_API MetricsRegistry {
   static const char* content_type();
 
  private:
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 
+// Deprecated (CacheMetrics, SessionMetrics): the session registers and updates these
+// families in its registry (DeterministicSession::metrics()). The pragmas keep the
+// declarations' use of each other from warning.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 // Counters and gauges of one cache tier (label cache="prefix" or "result").
-struct DETINFER_API CacheMetrics {
+struct DETINFER_API DETINFER_DEPRECATED_MACHINERY CacheMetrics {
   Counter hits;
   Counter misses;
   Counter evictions;
@@ -117,7 +122,7 @@ struct DETINFER_API CacheMetrics {
 
 // Handles to the detinfer_* families a session updates (names in docs/metrics.md).
 // Registering twice in one registry returns handles to the same series.
-struct DETINFER_API SessionMetrics {
+struct DETINFER_API DETINFER_DEPRECATED_MACHINERY SessionMetrics {
   explicit SessionMetrics(MetricsRegistry& registry);
   // A no-op set (every handle does nothing): metrics off.
   SessionMetrics() = default;
@@ -153,5 +158,6 @@ struct DETINFER_API SessionMetrics {
   static std::vector<double> latency_buckets_seconds();
   static std::vector<double> batch_size_buckets();
 };
+#pragma GCC diagnostic pop
 
 }  // namespace detinfer

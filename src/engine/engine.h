@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "detinfer/generation.h"
-#include "detinfer/session.h"
 #include "detinfer/tokenizer.h"
 #include "engine/engine_hooks.h"
 
@@ -49,8 +48,15 @@ struct EngineRequest {
   EngineClock::time_point submitted = EngineClock::now();
 };
 
-// The session reports the engine's counters as they are.
-using EngineStats = SessionStats;
+// The scheduler's counters; the session reports them as its SessionStats (the engine does
+// not include the session's facade).
+struct EngineStats {
+  std::int64_t queued = 0;   // waiting for admission
+  std::int64_t running = 0;  // admitted, generating
+  std::int64_t kv_blocks_in_use = 0;
+  std::int64_t kv_blocks_capacity = 0;
+  std::int64_t steps = 0;  // batched forward passes so far
+};
 
 class Engine {
  public:

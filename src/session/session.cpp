@@ -228,7 +228,16 @@ std::string DeterministicSession::architecture() const {
 }
 const SessionOptions& DeterministicSession::options() const { return impl_->options; }
 
-SessionStats DeterministicSession::stats() const { return impl_->engine->stats(); }
+SessionStats DeterministicSession::stats() const {
+  const engine::EngineStats e = impl_->engine->stats();
+  SessionStats s;
+  s.queued = e.queued;
+  s.running = e.running;
+  s.kv_blocks_in_use = e.kv_blocks_in_use;
+  s.kv_blocks_capacity = e.kv_blocks_capacity;
+  s.steps = e.steps;
+  return s;
+}
 
 ModelFootprint DeterministicSession::footprint() const {
   const model::Model& m = *impl_->model;
