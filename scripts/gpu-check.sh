@@ -194,7 +194,7 @@ done
 
 # End to end: a Qwen2.5-0.5B-wide random model (8 layers, bf16, byte vocabulary: no
 # tokenizer needed, the bench feeds token ids), tokens/s in the three numerics modes.
-CLI="$BUILD/examples/detinfer_cli/detinfer"
+CLI="$BUILD/bin/detinfer"
 [[ -x "$CLI" ]] || CLI="$(find "$BUILD" -name detinfer -type f -perm -u+x 2>/dev/null | head -n 1)"
 if [[ -n "$CLI" && -x "$CLI" ]]; then
   E2E_MODEL="$BUILD/gpu-check-model"

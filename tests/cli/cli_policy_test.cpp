@@ -239,22 +239,22 @@ TEST(SeedPolicy, RequireSeedAndDefaultTemperature) {
   SeedSource src{};
   detinfer::GenerationConfig c;
   c.temperature = 1.0f;  // what the parser chose for a body without "temperature"
-  auto e = apply_seed_policy(p, json{{"prompt", "x"}}, c, &src);
+  auto e = apply_seed_policy(p, /*temperature_defaulted=*/true, c, &src);
   ASSERT_TRUE(e.has_value());  // sampled at the default temperature, no seed
   EXPECT_EQ(e->status, 400);
   EXPECT_EQ(e->param, "seed");
   EXPECT_EQ(c.temperature, 0.7f);
   c.seed = 5;
-  EXPECT_FALSE(apply_seed_policy(p, json{{"prompt", "x"}}, c, &src).has_value());
+  EXPECT_FALSE(apply_seed_policy(p, /*temperature_defaulted=*/true, c, &src).has_value());
   EXPECT_EQ(src, SeedSource::kGiven);
   detinfer::GenerationConfig greedy;
   greedy.temperature = 0.0f;
-  EXPECT_FALSE(apply_seed_policy(p, json{{"temperature", 0}}, greedy, &src).has_value());
+  EXPECT_FALSE(apply_seed_policy(p, /*temperature_defaulted=*/false, greedy, &src).has_value());
   EXPECT_EQ(src, SeedSource::kDefault);
   p.require_seed = false;
   detinfer::GenerationConfig sampled;
   sampled.temperature = 0.5f;
-  EXPECT_FALSE(apply_seed_policy(p, json{{"temperature", 0.5}}, sampled, &src).has_value());
+  EXPECT_FALSE(apply_seed_policy(p, /*temperature_defaulted=*/false, sampled, &src).has_value());
   EXPECT_EQ(sampled.temperature, 0.5f);  // given: the default does not apply
   EXPECT_EQ(src, SeedSource::kDrawn);
 }

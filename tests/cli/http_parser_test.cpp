@@ -1,4 +1,4 @@
-// RequestParser (examples/detinfer_cli/http): strict RFC 9112 framing and every limit,
+// RequestParser (tools/detinfer/http): strict RFC 9112 framing and every limit,
 // fed whole and byte by byte (a request split anywhere parses the same).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// HttpServer (examples/detinfer_cli/http) over real loopback sockets with a trivial
+// HttpServer (tools/detinfer/http) over real loopback sockets with a trivial
 // handler: hostile clients (trickling, lying about lengths, never finishing) cost no
 // thread and meet their deadlines, keep-alive and pipelining work, limits answer 4xx/503,
 // a client that leaves is reported to its handler, and stop() ends run() whatever the

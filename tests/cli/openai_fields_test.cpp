@@ -130,10 +130,10 @@ TEST(OpenAiFields, OpenAiDefaultsAndLimits) {
   EXPECT_EQ(ids.error.param, "first_sample_index");  // not a request parameter
 }
 
-// The chat endpoint's model defaults: every plain field the defaults change (whatever the
-// field) is written under its OpenAI name where the request sets nothing, so the parsed
-// request starts from those defaults; what the request sets wins.
-TEST(OpenAiFields, DefaultParamsFillWhatTheRequestLeavesOut) {
+// The one resolution of a request's sampling fields (the chat endpoint's model defaults):
+// every plain field the model's defaults set (whatever the field) is used where the
+// request sets nothing, what the request sets wins, and the source of each is recorded.
+TEST(OpenAiFields, ModelDefaultsFillWhatTheRequestLeavesOut) {
   detinfer::GenerationConfig d;  // e.g. DeterministicSession::default_generation_config()
   d.temperature = 0.7f;
   d.top_p = 0.9f;
@@ -142,25 +142,57 @@ TEST(OpenAiFields, DefaultParamsFillWhatTheRequestLeavesOut) {
   d.repetition_penalty = 1.1f;
   d.presence_penalty = 0.5f;
   d.seed = 99;  // read apart: never filled
-  json body = {{"top_k", 7}, {"top_p", nullptr}};
-  add_default_params(body, d);
-  EXPECT_EQ(body["top_k"], 7);  // the request's own value
-  EXPECT_FALSE(body.contains("seed"));
-  EXPECT_FALSE(body.contains("num_beams"));  // equal to OpenAI's default: left out
-  const ParseOutcome p = parse(body);
-  ASSERT_TRUE(p.request) << p.error.message;
-  const detinfer::GenerationConfig& c = p.request->config;
+  const json body = {{"top_k", 7}, {"top_p", nullptr}, {"prompt", json::array({1, 2})}};
+  detinfer::GenerationConfig c;
+  FieldSources sources;
+  resolve_generation_params(body, kModel, &d, ParamNames{}, c, sources);
+  EXPECT_EQ(c.top_k, 7);  // the request's own value
+  EXPECT_FALSE(c.seed.has_value());
+  EXPECT_EQ(c.num_beams, 1);
   EXPECT_EQ(c.temperature, 0.7f);
   EXPECT_EQ(c.top_p, 0.9f);  // null counts as absent
-  EXPECT_EQ(c.top_k, 7);
   EXPECT_EQ(c.min_p, 0.05f);
   EXPECT_EQ(c.repetition_penalty, 1.1f);
   EXPECT_EQ(c.presence_penalty, 0.5f);
-  EXPECT_FALSE(c.seed.has_value());
-  // detinfer's own default temperature (greedy) differs from OpenAI's 1: it is filled too.
-  json greedy = json::object();
-  add_default_params(greedy, detinfer::GenerationConfig{});
-  EXPECT_EQ(greedy, (json{{"temperature", 0.0}, {"max_tokens", 64}}));
+  EXPECT_EQ(sources.of("top_k"), FieldSource::kClient);
+  EXPECT_EQ(sources.of("top_p"), FieldSource::kModel);
+  EXPECT_EQ(sources.of("seed"), FieldSource::kApi);
+  resolve_generation_params(json::object(), kModel, nullptr, ParamNames{}, c, sources);
+  EXPECT_EQ(c.temperature, 1.0f);  // no model defaults: OpenAI's
+  EXPECT_EQ(sources.of("temperature"), FieldSource::kApi);
+  // detinfer's own default temperature (greedy) differs from OpenAI's 1: it is used too.
+  const detinfer::GenerationConfig library;
+  resolve_generation_params(json::object(), kModel, &library, ParamNames{}, c, sources);
+  EXPECT_EQ(c.temperature, 0.0f);
+  EXPECT_EQ(c.max_new_tokens, 64);
+  EXPECT_EQ(sources.of("temperature"), FieldSource::kModel);
+}
+
+// One map from library field names to the request's parameter names, per dialect and
+// spelling: a chat request that sent max_completion_tokens is told about that name.
+TEST(OpenAiFields, RequestParamNamesTheClientsSpelling) {
+  ParamNames completion;
+  EXPECT_EQ(request_param("max_new_tokens", completion), "max_tokens");
+  EXPECT_EQ(request_param("prompt", completion), "prompt");
+  EXPECT_EQ(request_param("logprobs", completion), "logprobs");
+  ParamNames chat;
+  chat.dialect = Dialect::kChat;
+  EXPECT_EQ(request_param("max_new_tokens", chat), "max_tokens");
+  EXPECT_EQ(request_param("prompt", chat), "messages");
+  EXPECT_EQ(request_param("logprobs", chat), "top_logprobs");
+  EXPECT_EQ(request_param("extra_variables_json", chat), "chat_template_kwargs");
+  EXPECT_EQ(request_param("num_return_sequences", chat), "n");
+  chat.max_tokens = "max_completion_tokens";
+  EXPECT_EQ(request_param("max_new_tokens", chat), "max_completion_tokens");
+  detinfer::GenerationConfig c;
+  FieldSources sources;
+  try {
+    resolve_generation_params({{"max_completion_tokens", 0}}, kModel, nullptr, chat, c, sources);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "max_completion_tokens");
+    EXPECT_EQ(e.message.find("'max_completion_tokens' must be in [1, 2048]"), 0u) << e.message;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "detinfer/generation.h"
 #include "detinfer/session.h"
+#include "serve_request.h"
 
 namespace detinfer_cli {
 
@@ -29,22 +30,10 @@ nlohmann::json error_body(const ApiError& e);
 // 404 model_not_found for a model name other than the served one.
 ApiError model_not_found(const std::string& model, const std::string& served_model);
 
-struct CompletionRequest {
-  detinfer::Prompt prompt{std::vector<std::int32_t>{}};
-  std::string prompt_text;  // for echo: the text form of the prompt
-  bool prompt_is_text = true;
-  detinfer::GenerationConfig config;
-  bool echo = false;
-  bool stream = false;
-  std::int32_t logprobs = 0;  // top entries per token (0: only the sampled token's logprob)
-  bool logprobs_requested = false;
-  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
-};
-
 // Parses and validates a /v1/completions body. `served_model` is the name clients may
 // pass as "model". Returns the request or the error to send.
 struct ParseOutcome {
-  std::optional<CompletionRequest> request;
+  std::optional<ServeRequest> request;
   ApiError error;
 };
 // What request validation needs to know of the served model.
@@ -61,6 +50,17 @@ inline ParseOutcome parse_completion_request(const std::string& body,
                                              const detinfer::DeterministicSession& session) {
   return parse_completion_request(body, served_model, model_limits(session));
 }
+
+// The pieces every dialect's parser shares (each throws ApiError naming the parameter):
+// Unknown parameters of the dialect, unsupported ones and the model name.
+void check_request_keys(const nlohmann::json& body, const std::string& served_model,
+                        Dialect dialect);
+// The sampling fields (resolve_generation_params(), openai_fields.h, with the model's
+// defaults or nullptr), the seed and `stop`, into req.config and req.sources.
+void parse_sampling(const nlohmann::json& body, const ModelLimits& model,
+                    const detinfer::GenerationConfig* model_defaults, ServeRequest& req);
+// stream and stream_options (after the sampling fields: streaming excludes beams).
+void parse_stream(const nlohmann::json& body, ServeRequest& req);
 
 // "fp_" + 16 hex digits derived from the model fingerprint, numerics mode and library
 // version: equal fingerprints mean the same numbers for the same request.

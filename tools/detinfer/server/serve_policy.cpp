@@ -23,11 +23,9 @@ const char* to_string(SeedSource s) {
 }
 
 std::optional<ApiError> apply_seed_policy(const ServePolicyOptions& policy,
-                                          const nlohmann::json& body,
+                                          bool temperature_defaulted,
                                           detinfer::GenerationConfig& config, SeedSource* source) {
-  const bool has_temperature =
-      body.is_object() && body.contains("temperature") && !body["temperature"].is_null();
-  if (!has_temperature) config.temperature = static_cast<float>(policy.default_temperature);
+  if (temperature_defaulted) config.temperature = static_cast<float>(policy.default_temperature);
   const bool sampled = config.temperature > 0.0f;
   if (config.seed) {
     *source = SeedSource::kGiven;
@@ -185,11 +183,11 @@ ServeHooks::ServeHooks(const ServePolicyOptions& policy, std::uint64_t inject_mi
       seed_log_(session.metrics()),
       metrics_(session) {}
 
-std::optional<ApiError> ServeHooks::admit(const std::string& expect_header, const std::string& body,
-                                          detinfer::GenerationConfig& config,
+std::optional<ApiError> ServeHooks::admit(const std::string& expect_header, ServeRequest& req,
                                           SeedSource* source) const {
   if (auto e = check_expected_fingerprint(expect_header, fingerprint_)) return e;
-  return apply_seed_policy(policy_, nlohmann::json::parse(body, nullptr, false), config, source);
+  const bool temperature_defaulted = req.sources.of("temperature") == FieldSource::kApi;
+  return apply_seed_policy(policy_, temperature_defaulted, req.config, source);
 }
 
 detinfer::ConsistencyStats ServeHooks::consistency_stats() const {

@@ -1,6 +1,9 @@
 // The routes of `detinfer serve` over the transport-independent HTTP interface
-// (http/http_message.h): /v1/completions, /v1/models[/{id}], /health, /metrics. Handlers
-// run on the HTTP server's worker threads and may block on the session.
+// (http/http_message.h): /v1/completions, /v1/chat/completions, /v1/models[/{id}],
+// /health, /metrics. Handlers run on the HTTP server's worker threads and may block on
+// the session. Every generating route goes through one pipeline (serve_pipeline.cpp):
+// its dialect's parser -> admit -> submit -> whole or streamed -> finished, rendered in
+// the dialect at the end (serve_render.h).
 #pragma once
 
 #include <atomic>
@@ -16,20 +19,21 @@
 #include "http/router.h"
 #include "openai_protocol.h"
 #include "serve_policy.h"
+#include "serve_request.h"
 
 namespace detinfer_cli {
 
-// The HTTP error for an Error of the session: 400 naming the parameter for invalid input
-// and for requests that can never fit (KV pool, context), 429 for a full queue, 503 once
-// closed, 500 otherwise.
-ApiError from_error(const detinfer::Error& e);
+// The HTTP error for an Error of the session: 400 naming the parameter (request_param():
+// under the request's own names) for invalid input and for requests that can never fit
+// (KV pool, context), 429 for a full queue, 503 once closed, 500 otherwise.
+ApiError from_error(const detinfer::Error& e, const ParamNames& names = {});
 
-struct ChatRequest;  // chat_protocol.h
+class ResponseRenderer;  // serve_render.h
 
 class ServeApp {
  public:
   // `hooks` (optional, must outlive the app): the fleet check and seed policy before each
-  // completion, the seed log after it, /health and /metrics (serve_policy.h).
+  // request of any dialect, the seed log after it, /health and /metrics (serve_policy.h).
   ServeApp(std::string model_name, detinfer::DeterministicSession& session,
            ServeHooks* hooks = nullptr);
 
@@ -40,37 +44,39 @@ class ServeApp {
   // Counts one answered response by status class (detinfer_http_requests_total).
   void count(int status);
 
-  // From now on completions get 503 and /health answers 503.
+  // From now on generating routes get 503 and /health answers 503.
   void begin_shutdown() { stopping_ = true; }
   // Cancels every request still generating (they end with finish_reason "cancelled").
   void cancel_inflight();
   const std::string& fingerprint() const { return fingerprint_; }
 
  private:
-  void completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
-  void stream(std::shared_ptr<CompletionRequest> creq, const ResponseContext& ctx, SeedSource seed,
-              detinfer_http::ResponseWriter& w);
-  // /v1/chat/completions (chat_routes.cpp, docs/chat.md "Server").
-  void chat_completions(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
-  void chat_stream(std::shared_ptr<ChatRequest> creq, const ResponseContext& ctx,
-                   detinfer_http::ResponseWriter& w);
+  // The pipeline of every generating route (serve_pipeline.cpp).
+  void handle(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w, Dialect dialect);
+  // The dialect's parser over the body (read once).
+  ParseOutcome parse(Dialect dialect, const std::string& body) const;
+  // A whole answer: submits, cancels when the client goes away, renders or maps the error.
+  void respond_whole(const ServeRequest& req, const ResponseContext& ctx, SeedSource seed,
+                     ResponseRenderer& render, detinfer_http::ResponseWriter& w);
+  // A streamed answer: submits first (validation errors stay plain HTTP errors), then
+  // server-sent events until [DONE].
+  void respond_stream(const ServeRequest& req, const ResponseContext& ctx, SeedSource seed,
+                      ResponseRenderer& render, detinfer_http::ResponseWriter& w);
+  // After a request's result: the seed counters and the seed log.
+  void finished(const ResponseContext& ctx, const detinfer::GenerationResult& result,
+                SeedSource seed);
   void models(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void health(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
   void metrics(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w);
-  void submit_error(const detinfer::Error& e, detinfer_http::ResponseWriter& w);
+  void submit_error(const detinfer::Error& e, const ParamNames& names,
+                    detinfer_http::ResponseWriter& w);
   // While shutting down: answers 503 and returns true.
   bool refuse_when_stopping(detinfer_http::ResponseWriter& w);
   // ?fingerprint=full or X-Detinfer-Fingerprint: full (the whole run fingerprint).
   static bool wants_full_fingerprint(const detinfer_http::Request& req);
-  // A whole (not streamed) request: submits it, cancels it when the client goes away and
-  // answers with render(result), or with the error.
-  void respond_whole(
-      const detinfer::Prompt& prompt, const detinfer::GenerationConfig& config,
-      detinfer_http::ResponseWriter& w,
-      const std::function<nlohmann::json(const detinfer::GenerationResult&)>& render);
   nlohmann::json model_json() const;
   detinfer::Counter http_counter(const char* status_class);
-  ResponseContext context();
+  ResponseContext context(Dialect dialect);
   void track(const detinfer::RequestHandle* h, bool add);
 
   std::string model_name_;

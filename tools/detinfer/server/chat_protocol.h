@@ -16,21 +16,13 @@
 
 namespace detinfer_cli {
 
-struct ChatRequest {
-  std::vector<detinfer::ChatMessage> messages;
-  detinfer::ChatTemplateOptions template_options;
-  // Validated as for /v1/completions; prompt = the rendered conversation's token ids.
-  CompletionRequest completion;
-  bool logprobs = false;          // "logprobs": true
-  std::int32_t top_logprobs = 0;  // 0..20
-};
-
-struct ChatParseOutcome {
-  std::optional<ChatRequest> request;
-  ApiError error;
-};
-ChatParseOutcome parse_chat_request(const std::string& body, const std::string& served_model,
-                                    const detinfer::DeterministicSession& session);
+// Parses and validates a /v1/chat/completions body (read once): the messages rendered
+// through the model's chat template into req.prompt's token ids; the sampling fields the
+// request omits from the model's defaults (generation_config.json) before OpenAI's
+// (resolve_generation_params()), max_tokens defaulting to the model's max_new_tokens
+// capped at the context the prompt leaves. Returns the request or the error to send.
+ParseOutcome parse_chat_request(const std::string& body, const std::string& served_model,
+                                const detinfer::DeterministicSession& session);
 
 // The chat-format logprobs of one choice: {"content": [{token, logprob, bytes,
 // top_logprobs: [{token, logprob, bytes}]}]}; a token's text is its decoded bytes (invalid
@@ -39,7 +31,7 @@ nlohmann::json chat_logprobs_json(const std::vector<detinfer::StepLogprobs>& ste
                                   std::int32_t top_n, const detinfer::Tokenizer* tokenizer);
 
 // The non-streamed chat.completion body (with detinfer's seed, digests and fingerprint).
-nlohmann::json chat_response(const ResponseContext& ctx, const ChatRequest& req,
+nlohmann::json chat_response(const ResponseContext& ctx, const ServeRequest& req,
                              const detinfer::GenerationResult& result,
                              const detinfer::DeterministicSession& session, bool full_fingerprint);
 

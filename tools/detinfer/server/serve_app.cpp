@@ -14,15 +14,7 @@ using detinfer_http::Response;
 using detinfer_http::ResponseWriter;
 using nlohmann::json;
 
-namespace {
-
-// The request parameter an engine error names: its field() under OpenAI's name (the
-// message text is never parsed).
-std::string param_of(const detinfer::Error& e) { return openai_param(e.field()); }
-
-}  // namespace
-
-ApiError from_error(const detinfer::Error& e) {
+ApiError from_error(const detinfer::Error& e, const ParamNames& names) {
   ApiError a;
   a.message = e.message();
   switch (e.code()) {
@@ -51,7 +43,9 @@ ApiError from_error(const detinfer::Error& e) {
       a.status = 500;
       a.type = "server_error";
   }
-  if (a.status == 400) a.param = param_of(e);
+  // The request parameter an engine error names: its field() under the request's own
+  // name (the message text is never parsed).
+  if (a.status == 400) a.param = request_param(e.field(), names);
   return a;
 }
 
@@ -103,10 +97,11 @@ Response ServeApp::error_response(int status, const std::string& message) {
   return error_response(e);
 }
 
-ResponseContext ServeApp::context() {
+ResponseContext ServeApp::context(Dialect dialect) {
   ResponseContext ctx;
   const std::uint64_t n = next_id_.fetch_add(1);
-  ctx.id = "cmpl-" + detinfer::hex64(detinfer::xxh3_64(&n, sizeof n, start_ns_));
+  ctx.id = std::string(dialect == Dialect::kChat ? "chatcmpl-" : "cmpl-") +
+           detinfer::hex64(detinfer::xxh3_64(&n, sizeof n, start_ns_));
   ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
@@ -131,17 +126,17 @@ void ServeApp::cancel_inflight() {
 
 void ServeApp::add_routes(detinfer_http::Router& router) {
   router.add("POST", "/v1/completions",
-             [this](const Request& q, ResponseWriter& w) { completions(q, w); });
+             [this](const Request& q, ResponseWriter& w) { handle(q, w, Dialect::kCompletion); });
   router.add("POST", "/v1/chat/completions",
-             [this](const Request& q, ResponseWriter& w) { chat_completions(q, w); });
+             [this](const Request& q, ResponseWriter& w) { handle(q, w, Dialect::kChat); });
   router.add("GET", "/v1/models", [this](const Request& q, ResponseWriter& w) { models(q, w); });
   router.add("GET", "/v1/models/{}", [this](const Request& q, ResponseWriter& w) { models(q, w); });
   router.add("GET", "/health", [this](const Request& q, ResponseWriter& w) { health(q, w); });
   router.add("GET", "/metrics", [this](const Request& q, ResponseWriter& w) { metrics(q, w); });
 }
 
-void ServeApp::submit_error(const detinfer::Error& e, ResponseWriter& w) {
-  w.respond(error_response(from_error(e)));
+void ServeApp::submit_error(const detinfer::Error& e, const ParamNames& names, ResponseWriter& w) {
+  w.respond(error_response(from_error(e, names)));
 }
 
 }  // namespace detinfer_cli

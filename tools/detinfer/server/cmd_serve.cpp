@@ -275,8 +275,8 @@ void add_limit_options(CLI::App& sub, ServeOptions& o) {
 
 const detinfer_cli::RegisterCommand kRegister(
     "serve",
-    "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, /v1/models, "
-    "/health, /metrics)",
+    "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, /v1/models, /health, "
+    "/metrics)",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<ServeOptions>();
       sub.add_option("--model", o->model, "Model folder")->required();

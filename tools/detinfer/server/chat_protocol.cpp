@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/generation_fields.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
 
@@ -10,21 +11,6 @@ namespace detinfer_cli {
 using nlohmann::json;
 
 namespace {
-
-// Keys /v1/chat/completions takes itself; the others are validated as for completions.
-const char* const kChatOnly[] = {"messages",
-                                 "tools",
-                                 "tool_choice",
-                                 "parallel_tool_calls",
-                                 "chat_template_kwargs",
-                                 "add_generation_prompt",
-                                 "logprobs",
-                                 "top_logprobs",
-                                 "max_tokens",
-                                 "max_completion_tokens",
-                                 "response_format"};
-// Completions-only keys a chat request must not carry.
-const char* const kNotChat[] = {"prompt", "echo", "suffix", "best_of"};
 
 bool has(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
@@ -66,97 +52,73 @@ detinfer::ChatTemplateOptions template_options(const json& body) {
   return o;
 }
 
-// The conversation's token ids; template and message errors become 400s naming the field.
-std::vector<std::int32_t> render(const detinfer::DeterministicSession& session,
-                                 const std::vector<detinfer::ChatMessage>& messages,
-                                 const detinfer::ChatTemplateOptions& o) {
-  try {
-    return session.encode_chat(messages, o);
-  } catch (const detinfer::Error& e) {
-    std::string param = e.field().empty() ? "messages" : e.field();
-    if (param == "extra_variables_json") param = "chat_template_kwargs";
-    if (param == "chat_template" || param == "template_name") param = "messages";
-    reject(param, e.message());
-  }
-}
-
-// The completions body that validates the sampling fields: the request's own, then the
-// model's defaults (generation_config.json) for what it omits.
-json completion_body(const json& body, const std::vector<std::int32_t>& prompt,
-                     const detinfer::DeterministicSession& session) {
-  json c = json::object();
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    if (std::none_of(std::begin(kChatOnly), std::end(kChatOnly),
-                     [&](const char* k) { return it.key() == k; })) {
-      c[it.key()] = it.value();
-    }
-  }
-  c["prompt"] = prompt;
-  const detinfer::GenerationConfig d = session.default_generation_config();
-  add_default_params(c, d);  // the model's defaults, where the request sets nothing
-  const char* max_key = has(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  if (has(body, max_key)) {
-    c["max_tokens"] = body[max_key];
-  } else {  // the model's default, within the context the prompt leaves
-    const std::int64_t room = session.context_length() - static_cast<std::int64_t>(prompt.size());
-    c["max_tokens"] = std::max<std::int64_t>(1, std::min<std::int64_t>(d.max_new_tokens, room));
-  }
-  if (has(body, "logprobs")) {
-    if (!body["logprobs"].is_boolean()) reject("logprobs", "'logprobs' must be a boolean");
-  }
-  if (has(body, "top_logprobs")) {
-    if (!body.value("logprobs", false)) {
-      reject("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
-    }
-    c["logprobs"] = body["top_logprobs"];
-  } else if (body.value("logprobs", false)) {
-    c["logprobs"] = 0;
-  }
-  return c;
-}
-
-void check_keys(const json& body) {
-  for (const char* k : kNotChat) {
-    if (body.contains(k)) reject(k, std::string("unknown parameter '") + k + "'");
-  }
+// The conversation's token ids; message and template errors become 400s naming the
+// field (request_param(): the template's own fields under the request's names).
+std::vector<std::int32_t> render(const detinfer::DeterministicSession& session, const json& body,
+                                 const ParamNames& names) {
   if (!has(body, "messages")) reject("messages", "'messages' is required");
   if (!body["messages"].is_array() || body["messages"].empty()) {
     reject("messages", "'messages' must be a non-empty array");
+  }
+  const detinfer::ChatTemplateOptions o = template_options(body);
+  std::vector<std::int32_t> ids;
+  try {
+    ids = session.encode_chat(detinfer::chat_messages_from_json(body["messages"].dump()), o);
+  } catch (const detinfer::Error& e) {
+    reject(e.field().empty() ? "messages" : request_param(e.field(), names), e.message());
+  }
+  if (ids.empty()) reject("messages", "the conversation renders to no tokens");
+  return ids;
+}
+
+// "logprobs": true and "top_logprobs" (0..20, needs logprobs).
+void parse_logprobs(const json& body, ServeRequest& req) {
+  if (has(body, "logprobs") && !body["logprobs"].is_boolean()) {
+    reject("logprobs", "'logprobs' must be a boolean");
+  }
+  req.chat_logprobs = has(body, "logprobs") && body["logprobs"].get<bool>();
+  if (has(body, "top_logprobs")) {
+    if (!req.chat_logprobs) reject("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+    const json& t = body["top_logprobs"];
+    if (!t.is_number_integer() && !t.is_number_unsigned()) {
+      reject("top_logprobs", "'top_logprobs' must be an integer");
+    }
+    const double v = t.get<double>();
+    if (v < 0 || v > detinfer::core::kMaxLogprobs) {
+      reject("top_logprobs", "'top_logprobs' must be in [0, 20], got " + t.dump());
+    }
+    req.top_logprobs = t.get<std::int32_t>();
+  }
+  if (req.chat_logprobs) {
+    req.config.logprobs = std::max(req.top_logprobs, 1);
+    req.sources.set("logprobs", FieldSource::kClient);
   }
 }
 
 }  // namespace
 
-ChatParseOutcome parse_chat_request(const std::string& body_text, const std::string& served_model,
-                                    const detinfer::DeterministicSession& session) {
-  ChatParseOutcome out;
+ParseOutcome parse_chat_request(const std::string& body_text, const std::string& served_model,
+                                const detinfer::DeterministicSession& session) {
+  ParseOutcome out;
   try {
     const json body = parse_body(body_text);  // hardened: UTF-8, NUL, depth, 1e400
-    if (!body.is_object()) reject("", "request body must be a JSON object");
-    check_keys(body);
-    ChatRequest req;
-    try {
-      req.messages = detinfer::chat_messages_from_json(body["messages"].dump());
-    } catch (const detinfer::Error& e) {
-      reject(e.field().empty() ? "messages" : e.field(), e.message());
+    check_request_keys(body, served_model, Dialect::kChat);
+    ServeRequest req;
+    req.names.dialect = Dialect::kChat;
+    // max_completion_tokens wins over max_tokens; errors name the one the client sent.
+    if (has(body, "max_completion_tokens")) req.names.max_tokens = "max_completion_tokens";
+    const std::vector<std::int32_t> ids = render(session, body, req.names);
+    req.prompt = detinfer::Prompt(ids);
+    req.prompt_is_text = false;
+    const detinfer::GenerationConfig defaults = session.default_generation_config();
+    parse_sampling(body, model_limits(session), &defaults, req);
+    if (!req.sources.given("max_new_tokens")) {  // the model's, within the context left
+      const std::int64_t room = session.context_length() - static_cast<std::int64_t>(ids.size());
+      req.config.max_new_tokens = static_cast<std::int32_t>(
+          std::max<std::int64_t>(1, std::min<std::int64_t>(defaults.max_new_tokens, room)));
     }
-    req.template_options = template_options(body);
-    const std::vector<std::int32_t> prompt = render(session, req.messages, req.template_options);
-    const json cbody = completion_body(body, prompt, session);
-    ParseOutcome p = parse_completion_request(cbody.dump(), served_model, session);
-    if (!p.request) {
-      ApiError e = p.error;
-      if (e.param == "prompt") e.param = "messages";
-      if (e.param == "logprobs" && has(body, "top_logprobs")) e.param = "top_logprobs";
-      if (e.param == "max_tokens" && has(body, "max_completion_tokens")) {
-        e.param = "max_completion_tokens";
-      }
-      out.error = e;
-      return out;
-    }
-    req.completion = std::move(*p.request);
-    req.logprobs = body.value("logprobs", false);
-    req.top_logprobs = req.logprobs ? req.completion.logprobs : 0;
+    parse_logprobs(body, req);
+    parse_stream(body, req);
     out.request = std::move(req);
   } catch (const ApiError& e) {
     out.error = e;
@@ -217,22 +179,23 @@ json chat_logprobs_json(const std::vector<detinfer::StepLogprobs>& steps, std::i
   return {{"content", std::move(content)}};
 }
 
-json chat_response(const ResponseContext& ctx, const ChatRequest& req,
+json chat_response(const ResponseContext& ctx, const ServeRequest& req,
                    const detinfer::GenerationResult& result,
                    const detinfer::DeterministicSession& session, bool full_fingerprint) {
-  CompletionRequest plain = req.completion;  // usage and detinfer's fields, as completions
+  ServeRequest plain = req;  // usage and detinfer's fields, as completions
   plain.echo = false;
   plain.logprobs_requested = false;
   json r = completion_response(ctx, plain, result, session, full_fingerprint);
   json choices = json::array();
   for (std::size_t i = 0; i < result.sequences.size(); ++i) {
     const detinfer::Sequence& s = result.sequences[i];
-    choices.push_back({{"index", i},
-                       {"message", {{"role", "assistant"}, {"content", s.text}}},
-                       {"logprobs", req.logprobs ? chat_logprobs_json(s.logprobs, req.top_logprobs,
-                                                                      session.tokenizer())
-                                                 : json(nullptr)},
-                       {"finish_reason", detinfer::to_string(s.finish_reason)}});
+    choices.push_back(
+        {{"index", i},
+         {"message", {{"role", "assistant"}, {"content", s.text}}},
+         {"logprobs", req.chat_logprobs
+                          ? chat_logprobs_json(s.logprobs, req.top_logprobs, session.tokenizer())
+                          : json(nullptr)},
+         {"finish_reason", detinfer::to_string(s.finish_reason)}});
   }
   r["object"] = "chat.completion";
   r["choices"] = std::move(choices);

@@ -64,9 +64,33 @@ bool get_bool(const json& body, const char* key, bool def) {
   return body[key].get<bool>();
 }
 
-// The parameters that are not GenerationConfig fields (those are is_generation_param).
-const char* const kOtherParams[] = {"model",   "prompt", "echo",       "stream",        "user",
-                                    "best_of", "suffix", "logit_bias", "stream_options"};
+// The parameters that are not GenerationConfig fields (those are is_generation_param):
+// every dialect's, then each dialect's own.
+const char* const kCommonParams[] = {"model", "stream", "stream_options", "user", "logit_bias"};
+const char* const kCompletionParams[] = {"prompt", "echo", "best_of", "suffix"};
+const char* const kChatParams[] = {"messages",
+                                   "tools",
+                                   "tool_choice",
+                                   "parallel_tool_calls",
+                                   "chat_template_kwargs",
+                                   "add_generation_prompt",
+                                   "logprobs",
+                                   "top_logprobs",
+                                   "max_completion_tokens",
+                                   "response_format"};
+
+template <std::size_t N>
+bool in(const char* const (&list)[N], const std::string& key) {
+  for (const char* k : list) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+bool known_param(const std::string& key, Dialect dialect) {
+  if (is_generation_param(key) || in(kCommonParams, key)) return true;
+  return dialect == Dialect::kChat ? in(kChatParams, key) : in(kCompletionParams, key);
+}
 
 }  // namespace
 
@@ -74,15 +98,10 @@ ModelLimits model_limits(const detinfer::DeterministicSession& session) {
   return {session.vocab_size(), session.context_length(), session.tokenizer()};
 }
 
-namespace {
-
-// Unknown and unsupported parameters, and the model name.
-void check_top_level(const json& body, const std::string& served_model) {
+void check_request_keys(const json& body, const std::string& served_model, Dialect dialect) {
   if (!body.is_object()) reject("", "request body must be a JSON object");
   for (auto it = body.begin(); it != body.end(); ++it) {
-    bool known = is_generation_param(it.key());
-    for (const char* k : kOtherParams) known = known || it.key() == k;
-    if (!known) reject(it.key(), "unknown parameter '" + it.key() + "'");
+    if (!known_param(it.key(), dialect)) reject(it.key(), "unknown parameter '" + it.key() + "'");
   }
   if (body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string()) reject("model", "'model' must be a string");
@@ -99,6 +118,8 @@ void check_top_level(const json& body, const std::string& served_model) {
     (void)best_of;
   }
 }
+
+namespace {
 
 void parse_prompt(const json& body, const ModelLimits& model, CompletionRequest& req) {
   if (!body.contains("prompt") || body["prompt"].is_null())
@@ -137,9 +158,33 @@ void parse_prompt(const json& body, const ModelLimits& model, CompletionRequest&
   }
 }
 
-void parse_sampling(const json& body, const ModelLimits& model, detinfer::GenerationConfig& c) {
-  c = openai_defaults();
-  read_generation_params(body, model, c);
+void parse_stop(const json& body, ServeRequest& req) {
+  detinfer::GenerationConfig& c = req.config;
+  if (!body.contains("stop") || body["stop"].is_null()) return;
+  req.sources.set("stop_strings", FieldSource::kClient);
+  const json& s = body["stop"];
+  if (s.is_string()) {
+    c.stop_strings.push_back(s.get<std::string>());
+  } else if (s.is_array()) {
+    if (s.size() > 4) reject("stop", "'stop' takes at most 4 sequences");
+    for (const json& x : s) {
+      if (!x.is_string()) reject("stop", "'stop' must be a string or an array of strings");
+      c.stop_strings.push_back(x.get<std::string>());
+    }
+  } else {
+    reject("stop", "'stop' must be a string or an array of strings");
+  }
+  for (const auto& x : c.stop_strings) {
+    if (x.empty()) reject("stop", "'stop' sequences must not be empty");
+  }
+}
+
+}  // namespace
+
+void parse_sampling(const json& body, const ModelLimits& model,
+                    const detinfer::GenerationConfig* model_defaults, ServeRequest& req) {
+  detinfer::GenerationConfig& c = req.config;
+  resolve_generation_params(body, model, model_defaults, req.names, c, req.sources);
   if (body.contains("seed") && !body["seed"].is_null()) {
     const json& s = body["seed"];
     if (s.is_number_unsigned()) {
@@ -150,36 +195,12 @@ void parse_sampling(const json& body, const ModelLimits& model, detinfer::Genera
     } else {
       reject("seed", "'seed' must be an integer");
     }
+    req.sources.set("seed", FieldSource::kClient);
   }
+  parse_stop(body, req);
 }
 
-// stop, logprobs, echo, stream and stream_options.
-void parse_output(const json& body, CompletionRequest& req) {
-  detinfer::GenerationConfig& c = req.config;
-  if (body.contains("stop") && !body["stop"].is_null()) {
-    const json& s = body["stop"];
-    if (s.is_string()) {
-      c.stop_strings.push_back(s.get<std::string>());
-    } else if (s.is_array()) {
-      if (s.size() > 4) reject("stop", "'stop' takes at most 4 sequences");
-      for (const json& x : s) {
-        if (!x.is_string()) reject("stop", "'stop' must be a string or an array of strings");
-        c.stop_strings.push_back(x.get<std::string>());
-      }
-    } else {
-      reject("stop", "'stop' must be a string or an array of strings");
-    }
-    for (const auto& x : c.stop_strings) {
-      if (x.empty()) reject("stop", "'stop' sequences must not be empty");
-    }
-  }
-  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
-    req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
-    req.logprobs_requested = true;
-    // logprobs 0 still returns the sampled token's logprob (with empty top lists).
-    c.logprobs = std::max(req.logprobs, 1);
-  }
-  req.echo = get_bool(body, "echo", false);
+void parse_stream(const json& body, ServeRequest& req) {
   req.stream = get_bool(body, "stream", false);
   if (body.contains("stream_options") && !body["stream_options"].is_null()) {
     const json& so = body["stream_options"];
@@ -192,7 +213,23 @@ void parse_output(const json& body, CompletionRequest& req) {
     if (!req.stream) reject("stream_options", "'stream_options' needs \"stream\": true");
     req.include_usage = get_bool(so, "include_usage", false);
   }
-  if (req.stream && c.num_beams > 1) reject("stream", "'stream' cannot be used with num_beams > 1");
+  if (req.stream && req.config.num_beams > 1) {
+    reject("stream", "'stream' cannot be used with num_beams > 1");
+  }
+}
+
+namespace {
+
+// logprobs and echo.
+void parse_output(const json& body, CompletionRequest& req) {
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    req.logprobs = static_cast<std::int32_t>(get_int(body, "logprobs", 0, 20, 0));
+    req.logprobs_requested = true;
+    req.sources.set("logprobs", FieldSource::kClient);
+    // logprobs 0 still returns the sampled token's logprob (with empty top lists).
+    req.config.logprobs = std::max(req.logprobs, 1);
+  }
+  req.echo = get_bool(body, "echo", false);
 }
 
 }  // namespace
@@ -202,11 +239,12 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
   ParseOutcome out;
   try {
     const json body = parse_body(body_text);
-    check_top_level(body, served_model);
-    CompletionRequest req;
+    check_request_keys(body, served_model, Dialect::kCompletion);
+    ServeRequest req;
     parse_prompt(body, model, req);
-    parse_sampling(body, model, req.config);
+    parse_sampling(body, model, nullptr, req);
     parse_output(body, req);
+    parse_stream(body, req);
     out.request = std::move(req);
   } catch (const ApiError& e) {
     out.error = e;

@@ -54,6 +54,11 @@ bool listed(const std::string_view (&list)[N], std::string_view key) {
   return false;
 }
 
+// A plain request parameter: read by the field table, not apart and not derived.
+bool is_plain_param(const FieldSpec& f) {
+  return !listed(kNotParams, f.key) && !listed(kReadApart, f.key);
+}
+
 // The field's range in words, with the model's bound (or OpenAI's limit) filled in.
 std::string range_text(const FieldSpec& f, double hi) {
   if (const Narrowed* n = narrowed(f)) return n->range;
@@ -64,9 +69,13 @@ std::string range_text(const FieldSpec& f, double hi) {
   return s;
 }
 
+// Reads one plain field from the request body (the client's value wins over what `c`
+// holds) and records that the client gave it.
 struct ReadField {
   const json& body;
   const ModelLimits& model;
+  const ParamNames& names;
+  FieldSources& sources;
 
   double upper(const FieldSpec& f) const {
     switch (f.bound) {
@@ -84,10 +93,11 @@ struct ReadField {
   template <typename T>
   void operator()(const FieldSpec& f, T& member) const {
     if constexpr (std::is_arithmetic_v<T>) {
-      if (listed(kNotParams, f.key) || listed(kReadApart, f.key)) return;
-      const std::string param = openai_param(f.key);
+      if (!is_plain_param(f)) return;
+      const std::string param = request_param(f.key, names);
       if (!body.contains(param) || body[param].is_null()) return;
       const json& v = body[param];
+      sources.set(f.key, FieldSource::kClient);
       if constexpr (std::is_same_v<T, bool>) {
         if (!v.is_boolean()) reject(param, "'" + param + "' must be a boolean");
         member = v.get<bool>();
@@ -113,24 +123,24 @@ struct ReadField {
   }
 };
 
-// Collects the plain request parameters of a config, by OpenAI name, in table order.
-struct PlainParams {
-  std::vector<std::pair<std::string, json>>* out;
+// Copies the plain fields of the model's defaults into `c` (their source: the model).
+struct ModelDefault {
+  const detinfer::GenerationConfig& defaults;
+  FieldSources& sources;
 
   template <typename T>
-  void operator()(const FieldSpec& f, const T& member) const {
+  void operator()(const FieldSpec& f, T& member) const {
     if constexpr (std::is_arithmetic_v<T>) {
-      if (listed(kNotParams, f.key) || listed(kReadApart, f.key)) return;
-      out->emplace_back(openai_param(f.key), json(member));
+      if (!is_plain_param(f)) return;
+      detinfer::core::for_each_field(defaults, [&](const FieldSpec& g, const auto& value) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, T>) {
+          if (std::string_view(g.key) == f.key) member = value;
+        }
+      });
+      sources.set(f.key, FieldSource::kModel);
     }
   }
 };
-
-std::vector<std::pair<std::string, json>> plain_params(const detinfer::GenerationConfig& c) {
-  std::vector<std::pair<std::string, json>> out;
-  detinfer::core::for_each_field(c, PlainParams{&out});
-  return out;
-}
 
 }  // namespace
 
@@ -139,16 +149,6 @@ detinfer::GenerationConfig openai_defaults() {
   c.max_new_tokens = 16;
   c.temperature = 1.0f;
   return c;
-}
-
-void add_default_params(json& body, const detinfer::GenerationConfig& defaults) {
-  const auto base = plain_params(openai_defaults());
-  const auto wanted = plain_params(defaults);
-  for (std::size_t i = 0; i < wanted.size(); ++i) {
-    const std::string& param = wanted[i].first;
-    if (wanted[i].second == base[i].second) continue;
-    if (!body.contains(param) || body[param].is_null()) body[param] = wanted[i].second;
-  }
 }
 
 std::string openai_param(const std::string& field) {
@@ -167,9 +167,29 @@ bool is_generation_param(const std::string& key) {
   return found;
 }
 
-void read_generation_params(const json& body, const ModelLimits& model,
-                            detinfer::GenerationConfig& c) {
-  detinfer::core::for_each_field(c, ReadField{body, model});
+std::string request_param(const std::string& field, const ParamNames& names) {
+  if (field == "max_new_tokens") return names.max_tokens;
+  if (names.dialect == Dialect::kChat) {
+    if (field == "prompt" || field == "chat_template" || field == "template_name") {
+      return "messages";
+    }
+    if (field == "logprobs") return "top_logprobs";
+    if (field == "extra_variables_json") return "chat_template_kwargs";
+    if (field == "tools_json") return "tools";
+  }
+  return openai_param(field);
+}
+
+void resolve_generation_params(const json& body, const ModelLimits& model,
+                               const detinfer::GenerationConfig* model_defaults,
+                               const ParamNames& names, detinfer::GenerationConfig& c,
+                               FieldSources& sources) {
+  c = openai_defaults();
+  sources = FieldSources();
+  if (model_defaults != nullptr) {
+    detinfer::core::for_each_field(c, ModelDefault{*model_defaults, sources});
+  }
+  detinfer::core::for_each_field(c, ReadField{body, model, names, sources});
 }
 
 }  // namespace detinfer_cli

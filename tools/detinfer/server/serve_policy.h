@@ -18,6 +18,7 @@
 #include "detinfer/session.h"
 #include "openai_protocol.h"
 #include "serve_metrics.h"
+#include "serve_request.h"
 #include "session_flags.h"
 
 namespace detinfer_cli {
@@ -30,11 +31,12 @@ constexpr int kExitFingerprintMismatch = 4;
 enum class SeedSource : std::uint8_t { kGiven, kDrawn, kDefault };
 const char* to_string(SeedSource s);
 
-// Applies --default-temperature (when `body` has no "temperature") and --require-seed
-// to a parsed request. Returns the 400 to send, naming "seed", or nullopt; `source` says
-// where the request's seed will come from.
+// Applies --default-temperature (when `temperature_defaulted`: the request's temperature
+// is the API default, set neither by the client nor by the model's generation_config.json;
+// ServeRequest::sources says) and --require-seed to a parsed request. Returns the 400 to
+// send, naming "seed", or nullopt; `source` says where the request's seed will come from.
 std::optional<ApiError> apply_seed_policy(const ServePolicyOptions& policy,
-                                          const nlohmann::json& body,
+                                          bool temperature_defaulted,
                                           detinfer::GenerationConfig& config, SeedSource* source);
 
 // The 421 to send when a request expects another system_fingerprint (header value
@@ -92,17 +94,18 @@ class ConsistencyPolicy {
 
 namespace detinfer_cli {
 
-// Everything the server's routes call into, transport-independent: the fleet check and
-// seed policy before a completion, the seed log after it, /health and /metrics.
+// Everything the server's request pipeline calls into, transport-independent: the fleet
+// check and seed policy before every request (any dialect), the seed log after it,
+// /health and /metrics.
 class ServeHooks {
  public:
   ServeHooks(const ServePolicyOptions& policy, std::uint64_t inject_mismatches,
              detinfer::DeterministicSession& session, ConsistencyPolicy& consistency,
              std::string system_fingerprint);
   // 421 for an X-Detinfer-Expect-Fingerprint of another fleet, else the seed policy on
-  // the parsed request (`body` is the request's JSON text).
-  std::optional<ApiError> admit(const std::string& expect_header, const std::string& body,
-                                detinfer::GenerationConfig& config, SeedSource* source) const;
+  // the parsed request (which fields the client gave: req.sources).
+  std::optional<ApiError> admit(const std::string& expect_header, ServeRequest& req,
+                                SeedSource* source) const;
   void finished(const std::string& request_id, std::uint64_t seed, SeedSource source) {
     seed_log_.record(request_id, seed, source);
   }

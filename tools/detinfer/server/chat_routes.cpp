@@ -1,0 +1,73 @@
+// The chat dialect's renderer of the one pipeline (serve_render.h, docs/chat.md
+// "Server"): chat.completion for a whole answer; streamed as chat.completion.chunk events
+// (delta.role first, then delta.content, then the finish reason),
+// stream_options.include_usage, then [DONE].
+#include "chat_protocol.h"
+#include "detinfer/hash.h"
+#include "serve_render.h"
+
+namespace detinfer_cli {
+
+using nlohmann::json;
+
+namespace {
+
+class ChatRenderer : public ResponseRenderer {
+ public:
+  using ResponseRenderer::ResponseRenderer;
+
+  json whole(const detinfer::GenerationResult& result) override {
+    return chat_response(in_.ctx, in_.req, result, in_.session, in_.full_fingerprint);
+  }
+
+  std::vector<json> opening(std::int32_t n) override {
+    pending_.assign(static_cast<std::size_t>(n), {});
+    std::vector<json> out;
+    for (std::int32_t i = 0; i < n; ++i) {
+      out.push_back(
+          chat_chunk(in_.ctx, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+    }
+    return out;
+  }
+
+  std::optional<json> event(StreamEvent& ev) override {
+    auto& held = pending_[static_cast<std::size_t>(ev.index)];
+    if (ev.logprobs) held.push_back(std::move(*ev.logprobs));
+    if (ev.text.empty()) return std::nullopt;
+    json lp = in_.req.chat_logprobs
+                  ? chat_logprobs_json(held, in_.req.top_logprobs, in_.session.tokenizer())
+                  : json(nullptr);
+    held.clear();
+    return chat_chunk(in_.ctx, ev.index, {{"content", ev.text}}, std::move(lp), nullptr);
+  }
+
+  // The last chunk of each choice (finish reason, held-back logprobs, seed and digest),
+  // then the usage chunk when asked.
+  std::vector<json> closing(const detinfer::GenerationResult& result) override {
+    std::vector<json> out;
+    for (std::size_t i = 0; i < result.sequences.size() && i < pending_.size(); ++i) {
+      const detinfer::Sequence& s = result.sequences[i];
+      json lp = in_.req.chat_logprobs && !pending_[i].empty()
+                    ? chat_logprobs_json(pending_[i], in_.req.top_logprobs, in_.session.tokenizer())
+                    : json(nullptr);
+      json last = chat_chunk(in_.ctx, static_cast<std::int32_t>(i), json::object(), std::move(lp),
+                             detinfer::to_string(s.finish_reason));
+      last["detinfer"] = {{"seed", result.seed}, {"digest", detinfer::hex64(s.digest)}};
+      out.push_back(std::move(last));
+    }
+    if (in_.req.include_usage) out.push_back(chat_usage_chunk(in_.ctx, result));
+    return out;
+  }
+
+ private:
+  // Per choice: logprobs held back until a chunk carries text.
+  std::vector<std::vector<detinfer::StepLogprobs>> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResponseRenderer> chat_renderer(const RenderInput& in) {
+  return std::make_unique<ChatRenderer>(in);
+}
+
+}  // namespace detinfer_cli
