@@ -6,3 +6,10 @@
 add_executable(bench_decode ${CMAKE_CURRENT_LIST_DIR}/bench_decode.cpp)
 target_link_libraries(bench_decode PRIVATE detinfer_flags Threads::Threads)
 detinfer_link_modules(bench_decode model decode fingerprint devtools)
+
+# bench_sampling: per-token cost of decode::choose_token at Qwen2's vocabulary (151,936)
+# for greedy, top_k, top_p and min_p (docs/performance.md, "Sampling").
+add_executable(bench_sampling ${CMAKE_CURRENT_LIST_DIR}/bench_sampling.cpp)
+target_link_libraries(bench_sampling PRIVATE detinfer_flags benchmark::benchmark
+  Threads::Threads)
+detinfer_link_modules(bench_sampling decode)

@@ -74,6 +74,26 @@ if(NOT DETINFER_BUILD_CLI STREQUAL "OFF")
 endif()
 detinfer_optional_found(DETINFER_BUILD_CLI DETINFER_HAVE_CLI _found "CLI11 and cpp-httplib")
 
+# The Python package (python/, docs/python.md): pybind11 and the Python headers (Debian:
+# pybind11-dev, python3-dev). The system Python (/usr/bin/python3) is preferred: Debian's
+# pybind11, numpy and pytest are installed for it.
+detinfer_optional(DETINFER_BUILD_PYTHON)
+set(_found OFF)
+if(NOT DETINFER_BUILD_PYTHON STREQUAL "OFF")
+  if(NOT Python_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python 3.8 QUIET COMPONENTS Interpreter Development.Module)
+  if(Python_FOUND)
+    find_package(pybind11 2.6 CONFIG QUIET)
+    if(pybind11_FOUND)
+      set(_found ON)
+    endif()
+  endif()
+endif()
+detinfer_optional_found(DETINFER_BUILD_PYTHON DETINFER_HAVE_PYTHON _found
+  "pybind11 and the Python headers")
+
 if(DETINFER_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

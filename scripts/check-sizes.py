@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
-DIRS = ("src/", "include/", "examples/", "tools/detinfer/")
+DIRS = ("src/", "include/", "examples/", "tools/detinfer/", "python/src/")
 EXTENSIONS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".c")
 CONTROL = re.compile(r"\b(if|for|while|switch|catch|do)\s*\(")
 

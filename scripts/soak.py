@@ -79,6 +79,18 @@ def leave_early(port, body, stream):
     s.close()
 
 
+def run_clients(client, clients, duration, pid):
+    """Runs client(i) on `clients` threads; RSS (KiB) after the first 10% and at the end."""
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    time.sleep(duration * 0.1)
+    warm = rss_kib(pid)
+    for t in threads:
+        t.join()
+    return warm, rss_kib(pid)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/release/bin/detinfer")
@@ -127,14 +139,7 @@ def main():
                     with lock:
                         stats["errors"].append(repr(e)[:200])
 
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)]
-        for t in threads:
-            t.start()
-        time.sleep(a.duration * 0.1)
-        warm["rss_kib"] = rss_kib(proc.pid)
-        for t in threads:
-            t.join()
-        end_rss = rss_kib(proc.pid)
+        warm["rss_kib"], end_rss = run_clients(client, a.clients, a.duration, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=60)

@@ -57,6 +57,8 @@ typedef enum dti_numerics_mode {
   DTI_MODE_FAST = 1       /* libtorch kernels, no reproducibility guarantee */
 } dti_numerics_mode;
 
+/* The members mirror SessionOptions fields; docs/cli.md ("Session options") lists every
+ * field with its C member, range and meaning (one table drives both conversions). */
 typedef struct dti_session_options {
   uint32_t struct_size;         /* sizeof(dti_session_options), set by _default() */
   int32_t mode;                 /* dti_numerics_mode; DTI_MODE_CANONICAL */
@@ -136,11 +138,23 @@ typedef struct dti_generation_config {
   size_t num_stop_strings;
   int32_t logprobs;   /* top-N logprobs per step 0..20 (dti_result_logprob) */
   int32_t ignore_eos; /* 0 */
+  /* Structured output (docs/structured.md): a dti_response_format; json_schema is the
+   * JSON Schema text (NUL-terminated) with DTI_RESPONSE_JSON_SCHEMA, NULL otherwise. */
+  int32_t response_format;
+  const char* json_schema;
 } dti_generation_config;
 
-/* struct_size of the first version (0.1: the whole struct above). */
+typedef enum dti_response_format {
+  DTI_RESPONSE_TEXT = 0,
+  DTI_RESPONSE_JSON_OBJECT = 1,
+  DTI_RESPONSE_JSON_SCHEMA = 2
+} dti_response_format;
+
+/* struct_size of the first version (0.1: up to ignore_eos). */
 #define DTI_GENERATION_CONFIG_SIZE_V1 \
   ((uint32_t)(offsetof(dti_generation_config, ignore_eos) + sizeof(int32_t)))
+/* struct_size of the second version (response_format, json_schema). */
+#define DTI_GENERATION_CONFIG_SIZE_V2 ((uint32_t)sizeof(dti_generation_config))
 
 DETINFER_API dti_generation_config dti_generation_config_default(void);
 
@@ -184,6 +198,9 @@ DETINFER_API const int32_t* dti_result_prompt_tokens(const dti_result* result, s
 DETINFER_API uint64_t dti_result_seed(const dti_result* result);
 /* The run fingerprint as one JSON line, "" when the session's fingerprint_level is 0. */
 DETINFER_API const char* dti_result_fingerprint_json(const dti_result* result);
+/* The result's transcript (docs/fingerprint.md, "detinfer.transcript/1") as one JSON
+ * line: what dti_verify checks. Valid until dti_result_free. */
+DETINFER_API const char* dti_result_transcript_json(const dti_result* result);
 /* Logprobs of sequence i (when the config asked for logprobs > 0): the number of steps
  * that carry them (0 otherwise or out of range). */
 DETINFER_API size_t dti_result_num_logprob_steps(const dti_result* result, size_t i);
@@ -247,6 +264,15 @@ typedef enum dti_replay_verdict {
  * fingerprint is DTI_INVALID_ARGUMENT or DTI_CORRUPT. */
 DETINFER_API dti_status dti_replay(dti_session* session, const char* fingerprint_json,
                                    int32_t* verdict, char** report);
+
+/* --- verification (docs/fingerprint.md, "Transcripts and verification") ------------ */
+/* Verifies one transcript JSON (dti_result_transcript_json) on this session without
+ * regenerating it. *verified gets 1 (every step's token and digest recomputed) or 0
+ * (diverged); *report (optional, may be NULL) one line naming the first divergent
+ * sample and step, for dti_string_free. A malformed transcript, or one made with another
+ * model, weight format or numerics, is DTI_INVALID_ARGUMENT (never verified). */
+DETINFER_API dti_status dti_verify(dti_session* session, const char* transcript_json,
+                                   int32_t* verified, char** report);
 
 /* --- logging -------------------------------------------------------------------------- */
 /* Receives each log record that passes the level (0 trace .. 5 critical) with its text

@@ -65,6 +65,9 @@ struct DETINFER_API FingerprintNumerics {
   int threads = 1;                 // kernel threads
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string kv_dtype = "f32";    // KV storage: "f32" | "bf16" | "f16" (JSON: only if not f32)
+  // The weights as the kernels read them when that is not the stored dtype
+  // (model.weight_dtype), e.g. a format converted at load; "" = as stored (JSON: only if set).
+  std::string weight_format;
 };
 
 struct DETINFER_API FingerprintGpu {

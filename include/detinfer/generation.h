@@ -11,6 +11,26 @@
 
 namespace detinfer {
 
+// What the output must be (docs/structured.md). kJsonObject: any JSON object; kJsonSchema:
+// a JSON value valid against `json_schema` (a JSON Schema text, the supported subset).
+// Constrained decoding masks every token that cannot continue the structure; a sequence
+// ends (FinishReason::kStop) when the structure is complete.
+enum class ResponseFormatType : std::uint8_t {
+  kText = 0,
+  kJsonObject = 1,
+  kJsonSchema = 2,
+};
+DETINFER_API const char* to_string(ResponseFormatType t);  // "text", "json_object", ...
+
+struct ResponseFormat {
+  ResponseFormatType type = ResponseFormatType::kText;
+  std::string json_schema;  // the schema's JSON text; used only with kJsonSchema
+  bool operator==(const ResponseFormat& o) const {
+    return type == o.type && json_schema == o.json_schema;
+  }
+  bool operator!=(const ResponseFormat& o) const { return !(*this == o); }
+};
+
 struct GenerationConfig {
   std::int32_t max_new_tokens = 64;       // 1..context length
   float temperature = 0.0f;               // 0 = greedy; otherwise (0, 100]
@@ -33,6 +53,7 @@ struct GenerationConfig {
   std::vector<std::string> stop_strings;  // matched on decoded text across tokens
   std::int32_t logprobs = 0;              // top-N logprobs per step: 0..20
   bool ignore_eos = false;                // generate max_new_tokens even past eos
+  ResponseFormat response_format;         // text (unconstrained), JSON object or schema
 };
 
 enum class FinishReason : std::uint8_t {
@@ -82,6 +103,9 @@ struct GenerationResult {
   Timings timings;
   CacheUsage cache;
   std::string fingerprint_json;  // the RunFingerprint, when a recorder is attached
+  // This result's transcript (detinfer.transcript/1, Transcript::from_json): what
+  // DeterministicSession::verify checks. Filled by the session for every request.
+  std::string transcript_json;
 };
 
 // One generated token, as streamed to a TokenCallback.

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <initializer_list>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "detinfer/numerics.h"
 #include "detinfer/replay_report.h"
 #include "detinfer/tokenizer.h"
+#include "detinfer/transcript.h"
 
 namespace detinfer {
 
@@ -104,8 +106,10 @@ class DETINFER_API RequestHandle {
  public:
   RequestHandle() = default;
   std::uint64_t id() const { return id_; }
-  // Thread-safe. The request stops at the next step and finishes with
-  // FinishReason::kCancelled and what it generated so far.
+  // Thread-safe. A queued request leaves the queue at once and finishes with
+  // FinishReason::kCancelled and no tokens; a running one stops after the step in flight
+  // and finishes with what it generated so far. Either way its KV blocks and queue slot
+  // are free (stats() and the gauges show it) by the time its future is ready.
   void cancel() const;
   std::future<GenerationResult>& future() { return future_; }
   // Waits; throws the request's Error if it failed.
@@ -114,7 +118,7 @@ class DETINFER_API RequestHandle {
  private:
   friend class DeterministicSession;
   std::uint64_t id_ = 0;
-  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::function<void()> cancel_;  // sets the request's flag and wakes the scheduler
   std::future<GenerationResult> future_;
 };
 
@@ -227,6 +231,19 @@ class DETINFER_API DeterministicSession {
   // overload parses one fingerprint (RunFingerprint::from_json errors propagate).
   ReplayReport replay(const RunFingerprint& fingerprint);
   ReplayReport replay(const std::string& fingerprint_json);
+
+  // Verification without regeneration (docs/fingerprint.md, "Transcripts and
+  // verification"): runs each sample's prompt + output through one chunked prefill with
+  // every position's logits (batched with other requests, caches bypassed), recomputes
+  // every step's token choice (greedy or the seeded draw) and digest, and reports
+  // verified or the first divergent step. Throws Error(kInvalidArgument) naming the field
+  // when the transcript names another model fingerprint, weight format, numerics spec,
+  // mode or KV format, or is invalid for this model (ids out of the vocabulary, prompt
+  // too long, config out of range); Error(kUnsupported) for beam search transcripts or a
+  // session that is not in canonical mode. Thread-safe. The vector overload verifies all
+  // transcripts together (their requests share the engine's batches); results in order.
+  VerifyResult verify(const Transcript& transcript);
+  std::vector<VerifyResult> verify(const std::vector<Transcript>& transcripts);
 
  private:
   friend struct SessionInternals;  // src/session/session_internal.h (tests only)

@@ -153,6 +153,9 @@ struct WriteField {
     } else if constexpr (std::is_same_v<T, std::optional<std::vector<std::int32_t>>>) {
       w.u8(v ? 1 : 0);
       if (v) w.ids(sorted_unique(*v));
+    } else if constexpr (std::is_same_v<T, ResponseFormat>) {
+      w.u8(static_cast<std::uint8_t>(v.type));
+      w.str(v.json_schema);
     } else {
       static_assert(std::is_same_v<T, std::vector<std::string>>, "a new kind of field");
       const std::vector<std::string> set = sorted_unique(v);

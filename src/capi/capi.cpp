@@ -171,6 +171,10 @@ const char* dti_result_fingerprint_json(const dti_result* result) {
   return result == nullptr ? "" : result->result.fingerprint_json.c_str();
 }
 
+const char* dti_result_transcript_json(const dti_result* result) {
+  return result == nullptr ? "" : result->result.transcript_json.c_str();
+}
+
 size_t dti_result_num_logprob_steps(const dti_result* result, size_t i) {
   const detinfer::Sequence* s = detinfer::capi::sequence_at(result, i);
   return s ? s->logprobs.size() : 0;

@@ -80,6 +80,23 @@ dti_status dti_replay(dti_session* session, const char* fingerprint_json, int32_
   });
 }
 
+dti_status dti_verify(dti_session* session, const char* transcript_json, int32_t* verified,
+                      char** report) {
+  const char* fn = "dti_verify";
+  if (verified == nullptr) return null_argument(fn, "verified");
+  *verified = 0;
+  if (report != nullptr) *report = nullptr;
+  if (session == nullptr) return null_argument(fn, "session");
+  if (transcript_json == nullptr) return null_argument(fn, "transcript_json");
+  return guarded(fn, [&] {
+    const detinfer::VerifyResult r =
+        session->session.verify(detinfer::Transcript::from_json(transcript_json));
+    *verified = r.verified ? 1 : 0;
+    if (report != nullptr) *report = detinfer::capi::copy_string(r.message);
+    return DTI_OK;
+  });
+}
+
 void dti_log_set(dti_log_callback callback, void* user_data) {
   if (callback == nullptr) {
     detinfer::set_log_callback({});

@@ -96,6 +96,12 @@ dti_status with_token_prompt(const char* fn, const dti_session* session, const i
 // the defaults.
 dti_status to_session_options(const char* function, const dti_session_options* in,
                               SessionOptions* out);
+// C++ -> C, every member the C struct has (its struct_size is left as is). The string
+// members point into `in` (NULL for ""), so `in` must outlive *out. Fails with
+// DTI_INVALID_ARGUMENT for a value C cannot express (device_invariant mode, the logits
+// fingerprint level). Both directions iterate the SessionOptions field table
+// (session/session_fields.h).
+dti_status from_session_options(const SessionOptions& in, dti_session_options* out);
 // Both driven by the GenerationConfig field table (core/generation_fields.h). C -> C++
 // sets every field of *out from `in` except stop_token_ids, which keeps *out's value when
 // in->stop_token_ids is NULL (the model's eos ids).

@@ -7,11 +7,14 @@
 
 #include "capi/capi_internal.h"
 #include "core/generation_fields.h"
+#include "session/session_fields.h"
 
 // The first released layouts: a caller compiled against 0.1's c_api.h passes these sizes.
 static_assert(DTI_SESSION_OPTIONS_SIZE_V1 == 48, "dti_session_options v1 layout changed");
-static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == sizeof(dti_generation_config),
-              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V2");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == offsetof(dti_generation_config, response_format),
+              "dti_generation_config v1 layout changed");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V2 == sizeof(dti_generation_config),
+              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V3");
 
 namespace detinfer::capi {
 namespace {
@@ -58,24 +61,44 @@ dti_status check_ranges(const char* function, std::initializer_list<RangeRule> r
   return DTI_OK;
 }
 
-// Calls f(C member, C++ member) for the members of dti_session_options that map one to
-// one onto SessionOptions (a bool is 0/1 in C); both conversions walk this one list.
+// Calls f(C member, C++ member) for the rows of the SessionOptions table that the C struct
+// carries as a plain copy (CField::kCopy; a bool is 0/1 in C); both conversions walk it.
 template <typename C, typename Cxx, typename F>
 void for_each_plain_option(C& c, Cxx& s, F&& f) {
-  f(c.threads, s.threads);
-  f(c.kv_budget_bytes, s.kv_budget_bytes);
-  f(c.kv_block_size, s.kv_block_size);
-  f(c.max_batch, s.max_batch);
-  f(c.prefill_chunk_tokens, s.prefill_chunk_tokens);
-  f(c.max_queue, s.max_queue);
-  f(c.prefix_cache, s.cache.prefix.enabled);
-  f(c.disk_cache_bytes, s.cache.prefix.disk.budget_bytes);
-  f(c.prefix_cache_redis, s.cache.prefix.redis.enabled);
-  f(c.result_cache, s.cache.result.enabled);
-  f(c.result_cache_memory_bytes, s.cache.result.memory_budget_bytes);
-  f(c.result_cache_redis, s.cache.result.use_redis);
-  f(c.redis_port, s.cache.redis.port);
+#define DETINFER_C_COPY_kCopy(c_member, member) f(c.c_member, s.member);
+#define DETINFER_C_COPY_kCustom(c_member, member)
+#define DETINFER_C_COPY_kNone(c_member, member)
+#define DETINFER_C_COPY(member, key, flag, how, c_member, ...) \
+  DETINFER_C_COPY_##how(c_member, member)
+  DETINFER_SESSION_FIELDS(DETINFER_C_COPY)
+#undef DETINFER_C_COPY
+#undef DETINFER_C_COPY_kNone
+#undef DETINFER_C_COPY_kCustom
+#undef DETINFER_C_COPY_kCopy
 }
+
+// A copied row's C member has the C++ member's type (a bool is an int32_t 0/1).
+template <typename Cxx>
+using CType = std::conditional_t<std::is_same_v<Cxx, bool>, std::int32_t, Cxx>;
+#define DETINFER_C_TYPE_kCopy(c_member, member)                                         \
+  static_assert(std::is_same_v<decltype(dti_session_options::c_member),                 \
+                               CType<std::decay_t<decltype(SessionOptions{}.member)>>>, \
+                "dti_session_options." #c_member " must have the type of " #member);
+#define DETINFER_C_TYPE_kCustom(c_member, member)
+#define DETINFER_C_TYPE_kNone(c_member, member)
+#define DETINFER_C_TYPE(member, key, flag, how, c_member, ...) \
+  DETINFER_C_TYPE_##how(c_member, member)
+DETINFER_SESSION_FIELDS(DETINFER_C_TYPE)
+#undef DETINFER_C_TYPE
+
+// The rows converted by hand (to_session_options, from_session_options, the memory tier):
+// a new kCustom row fails here until its conversion is written.
+constexpr int custom_rows() {
+  int n = 0;
+  for (const SessionFieldSpec& f : kSessionFields) n += f.c_field == CField::kCustom ? 1 : 0;
+  return n;
+}
+static_assert(custom_rows() == 9, "a new kCustom SessionOptions row needs its C conversion here");
 
 // The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
@@ -124,20 +147,43 @@ dti_status to_session_options(const char* fn, const dti_session_options* in, Ses
   return DTI_OK;
 }
 
+dti_status from_session_options(const SessionOptions& in, dti_session_options* out) {
+  if (in.mode == NumericsMode::kDeviceInvariant) {
+    return set_error(DTI_INVALID_ARGUMENT, "mode device_invariant has no dti_numerics_mode");
+  }
+  if (in.recorder.level == RecordLevel::kLogits) {
+    return set_error(DTI_INVALID_ARGUMENT, "fingerprint level logits has no C code");
+  }
+  out->mode = in.mode == NumericsMode::kFast ? DTI_MODE_FAST : DTI_MODE_CANONICAL;
+  out->log_level = in.log_level ? static_cast<int32_t>(*in.log_level) : -1;
+  out->fingerprint_level = static_cast<int32_t>(in.recorder.level);
+  out->kv_dtype = static_cast<int32_t>(in.kv_dtype);
+  for_each_plain_option(*out, in, [](auto& to, const auto& from) {
+    to = static_cast<std::decay_t<decltype(to)>>(from);
+  });
+  const CacheOptions& cache = in.cache;
+  out->prefix_cache_memory_bytes =
+      cache.prefix.memory.enabled ? cache.prefix.memory.budget_bytes : -1;
+  auto c_string = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
+  out->disk_cache_dir = c_string(cache.prefix.disk.directory);
+  out->redis_host = c_string(cache.redis.host);
+  out->cache_salt = c_string(in.cache_salt);
+  return DTI_OK;
+}
+
 // The table's scalar fields have members of the same names and matching types in
 // dti_generation_config (a bool is an int32_t 0/1); a table field missing from the C
 // struct fails to compile here.
-template <typename Cxx>
-using CType = std::conditional_t<std::is_same_v<Cxx, bool>, std::int32_t, Cxx>;
 #define DETINFER_C_FIELD_TYPE(member, ...)                                 \
   static_assert(std::is_same_v<decltype(dti_generation_config::member),    \
                                CType<decltype(GenerationConfig::member)>>, \
                 "dti_generation_config." #member " must have GenerationConfig's type");
 DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_FIELD_TYPE)
 #undef DETINFER_C_FIELD_TYPE
-// The other fields (seed, stop_token_ids, stop_strings) are converted by hand below.
+// The other fields (seed, stop_token_ids, stop_strings, response_format) are converted
+// by hand below.
 #define DETINFER_COUNT_C_FIELD(...) +1
-static_assert(0 DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_C_FIELD) == 3,
+static_assert(0 DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_C_FIELD) == 4,
               "a new non-scalar GenerationConfig field needs its C conversion here");
 #undef DETINFER_COUNT_C_FIELD
 
@@ -167,14 +213,37 @@ dti_status lists_to_cxx(const char* function, const dti_generation_config& c,
   return DTI_OK;
 }
 
+dti_status format_to_cxx(const char* function, const dti_generation_config& c,
+                         GenerationConfig* out) {
+  if (c.response_format < DTI_RESPONSE_TEXT || c.response_format > DTI_RESPONSE_JSON_SCHEMA) {
+    return set_error(DTI_INVALID_ARGUMENT,
+                     std::string(function) +
+                         ": response_format must be 0 (text), 1 (json_object) "
+                         "or 2 (json_schema), got " +
+                         std::to_string(c.response_format));
+  }
+  out->response_format.type = static_cast<ResponseFormatType>(c.response_format);
+  out->response_format.json_schema.clear();
+  if (c.response_format == DTI_RESPONSE_JSON_SCHEMA) {
+    if (c.json_schema == nullptr) return null_argument(function, "json_schema");
+    out->response_format.json_schema = c.json_schema;
+  } else if (c.json_schema != nullptr) {
+    return set_error(DTI_INVALID_ARGUMENT, std::string(function) +
+                                               ": json_schema must be NULL unless "
+                                               "response_format is DTI_RESPONSE_JSON_SCHEMA");
+  }
+  return DTI_OK;
+}
+
 }  // namespace
 
 dti_status to_generation_config(const char* function, const dti_generation_config* in,
                                 GenerationConfig* out) {
   if (in == nullptr) return DTI_OK;  // defaults
   dti_generation_config c = dti_generation_config_default();
-  if (dti_status s = read_versioned(function, "dti_generation_config", *in,
-                                    {DTI_GENERATION_CONFIG_SIZE_V1}, &c);
+  if (dti_status s =
+          read_versioned(function, "dti_generation_config", *in,
+                         {DTI_GENERATION_CONFIG_SIZE_V1, DTI_GENERATION_CONFIG_SIZE_V2}, &c);
       s != DTI_OK) {
     return s;
   }
@@ -183,6 +252,7 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
   DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_C_TO_CXX)
 #undef DETINFER_C_TO_CXX
   out->seed = c.has_seed != 0 ? std::optional<std::uint64_t>(c.seed) : std::nullopt;
+  if (dti_status s = format_to_cxx(function, c, out); s != DTI_OK) return s;
   return lists_to_cxx(function, c, out);
 }
 
@@ -193,6 +263,8 @@ void from_generation_config(const GenerationConfig& in, dti_generation_config* o
 #undef DETINFER_CXX_TO_C
   out->has_seed = in.seed.has_value() ? 1 : 0;
   out->seed = in.seed.value_or(0);
+  out->response_format = static_cast<std::int32_t>(in.response_format.type);
+  out->json_schema = nullptr;  // a C caller sets its own text
 }
 
 TokenCallback to_callback(dti_token_callback cb, void* user_data) {
@@ -207,20 +279,10 @@ TokenCallback to_callback(dti_token_callback cb, void* user_data) {
 extern "C" {
 
 dti_session_options dti_session_options_default(void) {
-  const detinfer::SessionOptions d;
+  static const detinfer::SessionOptions d;  // its strings are "": every C string is NULL
   dti_session_options o{};
   o.struct_size = sizeof(dti_session_options);
-  o.mode = DTI_MODE_CANONICAL;
-  o.log_level = -1;
-  o.fingerprint_level = static_cast<int32_t>(d.recorder.level);  // as in C++: steps
-  detinfer::capi::for_each_plain_option(
-      o, d, [](auto& to, const auto& from) { to = static_cast<std::decay_t<decltype(to)>>(from); });
-  const detinfer::CacheOptions& cache = d.cache;
-  o.prefix_cache_memory_bytes = cache.prefix.memory.enabled ? cache.prefix.memory.budget_bytes : -1;
-  o.disk_cache_dir = nullptr;
-  o.redis_host = nullptr;
-  o.cache_salt = nullptr;
-  o.kv_dtype = static_cast<int32_t>(d.kv_dtype);
+  detinfer::capi::from_session_options(d, &o);  // the C++ defaults are representable
   return o;
 }
 

@@ -71,14 +71,28 @@ ChatToolCall tool_call_from_json(const Json& c, const std::string& at) {
   return call;
 }
 
-Json tool_call_to_template(const ChatToolCall& c) {
+// The arguments as the template sees them: parsed (keys in the client's order) when they
+// are JSON, else the text. Nesting deeper than kMessageLimits is an error naming `at`,
+// found by an iterative scan before any parse (issue 33: 100,000 nested "[" once crashed).
+Json arguments_to_template(const std::string& text, const std::string& at) {
+  const std::int64_t depth = core::json_nesting_depth(text, kMessageLimits.max_depth);
+  if (depth > kMessageLimits.max_depth) {
+    bad(at, str_cat("JSON nested deeper than ", kMessageLimits.max_depth, " levels"));
+  }
+  try {
+    return core::parse_json_ordered(text, kMessageLimits, ErrorCode::kInvalidArgument, at);
+  } catch (const Error&) {
+    return Json(text);  // not JSON: the template sees the string, as vLLM passes it
+  }
+}
+
+Json tool_call_to_template(const ChatToolCall& c, const std::string& at) {
   Json call = Json::object();
   if (!c.id.empty()) call["id"] = c.id;
   call["type"] = c.type;
   Json f = Json::object();
   f["name"] = c.name;
-  Json args = Json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
-  f["arguments"] = args.is_discarded() ? Json(c.arguments) : std::move(args);
+  f["arguments"] = arguments_to_template(c.arguments, at + ".function.arguments");
   call["function"] = std::move(f);
   return call;
 }
@@ -115,16 +129,35 @@ ChatMessage message_from_json(const Json& j, const std::string& where) {
   return m;
 }
 
+std::int64_t conversation_bytes(const std::vector<ChatMessage>& messages,
+                                const ChatTemplateOptions& options) {
+  std::size_t n = options.tools_json.size() + options.extra_variables_json.size();
+  for (const ChatMessage& m : messages) {
+    n += m.role.size() + (m.content ? m.content->size() : 0) + (m.name ? m.name->size() : 0) +
+         (m.tool_call_id ? m.tool_call_id->size() : 0) +
+         (m.reasoning_content ? m.reasoning_content->size() : 0);
+    for (const ChatContentPart& p : m.parts) n += p.type.size() + p.text.size();
+    for (const ChatToolCall& c : m.tool_calls) {
+      n += c.id.size() + c.type.size() + c.name.size() + c.arguments.size();
+    }
+  }
+  return static_cast<std::int64_t>(n);
+}
+
 Json messages_to_template_json(const std::vector<ChatMessage>& messages) {
   Json out = Json::array();
-  for (const ChatMessage& m : messages) {
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     Json j = Json::object();
     j["role"] = m.role;
     j["content"] = content_json(m);
     if (m.name) j["name"] = *m.name;
     if (!m.tool_calls.empty()) {
       Json calls = Json::array();
-      for (const ChatToolCall& c : m.tool_calls) calls.push_back(tool_call_to_template(c));
+      for (std::size_t k = 0; k < m.tool_calls.size(); ++k) {
+        calls.push_back(tool_call_to_template(m.tool_calls[k],
+                                              str_cat("messages[", i, "].tool_calls[", k, "]")));
+      }
       j["tool_calls"] = std::move(calls);
     }
     if (m.tool_call_id) j["tool_call_id"] = *m.tool_call_id;
@@ -137,10 +170,10 @@ Json messages_to_template_json(const std::vector<ChatMessage>& messages) {
 }  // namespace chat
 
 std::vector<ChatMessage> chat_messages_from_json(const std::string& json_text) {
-  // Hardened parse first (depth, size, UTF-8; field "messages"), then an ordered copy:
-  // tool-call arguments keep their key order, as in Python.
-  core::parse_json(json_text, chat::kMessageLimits, ErrorCode::kInvalidArgument, "messages");
-  const chat::Json j = chat::Json::parse(json_text);
+  // Hardened parse (depth, size, UTF-8; field "messages") keeping the key order: tool-call
+  // arguments print in the client's order, as in Python.
+  const chat::Json j = core::parse_json_ordered(json_text, chat::kMessageLimits,
+                                                ErrorCode::kInvalidArgument, "messages");
   if (!j.is_array()) {
     throw Error(ErrorCode::kInvalidArgument, "messages: expected a list of messages", "messages");
   }

@@ -14,8 +14,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json parse_option(const std::string& text, const char* field, bool want_object) {
-  core::parse_json(text, kMessageLimits, ErrorCode::kInvalidArgument, field);  // hardening
-  Json j = Json::parse(text);  // ordered: tools print in the order given, as in Python
+  // Hardened and ordered: tools print in the order given, as in Python.
+  Json j = core::parse_json_ordered(text, kMessageLimits, ErrorCode::kInvalidArgument, field);
   if (want_object ? !j.is_object() : !j.is_array()) {
     throw Error(ErrorCode::kInvalidArgument,
                 str_cat(field, want_object ? ": expected a JSON object" : ": expected a JSON list"),

@@ -39,6 +39,8 @@ constexpr std::int32_t kMaxLogprobs = 20;
 constexpr std::size_t kMaxStopStrings = 16;
 constexpr std::size_t kMaxStopStringBytes = 256;
 constexpr std::size_t kMaxStopTokenIds = 64;
+// The largest JSON Schema text of a response_format (docs/structured.md).
+constexpr std::size_t kMaxJsonSchemaBytes = 64 * 1024;
 
 constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
 
@@ -67,13 +69,17 @@ constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
   X(ignore_eos, 0, 1, false, false, ModelBound::kNone, true, "true or false")
 
 // The members that are not plain scalars: an optional seed, an optional list of token ids
-// (each below the vocabulary size) and a list of strings; `hi` is the largest count.
+// (each below the vocabulary size), a list of strings (`hi` is the largest count) and the
+// response format (`hi` is the largest schema text in bytes; the schema itself is checked
+// by decode::compile_response_format).
 #define DETINFER_GENERATION_OTHER_FIELDS(X)                                          \
   X(seed, 0, 0, false, false, ModelBound::kNone, true, "any 64-bit value")           \
   X(stop_token_ids, 0, kMaxStopTokenIds, false, false, ModelBound::kVocabSize, true, \
     "at most 64 ids in [0, {})")                                                     \
   X(stop_strings, 0, kMaxStopStrings, false, false, ModelBound::kNone, true,         \
-    "at most 16 strings of 1..256 bytes")
+    "at most 16 strings of 1..256 bytes")                                            \
+  X(response_format, 0, kMaxJsonSchemaBytes, false, false, ModelBound::kNone, true,  \
+    "text, json_object or json_schema with a schema of the supported subset")
 
 // Calls visit(const FieldSpec&, member) for every member of GenerationConfig, in a fixed
 // order (the order of the result-cache key). `Config` is GenerationConfig or const
@@ -93,5 +99,37 @@ constexpr std::size_t kGenerationFieldCount =
     0 DETINFER_GENERATION_SCALAR_FIELDS(DETINFER_COUNT_FIELD)
         DETINFER_GENERATION_OTHER_FIELDS(DETINFER_COUNT_FIELD);
 #undef DETINFER_COUNT_FIELD
+
+// One help line per field, in for_each_field's order (command-line help, bindings' docs);
+// the range in words comes from FieldSpec::range.
+struct FieldDoc {
+  const char* key;
+  const char* doc;
+};
+constexpr FieldDoc kGenerationFieldDocs[] = {
+    {"max_new_tokens", "Tokens to generate"},
+    {"temperature", "Sampling temperature (0 = greedy)"},
+    {"top_k", "Keep the k most likely tokens (0 = off)"},
+    {"top_p", "Nucleus sampling: keep the most likely tokens up to this mass (1 = off)"},
+    {"min_p", "Drop tokens below this fraction of the top probability (0 = off)"},
+    {"repetition_penalty", "Penalty of tokens already in the prompt or output (1 = off)"},
+    {"presence_penalty", "Subtracted from the logit of every token already generated"},
+    {"frequency_penalty", "Subtracted once per earlier occurrence of a generated token"},
+    {"num_return_sequences", "Samples (or best beams) to return"},
+    {"first_sample_index", "Philox stream of the first sample (later samples follow)"},
+    {"num_beams", "Beam search width (1 = off)"},
+    {"length_penalty", "Beam search length penalty"},
+    {"early_stopping", "Beam search stops when num_beams hypotheses are finished"},
+    {"logprobs", "Top-N logprobs per step"},
+    {"ignore_eos", "Generate max-new-tokens even past eos"},
+    {"seed", "Sampling seed (default: drawn and reported)"},
+    {"stop_token_ids", "Stop token ids instead of the model's eos ids"},
+    {"stop_strings", "Stop string (repeatable)"},
+    {"response_format",
+     "Output format: text, json_object or json_schema (the schema from --json-schema FILE)"},
+};
+static_assert(sizeof(kGenerationFieldDocs) / sizeof(kGenerationFieldDocs[0]) ==
+                  kGenerationFieldCount,
+              "every GenerationConfig field needs its help line in kGenerationFieldDocs");
 
 }  // namespace detinfer::core

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -20,18 +22,11 @@ using nlohmann::json;
   throw Error(code, str_cat(what, ": not valid JSON: ", reason), std::string(what));
 }
 
-// Size, NUL bytes and nesting depth, in one iterative pass: no input can make the parser,
-// the value's copy/dump or any later walk over the value recurse deeper than max_depth.
-void prescan(std::string_view text, const JsonLimits& limits, ErrorCode code,
-             std::string_view what) {
-  if (text.size() > limits.max_bytes) {
-    reject(code, what,
-           str_cat("the text is ", text.size(), " bytes, over the limit of ", limits.max_bytes,
-                   " bytes"));
-  }
-  const std::size_t nul = text.find('\0');
-  if (nul != std::string_view::npos) reject(code, what, str_cat("NUL byte at byte ", nul));
+// Where the nesting of `text` first exceeds `max_depth` (text.size() when it never does),
+// in one pass; the deepest level reached up to there is stored in `deepest`.
+std::size_t scan_depth(std::string_view text, std::int64_t max_depth, std::int64_t& deepest) {
   std::int64_t depth = 0;
+  deepest = 0;
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -44,12 +39,30 @@ void prescan(std::string_view text, const JsonLimits& limits, ErrorCode code,
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > limits.max_depth) {
-        reject(code, what, str_cat("nested deeper than ", limits.max_depth, " levels at byte ", i));
-      }
+      deepest = std::max(deepest, ++depth);
+      if (depth > max_depth) return i;
     } else if (c == ']' || c == '}') {
       --depth;
     }
+  }
+  return text.size();
+}
+
+// Size, NUL bytes and nesting depth, in one iterative pass: no input can make the parser,
+// the value's copy/dump or any later walk over the value recurse deeper than max_depth.
+void prescan(std::string_view text, const JsonLimits& limits, ErrorCode code,
+             std::string_view what) {
+  if (text.size() > limits.max_bytes) {
+    reject(code, what,
+           str_cat("the text is ", text.size(), " bytes, over the limit of ", limits.max_bytes,
+                   " bytes"));
+  }
+  const std::size_t nul = text.find('\0');
+  if (nul != std::string_view::npos) reject(code, what, str_cat("NUL byte at byte ", nul));
+  std::int64_t deepest = 0;
+  const std::size_t at = scan_depth(text, limits.max_depth, deepest);
+  if (deepest > limits.max_depth) {
+    reject(code, what, str_cat("nested deeper than ", limits.max_depth, " levels at byte ", at));
   }
 }
 
@@ -73,21 +86,29 @@ std::string ascii_only(std::string_view s) {
 
 // Builds the value from nlohmann's SAX events with the depth and duplicate-key checks.
 // (nlohmann's callback parser scans the parent container at every object end, which makes
-// an array of n objects cost O(n^2): 50,000 "{}" took 2.5 s. This builder is linear.)
-class CheckedBuilder final : public nlohmann::json_sax<json> {
+// an array of n objects cost O(n^2): 50,000 "{}" took 2.5 s. This builder is linear, also
+// for ordered_json, whose operator[] searches the object: a key checked unique by the
+// duplicate set is appended.)
+template <typename Json>
+class CheckedBuilder final : public nlohmann::json_sax<Json> {
  public:
-  CheckedBuilder(json& root, const JsonLimits& limits, ErrorCode code, std::string_view what)
+  using Base = nlohmann::json_sax<Json>;
+  CheckedBuilder(Json& root, const JsonLimits& limits, ErrorCode code, std::string_view what)
       : root_(root), limits_(limits), code_(code), what_(what) {}
 
   bool null() override { return put(nullptr) != nullptr; }
   bool boolean(bool v) override { return put(v) != nullptr; }
-  bool number_integer(number_integer_t v) override { return put(v) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) override { return put(v) != nullptr; }
-  bool number_float(number_float_t v, const string_t&) override { return put(v) != nullptr; }
-  bool string(string_t& v) override { return put(std::move(v)) != nullptr; }
-  bool binary(binary_t& v) override { return put(json::binary(std::move(v))) != nullptr; }
-  bool start_object(std::size_t) override { return open(json::value_t::object); }
-  bool start_array(std::size_t) override { return open(json::value_t::array); }
+  bool number_integer(typename Base::number_integer_t v) override { return put(v) != nullptr; }
+  bool number_unsigned(typename Base::number_unsigned_t v) override { return put(v) != nullptr; }
+  bool number_float(typename Base::number_float_t v, const typename Base::string_t&) override {
+    return put(v) != nullptr;
+  }
+  bool string(typename Base::string_t& v) override { return put(std::move(v)) != nullptr; }
+  bool binary(typename Base::binary_t& v) override {
+    return put(Json::binary(std::move(v))) != nullptr;
+  }
+  bool start_object(std::size_t) override { return open(nlohmann::detail::value_t::object); }
+  bool start_array(std::size_t) override { return open(nlohmann::detail::value_t::array); }
   bool end_object() override {
     stack_.pop_back();
     keys_.pop_back();
@@ -97,11 +118,22 @@ class CheckedBuilder final : public nlohmann::json_sax<json> {
     stack_.pop_back();
     return true;
   }
-  bool key(string_t& k) override {
-    if (limits_.reject_duplicate_keys && !keys_.back().insert(k).second) {
+  bool key(typename Base::string_t& k) override {
+    if (!limits_.reject_duplicate_keys) {
+      element_ = &(*stack_.back())[k];
+      return true;
+    }
+    if (!keys_.back().insert(k).second) {
       reject(code_, what_, str_cat("duplicate key \"", k, "\""));
     }
-    element_ = &(*stack_.back())[k];
+    auto& object = stack_.back()->template get_ref<typename Json::object_t&>();
+    if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) {
+      // ordered_map is a vector of pairs: append (its operator[] would search).
+      using Pairs = typename Json::object_t::Container;
+      element_ = &static_cast<Pairs&>(object).emplace_back(std::move(k), Json()).second;
+    } else {
+      element_ = &object.emplace(std::move(k), Json()).first->second;
+    }
     return true;
   }
   // Rethrows nlohmann's exception as its own type, for parse_json's handlers.
@@ -114,47 +146,47 @@ class CheckedBuilder final : public nlohmann::json_sax<json> {
  private:
   // Places a value: the root, the next element of the open array, or the open key's value.
   template <typename T>
-  json* put(T&& v) {
+  Json* put(T&& v) {
     if (stack_.empty()) {
-      root_ = json(std::forward<T>(v));
+      root_ = Json(std::forward<T>(v));
       return &root_;
     }
-    json& top = *stack_.back();
+    Json& top = *stack_.back();
     if (top.is_array()) {
       top.emplace_back(std::forward<T>(v));
       return &top.back();
     }
-    *element_ = json(std::forward<T>(v));
+    *element_ = Json(std::forward<T>(v));
     return element_;
   }
-  bool open(json::value_t type) {
+  bool open(nlohmann::detail::value_t type) {
     // The pre-scan already guarantees this; kept so the builder is safe on its own.
     if (static_cast<std::int64_t>(stack_.size()) >= limits_.max_depth) {
       reject(code_, what_, str_cat("nested deeper than ", limits_.max_depth, " levels"));
     }
     stack_.push_back(put(type));
-    if (type == json::value_t::object) keys_.emplace_back();
+    if (type == nlohmann::detail::value_t::object) keys_.emplace_back();
     return true;
   }
 
-  json& root_;
+  Json& root_;
   const JsonLimits& limits_;
   ErrorCode code_;
   std::string_view what_;
-  std::vector<json*> stack_;                           // the open arrays and objects
+  std::vector<Json*> stack_;                           // the open arrays and objects
   std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
-  json* element_ = nullptr;                            // the open key's value
+  Json* element_ = nullptr;                            // the open key's value
 };
 
-}  // namespace
-
-json parse_json(std::string_view text, const JsonLimits& limits, ErrorCode code,
-                std::string_view what) {
+// parse_json for either JSON type: the pre-scan, then the checked builder.
+template <typename Json>
+Json parse_checked(std::string_view text, const JsonLimits& limits, ErrorCode code,
+                   std::string_view what) {
   prescan(text, limits, code, what);
   try {
-    json root;
-    CheckedBuilder builder(root, limits, code, what);
-    json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
+    Json root;
+    CheckedBuilder<Json> builder(root, limits, code, what);
+    Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
                     /*strict=*/true, /*ignore_comments=*/false);
     return root;
   } catch (const json::parse_error& e) {
@@ -173,6 +205,24 @@ json parse_json(std::string_view text, const JsonLimits& limits, ErrorCode code,
   } catch (const json::exception& e) {
     reject(code, what, ascii_only(e.what()));
   }
+}
+
+}  // namespace
+
+std::int64_t json_nesting_depth(std::string_view text, std::int64_t stop_above) {
+  std::int64_t deepest = 0;
+  scan_depth(text, stop_above, deepest);
+  return deepest;
+}
+
+json parse_json(std::string_view text, const JsonLimits& limits, ErrorCode code,
+                std::string_view what) {
+  return parse_checked<json>(text, limits, code, what);
+}
+
+nlohmann::ordered_json parse_json_ordered(std::string_view text, const JsonLimits& limits,
+                                          ErrorCode code, std::string_view what) {
+  return parse_checked<nlohmann::ordered_json>(text, limits, code, what);
 }
 
 std::string read_file_bounded(const std::string& path, std::size_t max_bytes,

@@ -32,6 +32,14 @@ struct JsonLimits {
 // On failure throws Error(code, "<what>: not valid JSON: <reason> at byte N", field=what).
 nlohmann::json parse_json(std::string_view text, const JsonLimits& limits, ErrorCode code,
                           std::string_view what);
+// The same, keeping objects' keys in document order (Python's dicts, transformers): for
+// client JSON that reaches a chat template or is echoed back.
+nlohmann::ordered_json parse_json_ordered(std::string_view text, const JsonLimits& limits,
+                                          ErrorCode code, std::string_view what);
+
+// The nesting depth of JSON text (brackets outside strings; the root container is 1), in
+// one iterative pass that stops once it exceeds `stop_above`. The text need not be valid.
+std::int64_t json_nesting_depth(std::string_view text, std::int64_t stop_above);
 
 // Reads a whole file of at most max_bytes. Throws Error(kNotFound) when it cannot be
 // opened or read (or is a directory), Error(kCorrupt) when it is larger than max_bytes;

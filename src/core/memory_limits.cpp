@@ -104,4 +104,12 @@ void release_free_heap() {
 #endif
 }
 
+void limit_heap_arenas(int n) {
+#if defined(__GLIBC__)
+  mallopt(M_ARENA_MAX, n);
+#else
+  (void)n;
+#endif
+}
+
 }  // namespace detinfer::core

@@ -15,6 +15,12 @@ constexpr std::array<std::pair<FinishReason, const char*>, 3> kFinishReasons = {
     {FinishReason::kCancelled, "cancelled"},
 }};
 
+constexpr std::array<std::pair<ResponseFormatType, const char*>, 3> kResponseFormats = {{
+    {ResponseFormatType::kText, "text"},
+    {ResponseFormatType::kJsonObject, "json_object"},
+    {ResponseFormatType::kJsonSchema, "json_schema"},
+}};
+
 template <typename Enum, std::size_t N>
 const char* name_of(const std::array<std::pair<Enum, const char*>, N>& names, Enum e) {
   for (const auto& [value, name] : names) {
@@ -35,8 +41,12 @@ std::optional<Enum> parse(const std::array<std::pair<Enum, const char*>, N>& nam
 }  // namespace
 
 const char* to_string(FinishReason r) { return name_of(kFinishReasons, r); }
+const char* to_string(ResponseFormatType t) { return name_of(kResponseFormats, t); }
 
 namespace core {
+std::optional<ResponseFormatType> parse_response_format_type(std::string_view name) {
+  return parse(kResponseFormats, name);
+}
 std::optional<FinishReason> parse_finish_reason(std::string_view name) {
   return parse(kFinishReasons, name);
 }

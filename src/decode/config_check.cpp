@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/generation_fields.h"
+#include "decode/json_schema.h"
 
 namespace detinfer::decode {
 
@@ -67,6 +68,11 @@ struct CheckField {
       for (const std::int32_t id : *v) {
         if (id < 0 || id >= hi) bad(f.key, ": id ", id, " is outside [0, ", limits.vocab_size, ")");
       }
+    } else if constexpr (std::is_same_v<T, ResponseFormat>) {
+      if (v.json_schema.size() > f.hi) {
+        bad(f.key, ": the JSON schema may be at most ", f.hi, " bytes, got ", v.json_schema.size());
+      }
+      compile_response_format(v);  // throws naming the unsupported keyword
     } else {
       static_assert(std::is_same_v<T, std::vector<std::string>>, "a new kind of field");
       if (v.size() > f.hi) bad(f.key, " may hold at most ", f.hi, " strings, got ", v.size());
@@ -107,11 +113,21 @@ void check_combinations(const GenerationConfig& c, const ConfigLimits& limits) {
       bad("num_beams", " must be at most vocab/2 = ", limits.vocab_size / 2, ", got ", c.num_beams);
     }
     if (c.ignore_eos) bad("ignore_eos", " must be false when num_beams > 1");
+    if (c.response_format.type != ResponseFormatType::kText) {
+      bad("response_format",
+          " must be text when num_beams > 1 (constrained beam search is not "
+          "supported)");
+    }
   } else if (c.num_return_sequences > 1 && c.temperature == 0.0f) {
     bad("num_return_sequences",
         " must be 1 when greedy (temperature 0, num_beams 1): n > 1 needs temperature > 0 or "
         "num_beams >= n, got ",
         c.num_return_sequences);
+  }
+  if (c.response_format.type != ResponseFormatType::kText && !c.stop_strings.empty()) {
+    bad("stop_strings",
+        " must be empty with a JSON response_format (a stop string would cut "
+        "the structure; it ends by itself when complete)");
   }
 }
 

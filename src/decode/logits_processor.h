@@ -35,20 +35,27 @@ Candidates apply_warpers(const GenerationConfig& config, const float* row, std::
 std::vector<float> candidate_probs(const Candidates& c);
 
 // Walks positions of `values` in the stable order used by top_p and by the draw: value
-// descending, then token id ascending. Lazy (a binary heap): taking the first k of n
-// costs O(n + k log n), so peaked distributions never sort the whole vocabulary.
+// descending, then token id ascending (-0 and +0 are equal; ids are distinct). O(n) in the worst
+// case and lazy: one pass buckets the positions by the high 11 bits of an order-preserving key of
+// each value; a bucket is put in order (a two-pass LSD radix sort of the low 21 bits, or a
+// comparison sort when it is small) only when the walk reaches it. A peaked distribution costs two
+// passes over n, a flat one at most four; nothing sorts the whole vocabulary. (It replaces a binary
+// heap that gave the same order for O(n + k log n), k log n being what a wide nucleus cost.)
 class DescendingWalk {
  public:
   DescendingWalk(const std::vector<float>& values, const std::vector<std::int32_t>& ids);
-  bool done() const { return size_ == 0; }
+  bool done() const { return pos_ == order_.size(); }
   std::size_t next();  // requires !done()
 
  private:
-  bool before(std::size_t a, std::size_t b) const;  // heap order: a comes after b
-  const std::vector<float>& values_;
+  void open_next_bucket();  // puts the next non-empty bucket in order
   const std::vector<std::int32_t>& ids_;
-  std::vector<std::size_t> heap_;
-  std::size_t size_;
+  std::vector<std::uint32_t> keys_;    // per position; ascending key = descending value
+  std::vector<std::uint32_t> order_;   // positions grouped by bucket, each in id order
+  std::vector<std::uint32_t> starts_;  // bucket b is order_[starts_[b], starts_[b + 1])
+  std::size_t pos_ = 0;                // next index of order_ to hand out
+  std::size_t ready_ = 0;              // order_[0, ready_) is in its final order
+  std::size_t bucket_ = 0;             // the next bucket to open
 };
 
 }  // namespace detinfer::decode

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/check.h"
 #include "detinfer/philox.h"
@@ -47,17 +48,26 @@ std::vector<TokenLogprob> top_logprobs(const std::vector<float>& logprobs,
 TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,
-                         std::uint32_t sample_index, std::uint64_t step) {
+                         std::uint32_t sample_index, std::uint64_t step,
+                         const std::vector<std::uint8_t>* allowed) {
   TokenChoice choice;
+  const auto apply_mask = [&](float* row) {
+    if (allowed == nullptr) return;
+    DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(allowed->size()) == vocab);
+    for (std::int64_t i = 0; i < vocab; ++i) {
+      if ((*allowed)[i] == 0) row[i] = -std::numeric_limits<float>::infinity();
+    }
+  };
   if (config.temperature == 0.0f) {
     // Greedy: the row is copied only when a penalty changes it, and the full
     // log-softmax is computed only when top logprobs are asked for (the chosen token's
     // logprob alone has the same bits).
     std::vector<float> penalized;
     const float* row = raw;
-    if (has_penalties(config)) {
+    if (has_penalties(config) || allowed != nullptr) {
       penalized.assign(raw, raw + vocab);
       apply_penalties(config, prompt, generated, penalized.data(), vocab);
+      apply_mask(penalized.data());
       row = penalized.data();
     }
     choice.token = static_cast<std::int32_t>(kernels::argmax(row, vocab));
@@ -75,7 +85,18 @@ TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::
   }
   std::vector<float> row(raw, raw + vocab);
   apply_penalties(config, prompt, generated, row.data(), vocab);
-  const Candidates c = apply_warpers(config, row.data(), vocab);
+  apply_mask(row.data());
+  Candidates c = apply_warpers(config, row.data(), vocab);
+  if (allowed != nullptr) {  // masked tokens have probability 0: not candidates at all
+    Candidates kept;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if ((*allowed)[c.ids[i]] != 0) {
+        kept.ids.push_back(c.ids[i]);
+        kept.logits.push_back(c.logits[i]);
+      }
+    }
+    c = std::move(kept);
+  }
   const std::uint64_t stream = static_cast<std::uint64_t>(config.first_sample_index) + sample_index;
   const std::size_t i = draw_index(c, seed, stream, step);
   std::vector<float> lp(c.size());

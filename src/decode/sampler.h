@@ -34,9 +34,13 @@ struct TokenChoice {
 // sample and picks its token. Greedy (temperature 0): argmax of the penalized row, ties
 // to the lowest id, logprob from log_softmax of the penalized row. Sampling: the
 // warpers, then draw_index with stream = first_sample_index + sample_index.
+// `allowed` (constrained decoding; null = every token): a token with allowed[id] == 0 has
+// its penalized logit set to -inf before the greedy choice or the warpers, and never
+// survives as a candidate of the draw. At least one token must be allowed.
 TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,
-                         std::uint32_t sample_index, std::uint64_t step);
+                         std::uint32_t sample_index, std::uint64_t step,
+                         const std::vector<std::uint8_t>* allowed = nullptr);
 
 }  // namespace detinfer::decode

@@ -4,6 +4,7 @@ namespace detinfer::engine {
 
 Engine::Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
     : impl_(std::make_unique<Impl>(model, tokenizer, options)) {
+  impl_->waker->engine = impl_.get();
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
@@ -23,6 +24,31 @@ std::int64_t Engine::blocks_needed(std::int64_t prompt_tokens,
 }
 
 std::int64_t Engine::kv_capacity_blocks() const { return impl_->pool.capacity(); }
+
+std::function<void()> Engine::canceller(std::shared_ptr<std::atomic<bool>> flag) const {
+  return [flag = std::move(flag), waker = impl_->waker] {
+    flag->store(true);
+    waker->cancel(flag.get());
+  };
+}
+
+void engine_internal::Waker::cancel(const std::atomic<bool>* flag) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (engine == nullptr) return;
+  {
+    std::lock_guard<std::mutex> elk(engine->mu);
+    auto& q = engine->queue;
+    const auto it = std::find_if(q.begin(), q.end(), [flag](const std::unique_ptr<Group>& g) {
+      return g->req.cancelled.get() == flag;
+    });
+    if (it != q.end()) {  // its queue slot is free from now on
+      engine->abandoned.push_back(std::move(*it));
+      q.erase(it);
+    }
+    engine->cancel_pending = true;
+  }
+  engine->cv.notify_all();
+}
 
 std::future<GenerationResult> Engine::submit(EngineRequest request) {
   if (!request.config.stop_token_ids) {
@@ -59,6 +85,10 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
 void Engine::shutdown() {
   std::call_once(impl_->shutdown_once, [this] {
     {
+      std::lock_guard<std::mutex> wk(impl_->waker->mu);  // cancellers stop reaching us
+      impl_->waker->engine = nullptr;
+    }
+    {
       std::lock_guard<std::mutex> lk(impl_->mu);
       impl_->stopping = true;
     }
@@ -69,10 +99,13 @@ void Engine::shutdown() {
     for (auto& g : impl_->running) impl_->fail_group(*g, closed);
     impl_->running.clear();
     std::deque<std::unique_ptr<Group>> queued;
+    std::vector<std::unique_ptr<Group>> cancelled;
     {
       std::lock_guard<std::mutex> lk(impl_->mu);
       queued.swap(impl_->queue);
+      cancelled.swap(impl_->abandoned);
     }
+    impl_->retire_abandoned(cancelled);  // cancelled before the close: as if it had run
     for (auto& g : queued) {
       g->promise.set_exception(std::make_exception_ptr(closed));
       impl_->failed_promises.push_back(std::move(g->promise));
@@ -97,28 +130,31 @@ EngineStats Engine::stats() const {
 
 void Engine::Impl::loop() {
   for (;;) {
+    std::vector<std::unique_ptr<Group>> cancelled;
     std::vector<std::unique_ptr<Group>> admitted;
     {
       std::unique_lock<std::mutex> lk(mu);
-      cv.wait(lk, [&] { return stopping || !queue.empty() || !running.empty(); });
+      cv.wait(lk, [&] { return stopping || cancel_pending || !queue.empty() || !running.empty(); });
       if (stopping) return;
+      take_abandoned(cancelled);
       // Admission in arrival order; a request that does not fit waits (no overtaking,
       // so a large request cannot starve).
       while (!queue.empty()) {
         Group& g = *queue.front();
-        g.cancelled_in_queue = g.cancelled();
+        if (g.cancelled()) {  // its flag was set directly (no canceller): it never runs
+          cancelled.push_back(std::move(queue.front()));
+          queue.pop_front();
+          continue;
+        }
         const bool fits_batch = running_seqs == 0 || running_seqs + g.width <= options.max_batch;
-        if (!g.cancelled_in_queue && (!fits_batch || reserved + g.reserve > pool.capacity())) {
-          break;
-        }
-        if (!g.cancelled_in_queue) {
-          reserved += g.reserve;
-          running_seqs += g.width;
-        }
+        if (!fits_batch || reserved + g.reserve > pool.capacity()) break;
+        reserved += g.reserve;
+        running_seqs += g.width;
         admitted.push_back(std::move(queue.front()));
         queue.pop_front();
       }
     }
+    retire_abandoned(cancelled);
     admit(admitted);
     try {
       step();
@@ -133,8 +169,29 @@ void Engine::Impl::loop() {
     running.erase(std::remove_if(running.begin(), running.end(),
                                  [](const std::unique_ptr<Group>& g) { return g->done; }),
                   running.end());
-    running_groups.store(static_cast<std::int64_t>(running.size()));
     blocks_in_use.store(pool.capacity() - pool.free_blocks());
+  }
+}
+
+void Engine::Impl::take_abandoned(std::vector<std::unique_ptr<Group>>& out) {
+  cancel_pending = false;
+  out = std::move(abandoned);
+  abandoned.clear();
+}
+
+void Engine::Impl::retire_abandoned(std::vector<std::unique_ptr<Group>>& groups) {
+  if (groups.empty()) return;
+  publish_gauges();  // they have left the queue and hold nothing
+  for (auto& gp : groups) {
+    Group& g = *gp;
+    g.admitted = EngineClock::now();
+    g.done = true;
+    for (auto& o : observers) o->on_abandoned(g.req);
+    GenerationResult r = build_result(g);
+    Sequence s;
+    s.finish_reason = FinishReason::kCancelled;
+    r.sequences.push_back(s);
+    g.promise.set_value(std::move(r));
   }
 }
 
@@ -143,18 +200,7 @@ void Engine::Impl::admit(std::vector<std::unique_ptr<Group>>& admitted) {
     Group& g = *gp;
     g.admitted = EngineClock::now();
     g.last_token = g.req.submitted;
-    if (g.cancelled_in_queue) {
-      // Cancelled while queued: an empty, cancelled result (nothing was reserved).
-      g.reserve = 0;
-      g.width = 0;
-      g.done = true;
-      GenerationResult r = build_result(g);
-      Sequence s;
-      s.finish_reason = FinishReason::kCancelled;
-      r.sequences.push_back(s);
-      g.promise.set_value(std::move(r));
-      continue;
-    }
+    running_groups.fetch_add(1);  // release_group takes it back
     g.seqs.emplace_back();
     if (prefix) {
       try {
@@ -177,6 +223,18 @@ void Engine::Impl::admit(std::vector<std::unique_ptr<Group>>& admitted) {
   }
 }
 
+void Engine::Impl::publish_gauges() {
+  if (observers.empty()) return;
+  StepStats s;
+  s.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
+  s.kv_blocks_capacity = pool.capacity();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    s.queue_depth = static_cast<std::int64_t>(queue.size());
+  }
+  for (auto& o : observers) o->on_gauges(s);
+}
+
 void Engine::Impl::step() {
   for (auto& g : running) {
     if (!g->done && g->cancelled()) {
@@ -186,13 +244,15 @@ void Engine::Impl::step() {
   }
   Batch b;
   build_batch(b);
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());  // with this step's new blocks
   if (b.steps.empty()) return;
   std::vector<float>& logits = step_logits;
   logits.clear();  // forward() appends; the capacity stays
   model.forward(b.steps, pool, logits);
   steps.fetch_add(1);
-  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) ==
-                          static_cast<std::int64_t>(b.entries.size()) * vocab);
+  std::int64_t rows = 0;
+  for (const BatchEntry& e : b.entries) rows += e.rows;
+  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
   process_rows(b.entries, logits.data());
   for (auto& g : running) maybe_complete(*g);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
@@ -224,15 +284,20 @@ void Engine::Impl::build_batch(Batch& b) {
     Group& g = *gp;
     if (g.done || !g.prefilling || budget <= 0) continue;
     const std::int64_t total = static_cast<std::int64_t>(g.req.prompt.size());
-    const std::int64_t n = std::min(budget, total - g.prefilled);
+    std::int64_t n = std::min(budget, total - g.prefilled);
+    // Teacher forcing: positions before score_from in chunks of their own (one row),
+    // every later position's row returned.
+    const bool scored = g.req.score_row && g.prefilled >= g.req.score_from;
+    if (g.req.score_row && !scored) n = std::min(n, g.req.score_from - g.prefilled);
     SeqState& s = g.seqs[0];
     ensure_blocks(pool, s.blocks, g.prefilled + n);
     model::SequenceStep st;
     st.tokens.assign(g.req.prompt.begin() + g.prefilled, g.req.prompt.begin() + g.prefilled + n);
     st.start_pos = g.prefilled;
     st.block_table = s.blocks;
+    st.all_logits = scored;
     b.steps.push_back(std::move(st));
-    b.entries.push_back({&g, 0, n, true});
+    b.entries.push_back({&g, 0, n, true, scored ? n : 1});
     budget -= n;
     ++b.stats.prefill_sequences;
     b.stats.prefill_tokens += n;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <vector>
@@ -46,6 +47,14 @@ struct EngineRequest {
   bool observed = true;    // false: no metrics, fingerprint record or consistency check
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   EngineClock::time_point submitted = EngineClock::now();
+  // Teacher forcing (transcript verification, docs/fingerprint.md): when set, the engine
+  // only prefills `prompt` (in chunks, batched with other requests) and hands the raw
+  // logits row of every position p >= score_from to score_row(p - score_from, row), in
+  // order, on the engine thread; returning false cancels the request. Nothing is sampled;
+  // the result has one empty sequence. In canonical mode each row has the bits the decode
+  // step at that position computed.
+  std::function<bool(std::int64_t step, const float* row)> score_row;
+  std::int64_t score_from = 0;
 };
 
 // The scheduler's counters; the session reports them as its SessionStats (the engine does
@@ -74,6 +83,13 @@ class Engine {
   // Queues a request. Throws Error(kResourceExhausted) when the queue is full or the
   // request could never fit the KV pool, Error(kUnavailable) after shutdown(). Thread-safe.
   std::future<GenerationResult> submit(EngineRequest request);
+
+  // What cancels a request whose EngineRequest::cancelled is `flag`: sets it and wakes the
+  // scheduler, which then at once drops the request from the queue (an empty cancelled
+  // result) or, at the end of the step in flight, finishes it with what it has; either
+  // way its KV blocks and queue slot are free and the gauges updated before its future is
+  // ready. Callable from any thread, any number of times, also after the engine is gone.
+  std::function<void()> canceller(std::shared_ptr<std::atomic<bool>> flag) const;
 
   // KV blocks a request reserves while it runs.
   std::int64_t blocks_needed(std::int64_t prompt_tokens, const GenerationConfig& config) const;

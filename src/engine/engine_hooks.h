@@ -30,6 +30,13 @@ class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
   virtual void on_step(const StepStats&) {}
+  // The queue and the pool changed outside a step (a request finished, failed or was
+  // abandoned): queue_depth and kv_blocks_* are set, the sequence counts are 0. Runs
+  // before the request's future is ready, so gauges read after it are exact.
+  virtual void on_gauges(const StepStats&) {}
+  // A request cancelled before admission: it ran nothing and its future holds an empty
+  // cancelled result. Neither on_finished nor on_failed is called for it.
+  virtual void on_abandoned(const EngineRequest&) {}
   // Every generated token's raw logits row (the one its step digest covers), when
   // wants_logits() is true (full-logits fingerprints).
   virtual bool wants_logits() const { return false; }

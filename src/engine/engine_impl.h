@@ -15,6 +15,7 @@
 #include "decode/beam_search.h"
 #include "decode/sampler.h"
 #include "decode/stop_matcher.h"
+#include "decode/token_trie.h"
 #include "detinfer/fingerprint.h"
 #include "engine/block_table.h"
 #include "engine/engine.h"
@@ -37,6 +38,7 @@ struct SeqState {
   Sequence out;
   std::optional<Tokenizer::StreamDecoder> decoder;
   std::optional<decode::StopMatcher> stops;
+  std::optional<decode::JsonState> json;  // constrained decoding: the text's position
   bool finished = false;
   EngineClock::time_point last_token;
 };
@@ -53,11 +55,11 @@ struct Group {
   std::vector<SeqState> seqs;  // one while prefilling
   std::unique_ptr<decode::BeamSearch> beam;
   std::vector<Sequence> beam_results;
+  std::shared_ptr<const decode::JsonGrammar> grammar;  // response_format; null for text
   EngineClock::time_point admitted;
   std::optional<EngineClock::time_point> first_token;
   EngineClock::time_point last_token;  // of sample 0 / of the beam search
   std::vector<double> token_ms;
-  bool cancelled_in_queue = false;  // decided once, under the engine mutex
   bool done = false;
 
   bool cancelled() const { return req.cancelled->load(std::memory_order_relaxed); }
@@ -69,6 +71,7 @@ struct BatchEntry {
   std::size_t seq;      // index in group->seqs
   std::int64_t tokens;  // new tokens fed
   bool prefill;
+  std::int64_t rows = 1;  // logits rows it returned (tokens when all_logits)
 };
 
 // One step's forward batch: entries[i] describes steps[i] and logits row i.
@@ -76,6 +79,16 @@ struct Batch {
   std::vector<model::SequenceStep> steps;
   std::vector<BatchEntry> entries;
   StepStats stats;
+};
+
+// What a canceller reaches the scheduler through: it may outlive the engine, so the engine
+// detaches itself here when it shuts down.
+struct Waker {
+  std::mutex mu;
+  Engine::Impl* engine = nullptr;  // guarded by mu; null once the engine shuts down
+  // Takes the request with this flag out of the queue (if it waits there) and wakes the
+  // scheduler, which resolves it.
+  void cancel(const std::atomic<bool>* flag);
 };
 
 }  // namespace engine_internal
@@ -97,10 +110,12 @@ struct Engine::Impl {
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::unique_ptr<Group>> queue;  // guarded by mu
-  bool stopping = false;                     // guarded by mu
-  std::int64_t reserved = 0;                 // guarded by mu
-  std::int64_t running_seqs = 0;             // guarded by mu
+  std::deque<std::unique_ptr<Group>> queue;       // guarded by mu
+  bool stopping = false;                          // guarded by mu
+  bool cancel_pending = false;                    // guarded by mu: a canceller ran
+  std::vector<std::unique_ptr<Group>> abandoned;  // guarded by mu: cancelled, out of the queue
+  std::int64_t reserved = 0;                      // guarded by mu
+  std::int64_t running_seqs = 0;                  // guarded by mu
   std::atomic<std::int64_t> running_groups{0};
   std::atomic<std::int64_t> blocks_in_use{0};
   std::atomic<std::int64_t> steps{0};
@@ -109,12 +124,17 @@ struct Engine::Impl {
   // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
   // steps so that each step does not map, fault in and unmap fresh pages. Scheduler only.
   std::vector<float> step_logits;
+  // Constrained decoding: the vocabulary's token texts, built at the first request with a
+  // response_format (engine_structured.cpp). Scheduler only.
+  std::unique_ptr<decode::TokenTrie> trie;
+  std::vector<std::uint8_t> allowed;  // the mask of the sequence being sampled
   // Promises of failed requests, kept until the engine is destroyed: the exception's
   // reference count lives in (uninstrumented) libstdc++, so dropping the last reference on
   // this thread while the caller still reads the Error looks like a race to TSAN.
   std::vector<std::promise<GenerationResult>> failed_promises;
   std::thread thread;
   std::once_flag shutdown_once;
+  std::shared_ptr<engine_internal::Waker> waker = std::make_shared<engine_internal::Waker>();
 
   Impl(model::Model& m, const Tokenizer* t, const EngineOptions& o)
       : model(m),
@@ -134,7 +154,13 @@ struct Engine::Impl {
   // --- scheduler (engine.cpp): admission, reservations, batch building, forward,
   // failure, shutdown. It reaches output processing only through the next group.
   void loop();
+  // Under mu: what cancellers took out of the queue.
+  void take_abandoned(std::vector<std::unique_ptr<Group>>& out);
+  // Resolves them (observers first) with an empty cancelled result.
+  void retire_abandoned(std::vector<std::unique_ptr<Group>>& abandoned);
   void admit(std::vector<std::unique_ptr<Group>>& admitted);
+  // The queue depth and blocks in use as they are now, to the observers (on_gauges).
+  void publish_gauges();
   void step();
   void build_batch(Batch& b);
 
@@ -153,12 +179,20 @@ struct Engine::Impl {
 
   // --- output internals (engine_output.cpp only).
   void prefill_done(Group& g, const float* row);
+  // Constrained decoding (engine_structured.cpp): compiles the request's response format
+  // and starts each sample's automaton; the mask of a sample's next token (stop tokens
+  // only where the value may end); advancing by the chosen token (true: complete).
+  void start_structure(Group& g);
+  const std::vector<std::uint8_t>* token_mask(const Group& g, const SeqState& s);
+  bool advance_structure(const Group& g, SeqState& s, std::int32_t token);
+  // A teacher-forced chunk (EngineRequest::score_row): hands its rows to the callback.
+  void score_chunk(Group& g, const BatchEntry& be, const float* rows);
   void sample_step(Group& g, SeqState& s, const float* row);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);
   void beam_finish(Group& g);
   void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
-                    std::uint64_t digest, const float* row);
+                    std::uint64_t digest, const float* row, bool complete = false);
   void finish_seq(Group& g, SeqState& s, FinishReason reason);
   void publish_generated(const Group& g, const SeqState& s);
   void release_group(Group& g);

@@ -8,12 +8,18 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
   // Beam groups need all their rows at once; everything else is handled per row.
   std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
   std::vector<std::vector<const float*>> beam_rows;
+  std::int64_t row_index = 0;
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const BatchEntry& be = entries[e];
     Group& g = *be.group;
-    const float* row = logits + static_cast<std::int64_t>(e) * vocab;
+    const float* row = logits + row_index * vocab;
+    row_index += be.rows;
     if (g.done) continue;
     try {
+      if (g.req.score_row) {
+        score_chunk(g, be, row);
+        continue;
+      }
       SeqState& s = g.seqs[be.seq];
       s.num_computed += be.tokens;
       if (be.prefill) {
@@ -46,6 +52,24 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
   }
 }
 
+void Engine::Impl::score_chunk(Group& g, const BatchEntry& be, const float* rows) {
+  SeqState& s = g.seqs[0];
+  // Row r is the logits of position first + r.
+  const std::int64_t first = be.rows == be.tokens ? g.prefilled : g.prefilled + be.tokens - 1;
+  for (std::int64_t r = 0; r < be.rows && !g.cancelled(); ++r) {
+    const std::int64_t pos = first + r;
+    if (pos < g.req.score_from) continue;
+    if (!g.req.score_row(pos - g.req.score_from, rows + r * vocab)) g.req.cancelled->store(true);
+  }
+  s.num_computed += be.tokens;
+  g.prefilled += be.tokens;
+  if (g.prefilled == static_cast<std::int64_t>(g.req.prompt.size())) {
+    g.prefilling = false;
+    s.finished = true;
+    release_blocks(pool, s.blocks);
+  }
+}
+
 void Engine::Impl::prefill_done(Group& g, const float* row) {
   g.prefilling = false;
   if (prefix) {
@@ -75,6 +99,7 @@ void Engine::Impl::prefill_done(Group& g, const float* row) {
     s.stops.emplace(g.req.config.stop_strings);
     s.last_token = g.req.submitted;
   }
+  start_structure(g);
   for (std::int32_t i = 0; i < n; ++i) sample_step(g, g.seqs[i], row);
 }
 
@@ -82,18 +107,19 @@ void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
   const auto step = static_cast<std::uint64_t>(s.generated.size());
   const decode::TokenChoice c =
       decode::choose_token(g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
-                           static_cast<std::uint32_t>(s.sample_index), step);
+                           static_cast<std::uint32_t>(s.sample_index), step, token_mask(g, s));
+  const bool complete = advance_structure(g, s, c.token);
   StepLogprobs lp;
   lp.token = c.token;
   lp.logprob = c.logprob;
   lp.top = c.top;
   s.out.score += static_cast<double>(c.logprob);
   append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
-               logits_digest(row, static_cast<std::size_t>(vocab)), row);
+               logits_digest(row, static_cast<std::size_t>(vocab)), row, complete);
 }
 
 void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
-                                std::uint64_t digest, const float* row) {
+                                std::uint64_t digest, const float* row, bool complete) {
   const GenerationConfig& c = g.req.config;
   const auto now = EngineClock::now();
   if (!g.first_token) g.first_token = now;
@@ -116,11 +142,12 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   const bool stop_token =
       !c.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
   const bool at_length = static_cast<std::int32_t>(s.generated.size()) >= c.max_new_tokens;
+  const bool last = stop_token || at_length || complete;
   std::string piece;
   if (s.decoder && !stop_token) piece = s.decoder->push(token);
-  if (s.decoder && (stop_token || at_length)) piece += s.decoder->flush();
+  if (s.decoder && last) piece += s.decoder->flush();
   decode::StopMatcher::Result r = s.stops->push(piece);
-  if ((stop_token || at_length) && !r.stopped) r.emit += s.stops->flush();
+  if (last && !r.stopped) r.emit += s.stops->flush();
   s.out.text += r.emit;
   TokenEvent ev;
   ev.token = token;
@@ -128,7 +155,7 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   ev.logprobs = lp != nullptr ? &s.out.logprobs.back() : nullptr;
   ev.sample_index = s.sample_index;
   ev.step = step;
-  if (stop_token || r.stopped) {
+  if (stop_token || r.stopped || complete) {
     finish_seq(g, s, FinishReason::kStop);
   } else if (at_length) {
     finish_seq(g, s, FinishReason::kLength);
@@ -307,9 +334,13 @@ void Engine::Impl::release_group(Group& g) {
   // Counted before the result is delivered, so a caller holding every result sees 0.
   blocks_in_use.store(pool.capacity() - pool.free_blocks());
   g.done = true;
-  std::lock_guard<std::mutex> lk(mu);
-  reserved -= g.reserve;
-  running_seqs -= g.width;
+  running_groups.fetch_sub(1);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    reserved -= g.reserve;
+    running_seqs -= g.width;
+  }
+  publish_gauges();
 }
 
 void Engine::Impl::fail_group(Group& g, const Error& e) {

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/generation_fields.h"
+#include "core/vocabulary.h"
 
 namespace detinfer::fingerprint {
 
@@ -51,6 +52,17 @@ struct ReadField {
             as_integer(a[i], p + "[" + std::to_string(i) + "]", kI32Min, kI32Max)));
       }
       v = std::move(ids);
+    } else if constexpr (std::is_same_v<T, ResponseFormat>) {
+      // Optional: recorded only when the output is constrained (older fingerprints and
+      // unconstrained runs have no key).
+      if (r.optional(key) == nullptr) return;
+      ObjectReader o = r.object(key);
+      const std::string type = o.string("type");
+      const auto t = core::parse_response_format_type(type);
+      if (!t) fail(ErrorCode::kCorrupt, "fingerprint field ", o.path_of("type"), ": '", type, "'");
+      v.type = *t;
+      v.json_schema = o.string("json_schema");
+      o.done();
     } else {
       static_assert(std::is_same_v<T, std::vector<std::string>>, "a new kind of field");
       const std::string p = r.path_of(key);
@@ -72,6 +84,10 @@ json config_to_json(const GenerationConfig& c) {
       // Recorded beside the config as the seed actually used.
     } else if constexpr (std::is_same_v<T, std::optional<std::vector<std::int32_t>>>) {
       j[f.key] = v ? json(*v) : json(nullptr);
+    } else if constexpr (std::is_same_v<T, ResponseFormat>) {
+      if (v.type != ResponseFormatType::kText) {
+        j[f.key] = json{{"type", to_string(v.type)}, {"json_schema", v.json_schema}};
+      }
     } else {
       j[f.key] = v;
     }

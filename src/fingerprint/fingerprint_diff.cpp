@@ -121,6 +121,7 @@ std::vector<GroupDifference> compare_groups(const RunFingerprint& a, const RunFi
       .num("threads", na.threads, nb.threads)
       .field("device", na.device, nb.device)
       .field("kv_dtype", na.kv_dtype, nb.kv_dtype)
+      .field("weight_format", na.weight_format, nb.weight_format)
       .add_to(out);
   const auto& la = a.library;
   const auto& lb = b.library;

@@ -88,6 +88,7 @@ json to_json_object(const RunFingerprint& fp) {
                    {"device", n.device}};
   // Absent for the default, so f32 fingerprints are the same bytes as before kv_dtype.
   if (n.kv_dtype != "f32") j["numerics"]["kv_dtype"] = n.kv_dtype;
+  if (!n.weight_format.empty()) j["numerics"]["weight_format"] = n.weight_format;
   const auto& d = fp.device;
   j["device"] = {{"cpu_model", d.cpu_model},
                  {"cpu_flags", d.cpu_flags},
@@ -158,20 +159,7 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
     }
   }
   req.config = fingerprint::config_from_json(r.required("config"), r.path_of("config"));
-  const std::string seed = r.string("seed");
-  std::uint64_t v = 0;
-  bool ok = !seed.empty() && seed.size() <= 20 && (seed == "0" || seed[0] != '0');
-  for (char c : seed) {
-    if (c < '0' || c > '9') ok = false;
-    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
-    if (ok && v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) ok = false;
-    if (ok) v = v * 10 + digit;
-  }
-  if (!ok) {
-    fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("seed"),
-         ": expected a decimal uint64 without leading zeros, got '", seed, "'");
-  }
-  req.seed = v;
+  req.seed = fingerprint::as_decimal_u64(r.required("seed"), r.path_of("seed"));
   r.done();
 }
 
@@ -256,6 +244,7 @@ void read_numerics(ObjectReader n, FingerprintNumerics& out) {
            "' is not one of f32, bf16, f16");
     }
   }
+  if (n.has("weight_format")) out.weight_format = n.string("weight_format");  // absent = stored
   n.done();
 }
 

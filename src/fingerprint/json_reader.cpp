@@ -1,6 +1,7 @@
 #include "fingerprint/json_reader.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/check.h"
@@ -138,6 +139,23 @@ void ObjectReader::done() const {
            "detinfer.fingerprint/1");
     }
   }
+}
+
+std::uint64_t as_decimal_u64(const json& v, const std::string& path) {
+  const std::string s = as_string(v, path);
+  std::uint64_t x = 0;
+  bool ok = !s.empty() && s.size() <= 20 && (s == "0" || s[0] != '0');
+  for (char c : s) {
+    if (c < '0' || c > '9') ok = false;
+    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+    if (ok && x > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) ok = false;
+    if (ok) x = x * 10 + digit;
+  }
+  if (!ok) {
+    fail(ErrorCode::kCorrupt, "fingerprint field ", path,
+         ": expected a decimal uint64 without leading zeros, got '", s, "'");
+  }
+  return x;
 }
 
 }  // namespace detinfer::fingerprint

@@ -52,5 +52,8 @@ std::int64_t as_integer(const json& v, const std::string& path, std::int64_t min
 double as_number(const json& v, const std::string& path);
 std::uint64_t as_hex64(const json& v, const std::string& path);
 const json& as_array(const json& v, const std::string& path);
+// A uint64 written as a decimal string without leading zeros (seeds: JSON numbers lose
+// precision above 2^53 in many readers).
+std::uint64_t as_decimal_u64(const json& v, const std::string& path);
 
 }  // namespace detinfer::fingerprint

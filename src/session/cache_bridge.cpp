@@ -39,41 +39,26 @@ void stream_cached(const engine::EngineRequest& r, const GenerationResult& resul
 }  // namespace
 
 CacheBridge::CacheBridge(const SessionOptions& o, const model::Model& model,
-                         const Hash128& tokenizer_hash)
-    : model_(model), tokenizer_hash_(tokenizer_hash), kv_dtype_(o.kv_dtype) {
-  const model::DeviceInfo dev = model.device_info();
-  // Canonical KV has the same bits on every device: one key namespace for CPU and GPU.
-  // Other modes' KV depends on the GPU model too, so it is keyed apart by it.
-  prefix_salt_ = o.cache_salt;
-  if (dev.device != "cpu" && model.mode() != NumericsMode::kCanonical) {
-    prefix_salt_ += "\x1f" + std::string(to_string(model.mode())) + "@" + dev.name + " sm_" +
-                    dev.compute_capability;
-  }
-  // Rounded KV is other numbers: never shared with another kv_dtype's (f32 keys unchanged).
-  if (o.kv_dtype != KvDType::kF32)
-    prefix_salt_ += "\x1fkv_dtype=" + std::string(to_string(o.kv_dtype));
+                         const NumericsIdentity& numerics, const Hash128& tokenizer_hash)
+    : model_(model),
+      tokenizer_hash_(tokenizer_hash),
+      numerics_(numerics),
+      prefix_salt_(prefix_salt(numerics, o.cache_salt)) {
   if (o.cache.prefix.enabled) {
     prefix_ = std::make_unique<cache::PrefixCache>(o.cache.prefix, o.cache.redis);
   }
   if (o.cache.result.enabled) {
     results_ = std::make_unique<cache::ResultCache>(o.cache.result, o.cache.redis);
     results_->open_model(model.fingerprint());
-    serve_results_ = model.mode() == NumericsMode::kCanonical;
+    serve_results_ = numerics_.mode == NumericsMode::kCanonical;
   }
 }
 
 // --- result cache -------------------------------------------------------------------------
 
 Hash128 CacheBridge::result_key(const engine::EngineRequest& r) const {
-  // A non-default kv_dtype is other numerics: keyed apart (f32 keys unchanged).
-  const Hash128 model_key = kv_dtype_ == KvDType::kF32 ? model_.fingerprint()
-                                                       : Hasher()
-                                                             .update_hash(model_.fingerprint())
-                                                             .update_field("kv_dtype")
-                                                             .update_field(to_string(kv_dtype_))
-                                                             .digest128();
-  return cache::result_cache_key(model_key, model_.mode(), kNumericsSpecVersion, tokenizer_hash_,
-                                 r.prompt, cache::canonical_generation_config(r.config));
+  return identity_result_key(numerics_, model_.fingerprint(), tokenizer_hash_, r.prompt,
+                             cache::canonical_generation_config(r.config));
 }
 
 std::optional<GenerationResult> CacheBridge::lookup(const engine::EngineRequest& r) {
@@ -137,13 +122,8 @@ void CacheBridge::on_failed(const engine::EngineRequest& r, const Error&) { forg
 std::int64_t CacheBridge::restore(const engine::EngineRequest& r, model::KvCachePool& pool,
                                   std::vector<std::int32_t>& table) {
   std::call_once(prefix_opened_, [&] {
-    cache::PrefixNamespace ns;
-    ns.model_fingerprint = model_.fingerprint();
-    ns.mode = model_.mode();
-    ns.spec_version = kNumericsSpecVersion;
-    ns.block_size = pool.block_size();
-    ns.block_bytes = pool.block_bytes();
-    prefix_->open(ns);
+    prefix_->open(
+        prefix_namespace(numerics_, model_.fingerprint(), pool.block_size(), pool.block_bytes()));
   });
   if (!r.use_caches) return 0;  // replays recompute everything: they check the output
   return cache::restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);

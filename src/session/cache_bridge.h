@@ -17,6 +17,7 @@
 #include "detinfer/session.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "session/numerics_identity.h"
 
 namespace detinfer::session {
 
@@ -28,7 +29,8 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
   // Opens the caches the options enable (Error(kInvalidArgument) naming the option,
   // Error(kUnavailable) when a cache directory cannot be opened). `model` must outlive
   // this bridge.
-  CacheBridge(const SessionOptions& options, const model::Model& model,
+  // `numerics` keys both caches (session/numerics_identity.h).
+  CacheBridge(const SessionOptions& options, const model::Model& model, const NumericsIdentity& numerics,
               const Hash128& tokenizer_hash);
 
   // Whether the engine should get this bridge as its prefix provider.
@@ -51,8 +53,9 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
                         const std::vector<std::int32_t>& table) override;
 
   // EngineObserver (engine thread): stores a finished result, or audits a cached one.
-  void on_finished(const engine::EngineRequest& r, GenerationResult& result) override;
-  void on_failed(const engine::EngineRequest& r, const Error& e) override;
+  void on_finished(const EngineRequest& r, GenerationResult& result) override;
+  void on_failed(const EngineRequest& r, const Error& e) override;
+  void on_abandoned(const EngineRequest& r) override { forget(r.id); }
 
   CacheStats stats() const;
   void invalidate();
@@ -62,9 +65,9 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
 
   const model::Model& model_;
   const Hash128 tokenizer_hash_;
-  std::unique_ptr<cache::PrefixCache> prefix_;
-  KvDType kv_dtype_;         // storage of K/V: a non-f32 one keys results apart
-  std::string prefix_salt_;  // cache_salt, plus the GPU model for non-canonical CUDA KV
+  std::unique_ptr<PrefixCache> prefix_;
+  const NumericsIdentity numerics_;
+  const std::string prefix_salt_;  // prefix_salt(numerics_, cache_salt)
   std::once_flag prefix_opened_;
   std::unique_ptr<cache::ResultCache> results_;
   bool serve_results_ = false;  // result cache on and canonical mode

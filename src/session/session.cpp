@@ -11,30 +11,17 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "session/distribution_stats.h"
+#include "session/session_fields.h"
 #include "session/session_impl.h"
 
 namespace detinfer {
 
 namespace {
-void check_range(const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
-  if (v < lo || v > hi) {
-    fail(ErrorCode::kInvalidArgument, "SessionOptions.", field, " must be in [", lo, ", ", hi,
-         "], got ", v);
-  }
-}
-
 SessionOptions resolve_options(SessionOptions o) {
   if (o.threads == 0) {
     o.threads = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
-  check_range("threads", o.threads, 1, 1024);
-  check_range("kv_block_size", o.kv_block_size, 1, 1024);
-  check_range("max_batch", o.max_batch, 1, 4096);
-  check_range("prefill_chunk_tokens", o.prefill_chunk_tokens, 1, 1 << 20);
-  check_range("max_queue", o.max_queue, 1, 1 << 20);
-  check_range("kv_budget_bytes", o.kv_budget_bytes, 0, std::int64_t{1} << 46);
-  check_range("distribution_interval", o.distribution_interval, 0, 1 << 20);
-  check_range("distribution_window", o.distribution_window, 2, 1 << 20);
+  check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
   try {
     o.device = to_string(parse_device(o.device));
   } catch (const Error& e) {
@@ -72,7 +59,7 @@ std::int64_t auto_kv_budget(const model::ModelConfig& c, const SessionOptions& o
 }  // namespace
 
 void RequestHandle::cancel() const {
-  if (cancelled_) cancelled_->store(true);
+  if (cancel_) cancel_();
 }
 
 DeterministicSession::DeterministicSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -139,11 +126,14 @@ void DeterministicSession::Impl::build_pipeline(const engine::EngineOptions& eo,
     fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (", options.kv_budget_bytes,
          ") is smaller than one KV block");
   }
-  caches = std::make_shared<session::CacheBridge>(options, *model, tokenizer_hash);
+  numerics = session::build_numerics_identity(options, *model);
+  caches = std::make_shared<session::CacheBridge>(options, *model, numerics, tokenizer_hash);
   telemetry = std::make_shared<session::Telemetry>(
-      options, session::session_base_fingerprint(options, *model, tokenizer_hash), caches);
-  replayer = std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(),
-                                                 telemetry->session_metrics());
+      options, session::session_base_fingerprint(options, *model, numerics, tokenizer_hash), caches);
+  replayer =
+      std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
+  verifier = std::make_unique<session::Verifier>(*prep, *engine, telemetry->base(),
+                                        model->config().vocab_size, options.max_batch);
   if (options.consistency.enabled) {
     session::Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
     monitor = std::make_unique<ConsistencyMonitor>(
@@ -172,7 +162,7 @@ RequestHandle DeterministicSession::submit(const Prompt& prompt, const Generatio
   engine::EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
   RequestHandle h;
   h.id_ = r.id;
-  h.cancelled_ = r.cancelled;
+  h.cancel_ = impl_->engine->canceller(r.cancelled);
   if (std::optional<GenerationResult> hit = impl_->caches->lookup(r)) {
     impl_->telemetry->served(r, *hit);
     std::promise<GenerationResult> p;
@@ -193,6 +183,14 @@ GenerationResult DeterministicSession::generate(const Prompt& prompt,
                                                 const GenerationConfig& config,
                                                 TokenCallback on_token) {
   return submit(prompt, config, std::move(on_token)).get();
+}
+
+VerifyResult DeterministicSession::verify(const Transcript& transcript) {
+  return impl_->verifier->verify({transcript}).front();
+}
+
+std::vector<VerifyResult> DeterministicSession::verify(const std::vector<Transcript>& transcripts) {
+  return impl_->verifier->verify(transcripts);
 }
 
 void DeterministicSession::close() { impl_->shutdown(); }

@@ -1,5 +1,6 @@
 // DeterministicSession's chat: templates from the model folder, generation defaults from
 // generation_config.json (docs/chat.md).
+#include "chat/chat_messages.h"
 #include "chat/generation_defaults.h"
 #include "chat/template_source.h"
 #include "core/check.h"
@@ -42,6 +43,9 @@ std::string DeterministicSession::apply_chat_template(const std::vector<ChatMess
 std::vector<std::int32_t> DeterministicSession::encode_chat(
     const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
   if (!impl_->tokenizer) fail(ErrorCode::kUnsupported, "the model folder has no tokenizer.json");
+  const core::ByteBudget::Lease lease(
+      impl_->chat_budget, kChatCostPerByte * chat::conversation_bytes(messages, options),
+      kChatTrimBytes);
   return impl_->tokenizer->encode(apply_chat_template(messages, options),
                                   /*add_special_tokens=*/false);
 }

@@ -12,19 +12,31 @@
 #include <optional>
 
 #include "chat/chat_templates.h"
+#include "core/byte_budget.h"
 #include "detinfer/consistency_monitor.h"
 #include "detinfer/session.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "session/cache_bridge.h"
+#include "session/numerics_identity.h"
 #include "session/replay.h"
 #include "session/request_prep.h"
 #include "session/telemetry.h"
+#include "session/verifier.h"
 
 namespace detinfer {
 
+// encode_chat's memory budget (issue 33): rendering and tokenizing a conversation hold up to
+// kChatCostPerByte times its bytes at their peak (measured: ~23 MB for a 1 MB message on
+// the tiny model's tokenizer); concurrent calls share kChatBudgetBytes, and a call over
+// kChatTrimBytes gives the freed heap back when it ends.
+inline constexpr std::int64_t kChatCostPerByte = 24;
+inline constexpr std::int64_t kChatBudgetBytes = std::int64_t{256} << 20;
+inline constexpr std::int64_t kChatTrimBytes = kChatCostPerByte * (std::int64_t{64} << 10);
+
 struct DeterministicSession::Impl {
-  SessionOptions options;  // resolved
+  SessionOptions options;     // resolved
+  session::NumericsIdentity numerics;  // built at open from the options and the loaded model
   std::unique_ptr<model::Model> model;
   std::optional<Tokenizer> tokenizer;
   // Chat templates and generation defaults of the model folder; the tokenizer hash the
@@ -32,6 +44,8 @@ struct DeterministicSession::Impl {
   chat::ChatTemplates chat_templates;
   GenerationConfig generation_defaults;
   Hash128 tokenizer_hash;
+  // What concurrent encode_chat calls may hold at once (session_chat.cpp).
+  core::ByteBudget chat_budget{kChatBudgetBytes};
   void load_chat(const std::string& model_dir);
 
   // The pipeline, in the order a request passes it (all set by build_pipeline()).
@@ -40,6 +54,7 @@ struct DeterministicSession::Impl {
   std::unique_ptr<engine::Engine> engine;
   std::shared_ptr<session::Telemetry> telemetry;
   std::unique_ptr<session::Replayer> replayer;
+  std::unique_ptr<session::Verifier> verifier;
   std::unique_ptr<ConsistencyMonitor> monitor;  // null when the monitor is off
   // Builds the stages from `options`, model and tokenizer and wires them to the engine.
   // Throws Error(kInvalidArgument) naming an option, Error(kUnavailable) when a recorder

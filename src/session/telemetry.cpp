@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "detinfer/numerics.h"
+#include "detinfer/transcript.h"
 #include "detinfer/version.h"
 #include "kernels/kernels.h"
 #include "model/model_config.h"
@@ -58,24 +59,20 @@ void export_totals(const CacheMetrics& m, const CacheTotals& now, const CacheTot
 }  // namespace
 
 RunFingerprint session_base_fingerprint(const SessionOptions& o, const model::Model& model,
+                                        const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash) {
   RunFingerprint b;
   set_host_groups(b);
   const model::DeviceInfo dev = model.device_info();
-  const bool cuda = dev.device != "cpu";
-  b.numerics.mode = to_string(model.mode());
-  b.numerics.spec_version = kNumericsSpecVersion;
-  b.numerics.kernel_isa = cuda ? "cuda"
-                          : model.mode() == NumericsMode::kCanonical
+  fill_fingerprint(numerics, dev.driver, b);
+  // Recorded beside the identity: canonical bits do not depend on them.
+  b.numerics.kernel_isa = numerics.device_class != "cpu" ? "cuda"
+                          : numerics.mode == NumericsMode::kCanonical
                               ? kernels::to_string(kernels::active_isa())
                               : "torch";
   b.numerics.threads = o.threads;
-  b.numerics.device = dev.device;
-  b.numerics.kv_dtype = to_string(o.kv_dtype);
-  if (cuda) b.device.gpu = FingerprintGpu{dev.name, dev.compute_capability, dev.driver};
   b.model.fingerprint = model.fingerprint();
   b.model.architecture = to_string(model.config().architecture);
-  b.model.weight_dtype = core::to_string(model.config().weight_dtype);
   b.tokenizer_hash = tokenizer_hash;
   return b;
 }
@@ -89,11 +86,20 @@ Telemetry::Telemetry(const SessionOptions& options, RunFingerprint base,
       recorder_(options.recorder) {}
 
 void Telemetry::on_step(const engine::StepStats& s) {
+  on_gauges(s);
+  const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
+  if (batch > 0) metrics_.batch_size.observe(batch);
+}
+
+void Telemetry::on_gauges(const engine::StepStats& s) {
   metrics_.queue_depth.set(static_cast<double>(s.queue_depth));
   metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));
   metrics_.kv_blocks_capacity.set(static_cast<double>(s.kv_blocks_capacity));
-  const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
-  if (batch > 0) metrics_.batch_size.observe(batch);
+}
+
+void Telemetry::on_abandoned(const engine::EngineRequest& r) {
+  // Cancelled before admission: counted with the cancelled requests, nothing else ran.
+  if (r.observed) metrics_.requests_cancelled.inc();
 }
 
 void Telemetry::on_logits(const engine::EngineRequest& r, std::int32_t sample_index,
@@ -138,9 +144,11 @@ void Telemetry::served(const engine::EngineRequest& r, GenerationResult& result)
 void Telemetry::complete(const engine::EngineRequest& r, GenerationResult& result,
                          std::vector<std::vector<std::vector<float>>> logits) {
   metrics_.on_finished(result);
+  // Untrimmed (prompt ids kept) for the transcript and the monitor; the recorder trims
+  // to its options.
+  RunFingerprint fp = fingerprint_of(base_, r.config, result, true);
+  result.transcript_json = transcript_of(fp).to_json();
   if (recorder_.enabled() || monitor_ != nullptr) {
-    // Untrimmed (prompt ids kept) for the monitor; the recorder trims to its options.
-    RunFingerprint fp = fingerprint_of(base_, r.config, result, true);
     for (std::size_t i = 0; i < fp.sequences.size() && i < logits.size(); ++i) {
       if (logits[i].size() == fp.sequences[i].tokens.size()) {
         fp.sequences[i].logits = std::move(logits[i]);

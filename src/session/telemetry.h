@@ -20,12 +20,15 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "session/cache_bridge.h"
+#include "session/numerics_identity.h"
 
 namespace detinfer::session {
 
 // The groups of a session's fingerprints that do not depend on the request: host,
-// numerics, model and tokenizer (`tokenizer_hash` zero without a tokenizer).
+// numerics (from `numerics`), model and tokenizer (`tokenizer_hash` zero without a
+// tokenizer).
 RunFingerprint session_base_fingerprint(const SessionOptions& options, const model::Model& model,
+                                        const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash);
 
 class Telemetry final : public engine::EngineObserver {
@@ -40,6 +43,8 @@ class Telemetry final : public engine::EngineObserver {
 
   // EngineObserver (engine thread).
   void on_step(const engine::StepStats& s) override;
+  void on_gauges(const engine::StepStats& s) override;
+  void on_abandoned(const engine::EngineRequest& r) override;
   bool wants_logits() const override { return recorder_.wants_logits(); }
   void on_logits(const engine::EngineRequest& r, std::int32_t sample_index, std::int32_t step,
                  const float* row, std::int64_t vocab) override;

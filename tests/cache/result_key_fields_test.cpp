@@ -16,7 +16,7 @@ namespace detinfer {
 namespace {
 
 // A new member of GenerationConfig must be added to the field table: this size changes.
-static_assert(sizeof(GenerationConfig) == 136,
+static_assert(sizeof(GenerationConfig) == 176,
               "GenerationConfig changed: add the new member to core/generation_fields.h and "
               "update this size");
 
@@ -32,6 +32,8 @@ struct FlipField {
       v = *v + 1;
     } else if constexpr (std::is_same_v<T, std::optional<std::vector<std::int32_t>>>) {
       v = std::vector<std::int32_t>{1, 2};
+    } else if constexpr (std::is_same_v<T, ResponseFormat>) {
+      v.type = ResponseFormatType::kJsonObject;
     } else {
       v.push_back("stop");
     }

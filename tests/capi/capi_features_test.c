@@ -78,7 +78,9 @@ static void test_versions(void) {
   CHECK(dti_session_open(model_dir, (const dti_session_options*)&old, &s) == DTI_INVALID_ARGUMENT);
   CHECK(strstr(dti_last_error(), "struct_size") != NULL);
   dti_generation_config c = dti_generation_config_default();
-  CHECK(c.struct_size == DTI_GENERATION_CONFIG_SIZE_V1);
+  CHECK(c.struct_size == DTI_GENERATION_CONFIG_SIZE_V2);
+  CHECK(DTI_GENERATION_CONFIG_SIZE_V1 < DTI_GENERATION_CONFIG_SIZE_V2);
+  CHECK(c.response_format == DTI_RESPONSE_TEXT && c.json_schema == NULL);
 
   /* v3: kv_dtype (f32 by default; a v2-sized struct keeps it; bad values are refused). */
   CHECK(DTI_SESSION_OPTIONS_SIZE_V2 < sizeof(dti_session_options));
@@ -227,6 +229,32 @@ static void test_tokenizer_logprobs_replay(dti_session* s) {
   CHECK(report != NULL && strstr(report, "reproduced") != NULL);
   dti_string_free(report);
   CHECK(dti_replay(s, "{not json", &verdict, NULL) != DTI_OK);
+
+  /* Its transcript verifies without regeneration; a changed chain digest diverges; a
+   * malformed one is an error and never verified. */
+  const char* transcript = dti_result_transcript_json(r);
+  CHECK(strstr(transcript, "detinfer.transcript/1") != NULL);
+  int32_t verified = -1;
+  CHECK_OK(dti_verify(s, transcript, &verified, &report));
+  CHECK(verified == 1);
+  CHECK(report != NULL && strstr(report, "verified") != NULL);
+  dti_string_free(report);
+  char* tampered = (char*)malloc(strlen(transcript) + 1);
+  CHECK(tampered != NULL);
+  if (tampered != NULL) {
+    strcpy(tampered, transcript);
+    char* chain = strstr(tampered, "\"chain_digest\":\"");
+    CHECK(chain != NULL);
+    if (chain != NULL) {
+      char* digit = chain + strlen("\"chain_digest\":\"");
+      *digit = *digit == '0' ? '1' : '0';
+      CHECK_OK(dti_verify(s, tampered, &verified, NULL));
+      CHECK(verified == 0);
+    }
+    free(tampered);
+  }
+  CHECK(dti_verify(s, "{not json", &verified, NULL) == DTI_INVALID_ARGUMENT);
+  CHECK(verified == 0);
   dti_result_free(r);
 }
 
@@ -294,6 +322,40 @@ static void test_log_callback(void) {
   CHECK(dti_log_set_level(7) == DTI_INVALID_ARGUMENT);
 }
 
+/* response_format (v2 of dti_generation_config): a schema is followed and the structure
+ * ends the generation; an unsupported keyword is refused naming it; a v1-sized struct
+ * generates text. */
+static void test_structured(dti_session* s) {
+  dti_generation_config c = dti_generation_config_default();
+  c.max_new_tokens = 100;
+  c.response_format = DTI_RESPONSE_JSON_SCHEMA;
+  c.json_schema =
+      "{\"type\": \"object\", \"properties\": {\"ok\": {\"type\": \"boolean\"}},"
+      " \"required\": [\"ok\"], \"additionalProperties\": false}";
+  dti_result* r = NULL;
+  CHECK_OK(dti_generate_text(s, "answer: ", &c, NULL, NULL, &r));
+  if (r != NULL) {
+    size_t len = 0;
+    const char* text = dti_result_text(r, 0, &len);
+    CHECK(dti_result_finish_reason(r, 0) == DTI_FINISH_STOP);
+    CHECK(strcmp(text, "{\"ok\":true}") == 0 || strcmp(text, "{\"ok\":false}") == 0 ||
+          strcmp(text, "{\"ok\": true}") == 0 || strcmp(text, "{\"ok\": false}") == 0);
+    dti_result_free(r);
+  }
+  c.json_schema = "{\"type\": \"string\", \"pattern\": \"a\"}";
+  r = NULL;
+  CHECK(dti_generate_text(s, "x", &c, NULL, NULL, &r) == DTI_INVALID_ARGUMENT);
+  CHECK(r == NULL && strstr(dti_last_error(), "'pattern'") != NULL);
+  c.json_schema = NULL;
+  CHECK(dti_generate_text(s, "x", &c, NULL, NULL, &r) == DTI_INVALID_ARGUMENT);
+  c.response_format = 7;
+  CHECK(dti_generate_text(s, "x", &c, NULL, NULL, &r) == DTI_INVALID_ARGUMENT);
+  c.struct_size = DTI_GENERATION_CONFIG_SIZE_V1; /* an old caller: text */
+  c.max_new_tokens = 2;
+  CHECK_OK(dti_generate_text(s, "x", &c, NULL, NULL, &r));
+  dti_result_free(r);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <tiny model dir>\n", argv[0]);
@@ -308,6 +370,7 @@ int main(int argc, char** argv) {
   if (s != NULL) {
     test_async(s);
     test_tokenizer_logprobs_replay(s);
+    test_structured(s);
     dti_session_close(s);
   }
   test_result_cache();

@@ -41,6 +41,10 @@ struct Flip {
   void operator()(std::optional<std::uint64_t>& v) const { v = 0xDEADBEEFCAFEull; }
   void operator()(std::optional<std::vector<std::int32_t>>& v) const { v = {{3, 1, 2}}; }
   void operator()(std::vector<std::string>& v) const { v = {"x", "yz"}; }
+  void operator()(ResponseFormat& v) const {
+    v.type = ResponseFormatType::kJsonSchema;
+    v.json_schema = R"({"type": "integer"})";
+  }
 };
 
 // Flips field number `index` of the table (all of them when index is npos).
@@ -75,6 +79,9 @@ GenerationConfig round_trip(const GenerationConfig& in) {
   if (in.stop_token_ids) {
     c.stop_token_ids = in.stop_token_ids->data();
     c.num_stop_token_ids = in.stop_token_ids->size();
+  }
+  if (in.response_format.type == ResponseFormatType::kJsonSchema) {
+    c.json_schema = in.response_format.json_schema.c_str();
   }
   GenerationConfig out;
   EXPECT_EQ(capi::to_generation_config("test", &c, &out), DTI_OK) << dti_last_error();

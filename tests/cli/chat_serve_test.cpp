@@ -232,6 +232,47 @@ TEST_F(ChatServe, BadRequestsAre400sNamingTheParam) {
   EXPECT_EQ(status, 200) << body;  // still serving
 }
 
+// response_format on both endpoints: the output follows the schema and ends with it; an
+// unsupported keyword or a malformed format is a 400 naming response_format.
+TEST_F(ChatServe, ResponseFormatConstrainsTheOutput) {
+  const json schema = {
+      {"type", "object"},
+      {"properties", {{"ok", {{"type", "boolean"}}}, {"n", {{"type", "integer"}}}}},
+      {"required", {"ok", "n"}},
+      {"additionalProperties", false}};
+  const json format = {{"type", "json_schema"},
+                       {"json_schema", {{"name", "answer"}, {"schema", schema}, {"strict", true}}}};
+  const auto [s1, b1] =
+      post(port(), "/v1/chat/completions",
+           {{"messages", kMessages}, {"max_tokens", 60}, {"response_format", format}});
+  ASSERT_EQ(s1, 200) << b1;
+  const json r1 = json::parse(b1);
+  EXPECT_EQ(r1["choices"][0]["finish_reason"], "stop") << b1;
+  const json v = json::parse(r1["choices"][0]["message"]["content"].get<std::string>());
+  EXPECT_TRUE(v["ok"].is_boolean() && v["n"].is_number_integer()) << v;
+  const auto [s2, b2] = post(port(), "/v1/completions",
+                             {{"prompt", "x"},
+                              {"max_tokens", 80},
+                              {"seed", 3},
+                              {"response_format", {{"type", "json_object"}}}});
+  ASSERT_EQ(s2, 200) << b2;
+  EXPECT_EQ(json::parse(b2)["choices"][0]["text"].get<std::string>().substr(0, 1), "{");
+  json bad_schema = format;
+  bad_schema["json_schema"]["schema"]["properties"]["n"]["minimum"] = 0;
+  for (const json& f : {bad_schema, json{{"type", "xml"}}, json{{"type", "json_schema"}}}) {
+    const auto [status, body] =
+        post(port(), "/v1/chat/completions", {{"messages", kMessages}, {"response_format", f}});
+    EXPECT_EQ(status, 400) << f << " -> " << body;
+    EXPECT_EQ(json::parse(body, nullptr, false)["error"]["param"], "response_format") << body;
+    const auto [cs, cb] =
+        post(port(), "/v1/completions", {{"prompt", "x"}, {"response_format", f}});
+    EXPECT_EQ(cs, 400) << f << " -> " << cb;
+    EXPECT_EQ(json::parse(cb, nullptr, false)["error"]["param"], "response_format") << cb;
+  }
+  const auto [s3, b3] = post(port(), "/v1/chat/completions", {{"messages", kMessages}});
+  EXPECT_EQ(s3, 200) << b3;  // still serving
+}
+
 TEST_F(ChatServe, ConsistencyUrlChatAuditsTheEndpoint) {
   const auto r = testing::run_shell(
       testing::cli_path() + " consistency --url http://127.0.0.1:" + std::to_string(port()) +

@@ -272,6 +272,48 @@ TEST_F(ServeWire, ModelByIdMethodsAndCors) {
   EXPECT_EQ(raw.read_response(10).headers["access-control-allow-origin"], kOrigin);
 }
 
+// Issue 33's smaller items: HEAD on a GET route is the GET head without a body (not a
+// 405); a head with bare-LF line ends is a 400 at once (not a 408 after the header
+// timeout); a multipart/form-data body (with or without a boundary) is a 415, not JSON.
+TEST_F(ServeWire, HeadBareLfAndMultipartAreAnsweredAtOnce) {
+  {
+    RawConn c(port());
+    // HEAD then GET pipelined: if HEAD's answer carried a body, the GET's would not parse.
+    ASSERT_TRUE(c.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n" + get_request("/health")));
+    RawResponse head = c.read_head_response(10);
+    EXPECT_EQ(head.status, 200);
+    EXPECT_NE(head.headers["content-length"], "");
+    EXPECT_NE(head.headers["content-length"], "0");
+    const RawResponse get = c.read_response(10);
+    EXPECT_EQ(get.status, 200);
+    EXPECT_EQ(json::parse(get.body)["status"], "ok");
+    EXPECT_EQ(std::to_string(get.body.size()), head.headers["content-length"]);
+  }
+  {
+    RawConn c(port());
+    ASSERT_TRUE(c.send("HEAD /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n"));
+    RawResponse r = c.read_head_response(10);
+    EXPECT_EQ(r.status, 405);  // POST only: HEAD follows GET, not POST
+    EXPECT_EQ(r.headers["allow"].find("HEAD"), std::string::npos);
+  }
+  {
+    RawConn c(port());
+    ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\nHost: x\nContent-Length: 2\n\n{}"));
+    const RawResponse r = c.read_response(5);  // the header timeout is 10 s
+    EXPECT_EQ(r.status, 400);
+    EXPECT_NE(r.body.find("bare LF"), std::string::npos) << r.body;
+  }
+  const std::string body = json{{"prompt", "k"}, {"max_tokens", 1}}.dump();
+  for (const std::string type : {"multipart/form-data", "Multipart/Form-Data; boundary=xyz"}) {
+    RawConn c(port());
+    ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: " + type +
+                       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+    const RawResponse r = c.read_response(10);
+    EXPECT_EQ(r.status, 415) << type;
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "unsupported_media_type") << type;
+  }
+}
+
 // Defects 6 and 11: many requests per connection, pipelining answered in order.
 TEST_F(ServeWire, KeepAliveAndPipelining) {
   RawConn c(port());

@@ -164,6 +164,29 @@ TEST_F(CliTools, BenchJsonReportsKvBytesAsStored) {
   EXPECT_EQ(jh["kv_reserved_bytes"], jf["kv_reserved_bytes"]);
 }
 
+// --context N measures decode after an N-token prompt, and the bytes a step reads grow by
+// exactly the KV of the extra context; a context the model cannot hold is a clear error.
+TEST_F(CliTools, BenchContextMeasuresDecodeAfterThatManyTokens) {
+  const std::string args =
+      "bench --json --modes canonical --batch 1 --repeats 1 --prompt-tokens 8 --decode-tokens 2";
+  const auto dflt = run(args);
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+  const auto longer = run(args + " --context 300");
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  const json a = parse(dflt), b = parse(longer);
+  EXPECT_EQ(a["context_tokens"], 8);  // the short prompt of earlier versions
+  EXPECT_EQ(b["context_tokens"], 300);
+  const double kv = b["kv_bytes_per_token"].get<double>();
+  ASSERT_GT(kv, 0);
+  EXPECT_EQ(b["decode_step_bytes"].get<double>() - a["decode_step_bytes"].get<double>(),
+            (300 - 8) * kv);
+  EXPECT_EQ(b["results"][0]["decode_step_bytes"], b["decode_step_bytes"]);
+  EXPECT_GT(b["results"][0]["decode_tokens_per_s"].get<double>(), 0);
+  const auto too_long = run(args + " --context 5000");  // the tiny model holds 2048
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
 TEST_F(CliTools, DiffAndReplayRoundTrip) {
   const std::string dir = testing::cli_scratch_dir("fp");
   const std::string gen =

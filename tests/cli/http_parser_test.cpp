@@ -126,6 +126,10 @@ TEST(HttpParser, StrictFramingIsBadRequest) {
       {"space before colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400},
       {"folded header", "GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400},
       {"bare LF", "GET / HTTP/1.1\nHost: x\r\n\r\n", 400},
+      // Issue 33: a head whose lines all end in a bare LF is refused as it arrives, not
+      // after the header timeout (the blank CRLF line never comes).
+      {"bare LF head, incomplete", "POST /v1/completions HTTP/1.1\nHost: x\n", 400},
+      {"bare LF head, whole", "POST /v1/completions HTTP/1.1\nHost: x\n\n{}", 400},
       {"missing Host", "GET / HTTP/1.1\r\n\r\n", 400},
       {"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
       {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
@@ -173,6 +177,15 @@ TEST(HttpParser, PipelinedRequestsParseOneAfterAnother) {
     paths.push_back(p.take().path);
   }
   EXPECT_EQ(paths, (std::vector<std::string>{"/a", "/v1/completions", "/c"}));
+}
+
+// A bare LF in the body is the body's business: only the head must use CRLF.
+TEST(HttpParser, BareLfInTheBodyIsNotAHeaderError) {
+  for (bool split : {false, true}) {
+    const Parsed p = parse(post("Content-Length: 5\r\n", "a\nb\n\n"), {}, split);
+    ASSERT_EQ(p.status, RequestParser::Status::kComplete) << p.message;
+    EXPECT_EQ(p.request.body, "a\nb\n\n");
+  }
 }
 
 }  // namespace

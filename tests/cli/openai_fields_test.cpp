@@ -195,6 +195,37 @@ TEST(OpenAiFields, RequestParamNamesTheClientsSpelling) {
   }
 }
 
+// response_format, the table's one structured field: OpenAI's shapes land in the config;
+// malformed ones are 400s naming response_format (the schema's keywords are checked by
+// the session).
+TEST(OpenAiFields, ResponseFormatShapes) {
+  const json schema = {{"type", "integer"}};
+  ParseOutcome js =
+      parse({{"response_format",
+              {{"type", "json_schema"},
+               {"json_schema", {{"name", "n"}, {"schema", schema}, {"strict", true}}}}}});
+  ASSERT_TRUE(js.request) << js.error.message;
+  EXPECT_EQ(js.request->config.response_format.type, detinfer::ResponseFormatType::kJsonSchema);
+  EXPECT_EQ(json::parse(js.request->config.response_format.json_schema), schema);
+  ParseOutcome obj = parse({{"response_format", {{"type", "json_object"}}}});
+  ASSERT_TRUE(obj.request) << obj.error.message;
+  EXPECT_EQ(obj.request->config.response_format.type, detinfer::ResponseFormatType::kJsonObject);
+  ParseOutcome text = parse({{"response_format", {{"type", "text"}}}});
+  ASSERT_TRUE(text.request);
+  EXPECT_EQ(text.request->config.response_format, detinfer::ResponseFormat{});
+  for (const json& bad :
+       {json("json"), json{{"type", "xml"}}, json{{"type", "json_schema"}},
+        json{{"type", "json_object"}, {"schema", schema}},
+        json{{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}},
+        json{{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"strict", "yes"}}}},
+        json{{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"extra", 1}}}}}) {
+    ParseOutcome p = parse({{"response_format", bad}});
+    ASSERT_FALSE(p.request) << bad;
+    EXPECT_EQ(p.error.status, 400) << bad;
+    EXPECT_EQ(p.error.param, "response_format") << bad;
+  }
+}
+
 }  // namespace
 // system_fingerprint promises that two servers with the same value give the same bits: so
 // whatever changes the bits (here the KV storage dtype) changes it, and equal options give

@@ -69,6 +69,20 @@ class RawConn {
     return false;
   }
 
+  // Reads the head of a response to a HEAD request (no body follows, whatever its
+  // Content-Length says) within `timeout_s`.
+  RawResponse read_head_response(double timeout_s = 10) {
+    const auto deadline = clock::now() + ms(timeout_s);
+    RawResponse r;
+    std::size_t head_end;
+    while ((head_end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (fill(deadline) <= 0) return r;
+    }
+    parse_head(buf_.substr(0, head_end), r);
+    buf_.erase(0, head_end + 4);
+    return r;
+  }
+
   // Reads one response (Content-Length or chunked) within `timeout_s`.
   RawResponse read_response(double timeout_s = 10) {
     const auto deadline = clock::now() + ms(timeout_s);

@@ -126,6 +126,44 @@ TEST(JsonReader, RejectsDeepNestingWithoutRecursing) {
       parse_json("[\"" + std::string(1000, '[') + "\"]", limits, ErrorCode::kCorrupt, "doc"));
 }
 
+TEST(JsonReader, DeepNestingAtEveryScaleIsRejectedByBothReaders) {
+  for (const std::size_t depth :
+       {std::size_t{1000}, std::size_t{10000}, std::size_t{100000}, std::size_t{1000000}}) {
+    const std::string text = std::string(depth, '[') + std::string(depth, ']');
+    expect_rejected(text, "nested deeper than 64 levels at byte 64");
+    EXPECT_THROW(parse_json_ordered(text, JsonLimits(), ErrorCode::kCorrupt, "doc"), Error);
+    // The scan stops once past the limit, also on text that is not JSON.
+    EXPECT_EQ(json_nesting_depth(text, 64), 65);
+    EXPECT_EQ(json_nesting_depth(std::string(depth, '{'), 1 << 30),
+              static_cast<std::int64_t>(depth));
+  }
+  EXPECT_EQ(json_nesting_depth(R"({"a": ["[[[", {"b": []}]})", 64), 4);
+  EXPECT_EQ(json_nesting_depth("1", 64), 0);
+}
+
+TEST(JsonReader, OrderedReaderKeepsDocumentOrderWithTheSameRules) {
+  const nlohmann::ordered_json j =
+      parse_json_ordered(R"({"zeta": 1, "alpha": {"y": [true, null], "b": "x"}, "mid": 2.5})",
+                         JsonLimits(), ErrorCode::kCorrupt, "doc");
+  EXPECT_EQ(j.dump(), R"({"zeta":1,"alpha":{"y":[true,null],"b":"x"},"mid":2.5})");
+  EXPECT_THROW(parse_json_ordered(R"({"a": 1, "a": 2})", JsonLimits(), ErrorCode::kCorrupt, "d"),
+               Error);
+  EXPECT_THROW(parse_json_ordered("\"\xff\"", JsonLimits(), ErrorCode::kCorrupt, "d"), Error);
+  JsonLimits lenient;
+  lenient.reject_duplicate_keys = false;
+  EXPECT_EQ(
+      parse_json_ordered(R"({"b": 1, "a": 2, "b": 3})", lenient, ErrorCode::kCorrupt, "d").dump(),
+      R"({"b":3,"a":2})");
+  // Many keys in one object: each is appended, not searched for (linear).
+  std::string many = "{";
+  for (int i = 0; i < 200000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  many += "}";
+  const nlohmann::ordered_json m = parse_json_ordered(many, JsonLimits(), ErrorCode::kCorrupt, "d");
+  ASSERT_EQ(m.size(), 200000u);
+  EXPECT_EQ(m.begin().key(), "k0");
+  EXPECT_EQ((--m.end()).key(), "k199999");
+}
+
 TEST(JsonReader, RejectsDuplicateKeysUnlessAllowed) {
   expect_rejected(R"({"a": 1, "b": {"x": 1, "x": 2}})", "duplicate key \"x\"");
   // "\u0061" is "a": duplicates are found after unescaping.

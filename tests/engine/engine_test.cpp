@@ -13,88 +13,24 @@
 #include "detinfer/error.h"
 #include "detinfer/fingerprint.h"
 #include "detinfer/philox.h"
+#include "engine/engine_test_support.h"
 #include "engine/fake_model.h"
 
 namespace detinfer {
 namespace {
 
+using testing::expect_same_output;
 using testing::fake_logits;
 using testing::FakeModel;
+using testing::Gate;
 using testing::kFakePoisonToken;
 using testing::kFakeVocab;
-
-// Deterministic test randomness: Philox keyed by (seed, stream, i).
-struct Rng {
-  std::uint64_t seed;
-  std::uint64_t stream;
-  std::uint64_t i = 0;
-  std::uint32_t next(std::uint32_t n) { return philox_bits(seed, stream, i++, 0) % n; }
-};
-
-std::vector<std::int32_t> random_prompt(Rng& rng, std::uint32_t max_len) {
-  std::vector<std::int32_t> p(1 + rng.next(max_len));
-  for (auto& t : p) t = 2 + static_cast<std::int32_t>(rng.next(kFakeVocab - 4));  // no eos/poison
-  return p;
-}
-
-GenerationConfig random_config(Rng& rng) {
-  GenerationConfig c;
-  c.max_new_tokens = 1 + static_cast<std::int32_t>(rng.next(20));
-  switch (rng.next(4)) {
-    case 0:
-      break;  // greedy
-    case 1:
-      c.temperature = 0.9f;
-      c.top_k = 20;
-      c.seed = rng.next(1000);
-      break;
-    case 2:
-      c.temperature = 1.2f;
-      c.top_p = 0.8f;
-      c.num_return_sequences = 2;
-      c.seed = rng.next(1000);
-      break;
-    default:
-      c.num_beams = 2;
-      break;
-  }
-  return c;
-}
-
-engine::EngineRequest request(std::vector<std::int32_t> prompt, const GenerationConfig& c) {
-  engine::EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.config = c;
-  r.seed = c.seed.value_or(0);
-  return r;
-}
-
-engine::EngineOptions small_options() {
-  engine::EngineOptions o;
-  o.max_batch = 8;
-  o.prefill_chunk_tokens = 7;
-  o.kv_block_size = 4;
-  o.kv_budget_bytes = 4096 * 4 * 32;  // 4096 blocks of 4 tokens (32 bytes per token)
-  return o;
-}
-
-GenerationResult run_alone(const engine::EngineRequest& r,
-                           const engine::EngineOptions& o = small_options()) {
-  FakeModel m;
-  engine::Engine e(m, nullptr, o);
-  return e.submit(r).get();
-}
-
-void expect_same_output(const GenerationResult& a, const GenerationResult& b,
-                        const std::string& what) {
-  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
-  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
-    EXPECT_EQ(a.sequences[i].tokens, b.sequences[i].tokens) << what << " sample " << i;
-    EXPECT_EQ(a.sequences[i].step_digests, b.sequences[i].step_digests) << what << " sample " << i;
-    EXPECT_EQ(a.sequences[i].digest, b.sequences[i].digest) << what << " sample " << i;
-    EXPECT_EQ(a.sequences[i].finish_reason, b.sequences[i].finish_reason) << what;
-  }
-}
+using testing::random_config;
+using testing::random_prompt;
+using testing::request;
+using testing::Rng;
+using testing::run_alone;
+using testing::small_options;
 
 TEST(Engine, GreedyMatchesDirectComputationAndDigests) {
   GenerationConfig c;
@@ -136,33 +72,7 @@ TEST(Engine, ChunkSizeBatchSizeAndBlockSizeDoNotChangeOutput) {
   }
 }
 
-// Blocks the engine thread inside a token callback until released.
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool entered = false;
-  bool open = false;
-  TokenCallback callback() {
-    return [this](const TokenEvent&) {
-      std::unique_lock<std::mutex> lk(mu);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lk, [&] { return open; });
-      return true;
-    };
-  }
-  void wait_entered() {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return entered; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    open = true;
-    cv.notify_all();
-  }
-};
-
-struct BatchRecorder : engine::EngineObserver {
+struct BatchRecorder : EngineObserver {
   std::atomic<std::int32_t> max_sequences{0};
   void on_step(const engine::StepStats& s) override {
     const std::int32_t n = s.decode_sequences + s.prefill_sequences;

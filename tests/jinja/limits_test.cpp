@@ -126,6 +126,32 @@ TEST(JinjaLimits, DeeplyNestedContextIsRefused) {
   EXPECT_EQ(failure("{{ x }}", {}, ctx), ErrorCode::kResourceExhausted);
 }
 
+// Issue 33: the context conversion, printing, tojson and comparison never recurse past
+// kMaxValueDepth, whatever the depth handed in (10^3 ... 10^6) or built by the template.
+TEST(JinjaLimits, DeepValuesAtEveryScaleAreRefused) {
+  for (const int depth : {1000, 10000, 100000, 1000000}) {
+    ordered_json deep = ordered_json::array();
+    for (int k = 1; k < depth; ++k) {
+      ordered_json outer = ordered_json::array();
+      outer.push_back(std::move(deep));
+      deep = std::move(outer);
+    }
+    ordered_json ctx = ordered_json::object();
+    ctx["x"] = std::move(deep);
+    for (const char* use : {"{{ x }}", "{{ x | tojson }}", "{{ x == x }}", "{{ x | length }}"}) {
+      EXPECT_EQ(failure(use, {}, ctx), ErrorCode::kResourceExhausted) << depth << " " << use;
+    }
+  }
+  for (const int depth : {1000, 10000}) {
+    TemplateLimits limits;
+    limits.max_loop_iterations = 2000000;
+    const std::string built = "{% set ns = namespace(v=[]) %}{% for i in range(" +
+                              std::to_string(depth) +
+                              ") %}{% set ns.v = [ns.v] %}{% endfor %}{{ ns.v | tojson }}";
+    EXPECT_EQ(failure(built, limits), ErrorCode::kResourceExhausted) << depth;
+  }
+}
+
 TEST(JinjaLimits, SelfReferencingNamespacePrintsAndFrees) {
   const Template t =
       Template::parse("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns.me.me.a }}{{ ns }}");

@@ -1,6 +1,7 @@
 // Runs the real `detinfer generate`.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
@@ -45,6 +46,35 @@ TEST(GenerateCli, BadArgumentsFailWithAMessage) {
   const auto m = run_shell(cli_path() + " generate --model /nonexistent --prompt hi");
   EXPECT_NE(m.exit_code, 0);
   EXPECT_FALSE(m.err.empty());
+}
+
+// --json-schema FILE / --response-format json_object: the output follows the schema and
+// ends with it; an unsupported keyword fails naming it.
+TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
+  const std::string dir = testing::tiny_model_dir();
+  const std::string schema = dir + "/cli-schema.json";
+  const std::string bad = dir + "/cli-bad-schema.json";
+  // Written here, not with a shell redirect: run_shell redirects the command's stdout.
+  std::ofstream(schema) << R"({"type": "array", "items": {"type": "integer"}, )"
+                        << R"("minItems": 2, "maxItems": 2})";
+  std::ofstream(bad) << R"({"type": "string", "pattern": "a"})";
+  const std::string cmd = cli_path() + " generate --model " + dir + " --prompt hi --json";
+  const auto r = run_shell(cmd + " --max-new-tokens 80 --json-schema " + schema);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["finish_reason"], "stop") << r.out;
+  const auto v = nlohmann::json::parse(j["text"].get<std::string>());
+  ASSERT_TRUE(v.is_array() && v.size() == 2) << v;
+  EXPECT_TRUE(v[0].is_number_integer() && v[1].is_number_integer()) << v;
+  const auto o = run_shell(cmd + " --max-new-tokens 60 --response-format json_object");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["text"].get<std::string>().substr(0, 1), "{");
+  const auto e = run_shell(cmd + " --json-schema " + bad);
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_NE(e.err.find("'pattern'"), std::string::npos) << e.err;
+  const auto f = run_shell(cmd + " --response-format yaml");
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_NE(f.err.find("--response-format"), std::string::npos) << f.err;
 }
 
 // --device cuda: on a machine without a usable GPU (CI) a clear kUnavailable error and a

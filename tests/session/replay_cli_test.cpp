@@ -18,8 +18,7 @@ using testing::cli_path;
 using testing::run_shell;
 
 std::string tmp_path(const std::string& name) {
-  const char* t = std::getenv("DETINFER_TEST_TMP");
-  return std::string(t != nullptr ? t : "/tmp") + "/replay-cli-" + name;
+  return testing::test_tmp_path("replay-cli-", name);
 }
 
 TEST(ReplayCli, FingerprintFromOneProcessReplaysInAnother) {

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 namespace detinfer {
 namespace {
 
+using testing::metric;
 using testing::random_config;
 using testing::random_ids;
 using testing::TestRng;
@@ -45,17 +45,6 @@ GenerationConfig sampled_config() {
   c.seed = 1234;
   c.ignore_eos = true;
   return c;
-}
-
-// The value of one series (`name{labels}` exactly as rendered) in Prometheus text; -1
-// when absent.
-double metric(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
 }
 
 TEST(SessionFingerprint, EveryResultCarriesItsFingerprintByDefault) {

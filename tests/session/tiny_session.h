@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <sstream>
 #include <string>
 
 #include "detinfer/philox.h"
@@ -23,6 +24,23 @@ inline void expect_same(const GenerationResult& a, const GenerationResult& b,
     EXPECT_EQ(a.sequences[i].step_digests, b.sequences[i].step_digests) << what << " sample " << i;
     EXPECT_EQ(a.sequences[i].text, b.sequences[i].text) << what << " sample " << i;
   }
+}
+
+// The value of one series (`name{labels}` exactly as rendered) in Prometheus text; -1
+// when absent.
+inline double metric(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// A path under $DETINFER_TEST_TMP (or /tmp): <prefix><name>.
+inline std::string test_tmp_path(const std::string& prefix, const std::string& name) {
+  const char* t = std::getenv("DETINFER_TEST_TMP");
+  return std::string(t != nullptr ? t : "/tmp") + "/" + prefix + name;
 }
 
 inline std::string tiny_model_dir() {

@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    // `verify` promises exit 2 on a usage error (1 means "diverged" there).
+    return code != 0 && app.got_subcommand("verify") ? 2 : code;
   } catch (const detinfer::Error& e) {
     std::cerr << "detinfer: error: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 // `detinfer bench`: prefill and decode tokens/s for several batch sizes, canonical vs
-// fast, next to the memory-bandwidth bound for decode (weight bytes per token over a
-// read bandwidth measured in the same run).
+// fast, next to the memory-bandwidth bound for decode (the bytes a decode step reads,
+// weights plus the KV of its context, over a read bandwidth measured in the same run).
+// Decode is measured after a --context-token prompt (default 8).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +27,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+constexpr int kDecodePrompt = 8;  // the default --context
+
 struct BenchOptions {
   std::string model;
   detinfer::SessionOptions session;  // from the session flags (session_flags.h)
@@ -33,6 +36,7 @@ struct BenchOptions {
   std::string batches = "1,4,16";
   std::int32_t prompt_tokens = 128;
   std::int32_t decode_tokens = 32;
+  std::int32_t context = kDecodePrompt;  // prompt tokens before the measured decode steps
   std::int32_t repeats = 3;
   bool json = false;
 };
@@ -107,8 +111,6 @@ void reset_peak_rss() {
 }
 
 // Prompt length of the decode measurement (see run_bench).
-constexpr int kDecodePrompt = 8;
-
 // Wall seconds for `batch` concurrent requests of random prompts.
 double timed_batch(detinfer::DeterministicSession& session, int batch, int prompt_tokens,
                    int new_tokens, detinfer_cli::CliRandom& rng) {
@@ -136,9 +138,9 @@ struct Row {
 
 // What one decode step reads per sequence: the weights it touches (one embedding row,
 // not the table) plus the KV of its context, whose mean over the measured steps is the
-// prompt plus half the decoded tokens.
-double decode_step_bytes(const detinfer::ModelFootprint& f, int decode_tokens) {
-  const double mean_context = kDecodePrompt + 1 + 0.5 * decode_tokens;
+// --context prompt plus half the decoded tokens.
+double decode_step_bytes(const detinfer::ModelFootprint& f, const BenchOptions& o) {
+  const double mean_context = o.context + 1 + 0.5 * o.decode_tokens;
   return static_cast<double>(f.decode_read_bytes) +
          mean_context * static_cast<double>(f.kv_bytes_per_token);
 }
@@ -168,13 +170,12 @@ void measure_mode(const BenchOptions& o, const std::string& m, const std::vector
       // Prefill: one new token each, so the time is the prompts' prefill (+1 step).
       const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng);
       prefill.push_back(static_cast<double>(b) * o.prompt_tokens / tp);
-      // Decode: the difference between 1 and 1+D new tokens on short prompts.
-      const double t1 = timed_batch(session, b, kDecodePrompt, 1, rng);
-      const double t2 = timed_batch(session, b, kDecodePrompt, 1 + o.decode_tokens, rng);
+      // Decode: the difference between 1 and 1+D new tokens after --context prompts.
+      const double t1 = timed_batch(session, b, o.context, 1, rng);
+      const double t2 = timed_batch(session, b, o.context, 1 + o.decode_tokens, rng);
       decode.push_back(static_cast<double>(b) * o.decode_tokens / std::max(1e-9, t2 - t1));
     }
-    out.rows.push_back(
-        {m, b, median(prefill), median(decode), decode_step_bytes(footprint, o.decode_tokens)});
+    out.rows.push_back({m, b, median(prefill), median(decode), decode_step_bytes(footprint, o)});
   }
   const std::int64_t peak = peak_rss_bytes();
   for (Row& row : out.rows)
@@ -200,11 +201,12 @@ void print_json(const BenchOptions& o, const BenchResult& res, double bandwidth,
                  {"decode_vs_bandwidth_bound", vs_bound(row, bandwidth)}});
   }
   const detinfer::ModelFootprint& f = res.footprint;
-  const double step = decode_step_bytes(f, o.decode_tokens);
+  const double step = decode_step_bytes(f, o);
   std::cout << json{{"model", o.model},
                     {"threads", res.threads},
                     {"prompt_tokens", o.prompt_tokens},
                     {"decode_tokens", o.decode_tokens},
+                    {"context_tokens", o.context},
                     {"repeats", o.repeats},
                     {"read_bandwidth_bytes_per_s", bandwidth},
                     {"weight_bytes", f.weight_bytes},
@@ -224,9 +226,10 @@ void print_json(const BenchOptions& o, const BenchResult& res, double bandwidth,
 void print_text(const BenchOptions& o, const BenchResult& res, double bandwidth,
                 std::int64_t peak_rss) {
   const detinfer::ModelFootprint& f = res.footprint;
-  const double step = decode_step_bytes(f, o.decode_tokens);
+  const double step = decode_step_bytes(f, o);
   std::cout << "threads " << res.threads << ", prompt " << o.prompt_tokens << " tokens, decode "
-            << o.decode_tokens << " tokens, median of " << o.repeats << "\n"
+            << o.decode_tokens << " tokens after a " << o.context << "-token context, median of "
+            << o.repeats << "\n"
             << "read bandwidth " << std::fixed << std::setprecision(2) << bandwidth / 1e9
             << " GB/s; a decode step reads " << static_cast<double>(f.decode_read_bytes) / 1e6
             << " MB of weights + " << (step - static_cast<double>(f.decode_read_bytes)) / 1e6
@@ -290,6 +293,10 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(1, 1 << 20));
       sub.add_option("--decode-tokens", o->decode_tokens, "Decode steps measured")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1 << 20));
+      sub.add_option("--context", o->context,
+                     "Prompt tokens before the measured decode steps (decode at this context)")
           ->capture_default_str()
           ->check(CLI::Range(1, 1 << 20));
       sub.add_option("--repeats", o->repeats, "Measurements per cell (median)")

@@ -1,14 +1,19 @@
 // `detinfer generate`: one request on a DeterministicSession, as text or one JSON object.
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
 #include "command_registry.h"
+#include "core/generation_fields.h"
+#include "core/json_reader.h"
+#include "core/vocabulary.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
 #include "fingerprint_log.h"
+#include "generation_flags.h"
 #include "session_flags.h"
 
 namespace {
@@ -16,25 +21,12 @@ namespace {
 struct GenerateOptions {
   std::string model;
   std::string prompt;
-  std::string prompt_ids;  // comma-separated token ids instead of text
-  std::optional<std::uint64_t> seed;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  std::int32_t top_k = 0;
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  std::int32_t max_new_tokens = 64;
-  std::int32_t beams = 1;
-  std::int32_t n = 1;
-  float length_penalty = 1.0f;
-  std::vector<std::string> stop;
-  std::int32_t logprobs = 0;
-  bool ignore_eos = false;
+  std::string prompt_ids;             // comma-separated token ids instead of text
+  detinfer::GenerationConfig config;  // the sampling flags (generation_flags.h)
   bool json = false;
   bool stream = false;
   std::string fingerprint;  // JSON Lines file the run's fingerprint is appended to
+  std::string transcript;   // file the run's transcript (detinfer.transcript/1) is written to
 };
 
 std::vector<std::int32_t> parse_ids(const std::string& s) {
@@ -73,6 +65,16 @@ nlohmann::json sequence_json(const detinfer::Sequence& s) {
   return j;
 }
 
+// --transcript FILE: the result's transcript (detinfer.transcript/1) and a newline.
+void write_transcript(const std::string& path, const detinfer::GenerationResult& r) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << r.transcript_json << "\n";
+  if (!f.flush()) {
+    throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                          "--transcript: cannot write " + path, "transcript");
+  }
+}
+
 int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& flags) {
   detinfer_cli::ToolConfig tc = flags.resolve();
   // Without a file to write to, recording would only cost time.
@@ -93,22 +95,7 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
                           "give --prompt TEXT or --prompt-ids IDS", "prompt");
   }
   const std::string mode = detinfer::to_string(session.mode());
-  detinfer::GenerationConfig c;
-  c.max_new_tokens = o.max_new_tokens;
-  c.temperature = o.temperature;
-  c.top_k = o.top_k;
-  c.top_p = o.top_p;
-  c.min_p = o.min_p;
-  c.repetition_penalty = o.repetition_penalty;
-  c.presence_penalty = o.presence_penalty;
-  c.frequency_penalty = o.frequency_penalty;
-  c.seed = o.seed;
-  c.num_return_sequences = o.n;
-  c.num_beams = o.beams;
-  c.length_penalty = o.length_penalty;
-  c.stop_strings = o.stop;
-  c.logprobs = o.logprobs;
-  c.ignore_eos = o.ignore_eos;
+  const detinfer::GenerationConfig& c = o.config;
   const detinfer::Prompt prompt =
       o.prompt_ids.empty() ? detinfer::Prompt(o.prompt) : detinfer::Prompt(parse_ids(o.prompt_ids));
   detinfer::TokenCallback on_token;
@@ -119,12 +106,14 @@ int run_generate(const GenerateOptions& o, const detinfer_cli::SessionFlags& fla
     };
   }
   const detinfer::GenerationResult r = session.generate(prompt, c, on_token);
+  if (!o.transcript.empty()) write_transcript(o.transcript, r);
   if (o.json) {
     nlohmann::json j = sequence_json(r.sequences.at(0));
     j["seed"] = r.seed;
     j["prompt_tokens"] = r.prompt_tokens;
     j["model_fingerprint"] = session.model_fingerprint();
     j["mode"] = mode;
+    j["detinfer"] = {{"transcript", nlohmann::json::parse(r.transcript_json)}};
     j["timings"] = {{"queue_ms", r.timings.queue_ms},
                     {"time_to_first_token_ms", r.timings.time_to_first_token_ms},
                     {"total_ms", r.timings.total_ms}};
@@ -159,29 +148,14 @@ const detinfer_cli::RegisterCommand kRegister(
       auto* text = sub.add_option("--prompt", o->prompt, "Prompt text");
       auto* ids = sub.add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids: 1,2,3");
       text->excludes(ids);
-      sub.add_option("--seed", o->seed, "Sampling seed (default: drawn and reported)");
-      sub.add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
-      sub.add_option("--top-p", o->top_p, "Nucleus sampling")->capture_default_str();
-      sub.add_option("--top-k", o->top_k, "0 = off")->capture_default_str();
-      sub.add_option("--min-p", o->min_p, "0 = off")->capture_default_str();
-      sub.add_option("--repetition-penalty", o->repetition_penalty, "1 = off")
-          ->capture_default_str();
-      sub.add_option("--presence-penalty", o->presence_penalty, "[-2, 2]")->capture_default_str();
-      sub.add_option("--frequency-penalty", o->frequency_penalty, "[-2, 2]")->capture_default_str();
-      sub.add_option("--max-new-tokens", o->max_new_tokens, "Tokens to generate")
-          ->capture_default_str();
-      sub.add_option("--beams", o->beams, "Beam search width (1 = off)")->capture_default_str();
-      sub.add_option("--n", o->n, "Samples (or best beams) to return")->capture_default_str();
-      sub.add_option("--length-penalty", o->length_penalty, "Beam search length penalty")
-          ->capture_default_str();
-      sub.add_option("--stop", o->stop, "Stop string (repeatable)");
-      sub.add_option("--logprobs", o->logprobs, "Top-N logprobs per step (0..20)")
-          ->capture_default_str();
-      sub.add_flag("--ignore-eos", o->ignore_eos, "Generate max-new-tokens even past eos");
+      detinfer_cli::add_generation_flags(sub, o->config);
       sub.add_flag("--json", o->json, "Print one JSON object");
       sub.add_flag("--stream", o->stream, "Print text as it is generated");
       sub.add_option("--fingerprint", o->fingerprint,
                      "Append the run fingerprint (one JSON line) to this file");
+      sub.add_option("--transcript", o->transcript,
+                     "Write the run's transcript (detinfer.transcript/1, for `detinfer verify`) "
+                     "to this file");
       auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, false);
       sub.callback([o, flags, &exit_code] { exit_code = run_generate(*o, *flags); });
     });

@@ -1,6 +1,7 @@
-// One table of every option a `detinfer` tool hands to its DeterministicSession (plus the
-// fingerprint log and the server's seed and consistency policy): each row has a config
-// key, a command-line flag, a type, a default and a help line. The table drives the
+// One table of every option a `detinfer` tool hands to its DeterministicSession (the
+// library's SessionOptions field table, src/session/session_fields.h, plus the fingerprint
+// log and the server's seed and consistency policy): each row has a config key, a
+// command-line flag, a type, a default and a help line. The table drives the
 // flags, the `--config FILE` schema (JSON; flags override the file) and `--print-config`
 // (docs/cli.md, "Session options"). Used by serve, generate, consistency and bench.
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "detinfer/session.h"
+#include "serve_auth.h"
 
 namespace detinfer_cli {
 
@@ -40,6 +42,7 @@ struct ToolConfig {
   detinfer::SessionOptions session;
   FingerprintLogOptions fingerprint_log;
   ServePolicyOptions policy;
+  ApiKeyOptions auth;  // serve only; keys themselves only from --api-key (never printed)
 };
 
 enum class FieldType : std::uint8_t { kBool, kInt, kDouble, kString, kEnum };
@@ -55,8 +58,14 @@ struct ConfigField {
   std::function<void(ToolConfig&, const nlohmann::json&)> set;
 };
 
-// Every row, in documentation order.
+// Every row, in documentation order: the library's SessionOptions table
+// (session/session_fields.h) and the program's own rows (config_rows.cpp).
 const std::vector<ConfigField>& config_fields();
+// The serve-only rows auth.* (session_flags_auth.cpp; the keys themselves are flags only).
+std::vector<ConfigField> api_key_rows();
+
+// Throws detinfer::Error(kInvalidArgument) "<key>: <what>" naming `key`.
+[[noreturn]] void config_error(const std::string& key, const std::string& what);
 
 // Adds the table's flags (except `exclude`d keys, and serve-only rows unless
 // `serve`) plus --config FILE and --print-config to `app`. After parsing, resolve()

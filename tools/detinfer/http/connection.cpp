@@ -47,7 +47,7 @@ void ConnectionWriter::respond(Response r) {
   if (state_ != State::kNone) return;
   state_ = State::kDone;
   std::string bytes = head(r.status, r.content_type, r.headers, &r.body);
-  bytes += r.body;
+  if (!head_only_) bytes += r.body;
   host_.count_response(r.status);
   append(bytes, true);
 }

@@ -73,6 +73,10 @@ class ConnectionWriter : public ResponseWriter {
   bool client_gone() const override;
   void on_client_gone(std::function<void()> callback) override;
 
+  // A response to a HEAD request: respond() sends the head only (with the Content-Length
+  // of the body a GET would get, RFC 9110 9.3.2).
+  void set_head_only(bool head_only) { head_only_ = head_only; }
+
   bool answered() const { return state_ != State::kNone; }
   bool streaming() const { return state_ == State::kStreaming; }
 
@@ -88,6 +92,7 @@ class ConnectionWriter : public ResponseWriter {
   bool keep_alive_;
   int version_minor_;
   State state_ = State::kNone;
+  bool head_only_ = false;
 };
 
 }  // namespace detinfer_http

@@ -191,6 +191,7 @@ void ServerCore::dispatch(const std::shared_ptr<Connection>& c, Request req, boo
 void ServerCore::run_handler(const std::shared_ptr<Connection>& c, const Request& req,
                              bool keep_alive) {
   ConnectionWriter w(c, *this, keep_alive, req.version_minor);
+  w.set_head_only(req.method == "HEAD");
   bool gone = false;
   {
     std::lock_guard<std::mutex> lock(c->mu);

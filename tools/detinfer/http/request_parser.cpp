@@ -91,9 +91,20 @@ std::size_t RequestParser::feed_head(std::string_view data) {
   started_ = true;
   const std::size_t room = limits_.max_header_bytes + 4 - head_.size();
   const std::size_t take = std::min(room, data.size() - used);
+  const std::size_t scanned = head_.size();
   head_.append(data.data() + used, take);
   used += take;
   const std::size_t end = head_.find("\r\n\r\n", head_scan_);
+  // Lines end with CRLF (RFC 9112 2.2): a bare LF in the head is refused at once
+  // (docs/server.md), not left to wait for a blank line that never comes. Bytes after
+  // the head are the body's and are not looked at.
+  const std::size_t head_end = end == std::string::npos ? head_.size() : end + 4;
+  for (std::size_t i = head_.find('\n', scanned); i < head_end; i = head_.find('\n', i + 1)) {
+    if (i == 0 || head_[i - 1] != '\r') {
+      fail(400, "bare LF in the request header (lines must end with CRLF)");
+      return used;
+    }
+  }
   if (end == std::string::npos) {
     head_scan_ = head_.size() >= 3 ? head_.size() - 3 : 0;
     const std::size_t line_end = head_.find("\r\n");

@@ -83,6 +83,19 @@ void Router::handle(const Request& request, ResponseWriter& writer) const {
     if (allow.find(r.method) == std::string::npos) allow += (allow.empty() ? "" : ", ") + r.method;
     if (r.method == request.method && route == nullptr) route = &r;
   }
+  // HEAD is GET without the body (RFC 9110 9.3.2): a GET route answers it; the transport
+  // sends the head only.
+  if (route == nullptr && request.method == "HEAD") {
+    for (const Route& r : routes_) {
+      if (r.method == "GET" && matches(r.pattern, request.path)) {
+        route = &r;
+        break;
+      }
+    }
+  }
+  if (allow.find("GET") != std::string::npos && allow.find("HEAD") == std::string::npos) {
+    allow += ", HEAD";
+  }
   if (allow.empty()) {
     writer.respond(error_(404, "no such endpoint: " + request.path));
     return;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/byte_budget.h"
 #include "core/generation_fields.h"
+#include "core/json_reader.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
 
@@ -14,11 +16,14 @@ namespace {
 
 bool has(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
-detinfer::ChatTemplateOptions template_options(const json& body) {
+// `ordered` is the body with the client's key order: tools and chat_template_kwargs reach
+// the template as sent (transformers keeps a dict's insertion order).
+detinfer::ChatTemplateOptions template_options(const json& body,
+                                               const nlohmann::ordered_json& ordered) {
   detinfer::ChatTemplateOptions o;
   if (has(body, "tools")) {
     if (!body["tools"].is_array()) reject("tools", "'tools' must be an array");
-    o.tools_json = body["tools"].dump();
+    o.tools_json = ordered["tools"].dump();
   }
   if (has(body, "tool_choice")) {
     const json& c = body["tool_choice"];
@@ -35,7 +40,7 @@ detinfer::ChatTemplateOptions template_options(const json& body) {
     if (!body["chat_template_kwargs"].is_object()) {
       reject("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     }
-    o.extra_variables_json = body["chat_template_kwargs"].dump();
+    o.extra_variables_json = ordered["chat_template_kwargs"].dump();
   }
   if (has(body, "add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean()) {
@@ -43,27 +48,21 @@ detinfer::ChatTemplateOptions template_options(const json& body) {
     }
     o.add_generation_prompt = body["add_generation_prompt"].get<bool>();
   }
-  if (has(body, "response_format")) {
-    const json& f = body["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text") {
-      reject("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
   return o;
 }
 
 // The conversation's token ids; message and template errors become 400s naming the
 // field (request_param(): the template's own fields under the request's names).
 std::vector<std::int32_t> render(const detinfer::DeterministicSession& session, const json& body,
-                                 const ParamNames& names) {
+                                 const nlohmann::ordered_json& ordered, const ParamNames& names) {
   if (!has(body, "messages")) reject("messages", "'messages' is required");
   if (!body["messages"].is_array() || body["messages"].empty()) {
     reject("messages", "'messages' must be a non-empty array");
   }
-  const detinfer::ChatTemplateOptions o = template_options(body);
+  const detinfer::ChatTemplateOptions o = template_options(body, ordered);
   std::vector<std::int32_t> ids;
   try {
-    ids = session.encode_chat(detinfer::chat_messages_from_json(body["messages"].dump()), o);
+    ids = session.encode_chat(detinfer::chat_messages_from_json(ordered["messages"].dump()), o);
   } catch (const detinfer::Error& e) {
     reject(e.field().empty() ? "messages" : request_param(e.field(), names), e.message());
   }
@@ -95,19 +94,39 @@ void parse_logprobs(const json& body, ServeRequest& req) {
   }
 }
 
+// Issue 33: parsing, rendering and tokenizing a chat body holds up to ~kCostPerByte times
+// its size at the peak (a 1 MB body: tens of MB). Concurrent parses share one budget (64
+// concurrent 1 MB bodies took the server to 2-3 GB), and a large one gives the freed heap
+// back when it is done (glibc kept it: RSS stayed at 1-3 GB while idle).
+constexpr std::int64_t kCostPerByte = 32;
+constexpr std::int64_t kLargeBody = 64 << 10;
+
+detinfer::core::ByteBudget& parse_budget() {
+  static detinfer::core::ByteBudget budget(std::int64_t{256} << 20);
+  return budget;
+}
+
 }  // namespace
 
 ParseOutcome parse_chat_request(const std::string& body_text, const std::string& served_model,
                                 const detinfer::DeterministicSession& session) {
+  const detinfer::core::ByteBudget::Lease lease(
+      parse_budget(), kCostPerByte * static_cast<std::int64_t>(body_text.size()),
+      kCostPerByte * kLargeBody);
   ParseOutcome out;
   try {
     const json body = parse_body(body_text);  // hardened: UTF-8, NUL, depth, 1e400
     check_request_keys(body, served_model, Dialect::kChat);
+    // The same text keeping its key order (parse_body already checked it; nlohmann::json
+    // sorts keys, which would reorder tools and tool-call arguments).
+    const nlohmann::ordered_json ordered =
+        detinfer::core::parse_json_ordered(body_text, {64, body_text.size() + 1, true},
+                                           detinfer::ErrorCode::kInvalidArgument, "request body");
     ServeRequest req;
     req.names.dialect = Dialect::kChat;
     // max_completion_tokens wins over max_tokens; errors name the one the client sent.
     if (has(body, "max_completion_tokens")) req.names.max_tokens = "max_completion_tokens";
-    const std::vector<std::int32_t> ids = render(session, body, req.names);
+    const std::vector<std::int32_t> ids = render(session, body, ordered, req.names);
     req.prompt = detinfer::Prompt(ids);
     req.prompt_is_text = false;
     const detinfer::GenerationConfig defaults = session.default_generation_config();

@@ -17,10 +17,12 @@
 #include <thread>
 
 #include "command_registry.h"
+#include "core/memory_limits.h"
 #include "detinfer/error.h"
 #include "detinfer/session.h"
 #include "http/http_server.h"
 #include "serve_app.h"
+#include "serve_auth.h"
 #include "serve_runtime.h"
 #include "session_flags.h"
 
@@ -44,6 +46,7 @@ struct ServeOptions {
   double write_timeout_s = 30;
   std::vector<std::string> cors_origins;  // empty: CORS off
   double shutdown_timeout_s = 10.0;
+  std::vector<std::string> api_keys;  // --api-key (repeatable; serve_auth.h)
 };
 
 int g_signal_pipe[2] = {-1, -1};
@@ -191,6 +194,12 @@ void write_port_file(const std::string& path, int port) {
 }
 
 int run_serve(ServeOptions o) {
+  // Before any thread starts: freed request memory in few arenas, which large chat
+  // requests give back (chat_protocol.cpp; issue 33).
+  detinfer::core::limit_heap_arenas(4);
+  detinfer_cli::ApiKeyOptions key_options = o.config.auth;
+  key_options.keys = o.api_keys;
+  std::vector<std::string> api_keys = detinfer_cli::resolve_api_keys(key_options);
   install_signal_handlers();
   raise_descriptor_limit();
   if (o.model_name.empty()) {
@@ -216,14 +225,18 @@ int run_serve(ServeOptions o) {
       },
       cors);
   app.add_routes(router);
+  const detinfer_cli::ServeAuth auth(std::move(api_keys), key_options.protect_health,
+                                     key_options.protect_metrics, session.metrics());
   detinfer_http::HttpServer http(
-      http_options(o, app), [&router](const detinfer_http::Request& q,
-                                      detinfer_http::ResponseWriter& w) { router.handle(q, w); });
+      http_options(o, app),
+      [&router, &auth](const detinfer_http::Request& q, detinfer_http::ResponseWriter& w) {
+        if (auth.admit(q, w, &router)) router.handle(q, w);
+      });
   const int port = http.bind();
   if (!o.port_file.empty()) write_port_file(o.port_file, port);
   std::cerr << "detinfer serve: listening on http://" << o.host << ":" << port << " (model "
             << o.model_name << ", " << detinfer::to_string(session.mode()) << ", "
-            << app.fingerprint() << ")\n";
+            << app.fingerprint() << (auth.enabled() ? ", API keys required" : "") << ")\n";
   {
     Shutdown shutdown(o, app, http);
     http.run();  // returns once stopped and every handler has finished
@@ -287,6 +300,9 @@ const detinfer_cli::RegisterCommand kRegister(
           ->check(CLI::Range(0, 65535));
       sub.add_option("--port-file", o->port_file, "Write the bound port to this file");
       add_limit_options(sub, *o);
+      sub.add_option("--api-key", o->api_keys,
+                     "API key clients must send as 'Authorization: Bearer <key>' (repeatable; "
+                     "prefer --api-key-file: arguments are visible to other local users)");
       sub.add_option("--shutdown-timeout", o->shutdown_timeout_s,
                      "Seconds to let in-flight requests finish on SIGINT/SIGTERM")
           ->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include "core/generation_fields.h"
 #include "openai_protocol.h"
+#include "response_format_param.h"
 
 namespace detinfer_cli {
 
@@ -92,7 +93,12 @@ struct ReadField {
 
   template <typename T>
   void operator()(const FieldSpec& f, T& member) const {
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_same_v<T, detinfer::ResponseFormat>) {
+      const std::string param = request_param(f.key, names);
+      if (!body.contains(param) || body[param].is_null()) return;
+      member = read_response_format(body[param]);
+      sources.set(f.key, FieldSource::kClient);
+    } else if constexpr (std::is_arithmetic_v<T>) {
       if (!is_plain_param(f)) return;
       const std::string param = request_param(f.key, names);
       if (!body.contains(param) || body[param].is_null()) return;

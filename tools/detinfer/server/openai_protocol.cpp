@@ -76,8 +76,7 @@ const char* const kChatParams[] = {"messages",
                                    "add_generation_prompt",
                                    "logprobs",
                                    "top_logprobs",
-                                   "max_completion_tokens",
-                                   "response_format"};
+                                   "max_completion_tokens"};
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& key) {
@@ -305,6 +304,8 @@ json completion_response(const ResponseContext& ctx, const CompletionRequest& re
   if (full_fingerprint && !result.fingerprint_json.empty()) {
     ext["fingerprint"] = json::parse(result.fingerprint_json, nullptr, false);
   }
+  // The receipt POST /v1/verify checks (docs/fingerprint.md).
+  if (!result.transcript_json.empty()) ext["transcript"] = json::parse(result.transcript_json);
   r["detinfer"] = ext;
   return r;
 }

@@ -6,6 +6,7 @@
 #include "detinfer/hash.h"
 #include "openai_fields.h"
 #include "serve_stream.h"
+#include "verify_routes.h"
 
 namespace detinfer_cli {
 
@@ -133,6 +134,7 @@ void ServeApp::add_routes(detinfer_http::Router& router) {
   router.add("GET", "/v1/models/{}", [this](const Request& q, ResponseWriter& w) { models(q, w); });
   router.add("GET", "/health", [this](const Request& q, ResponseWriter& w) { health(q, w); });
   router.add("GET", "/metrics", [this](const Request& q, ResponseWriter& w) { metrics(q, w); });
+  add_verify_routes(router, session_);
 }
 
 void ServeApp::submit_error(const detinfer::Error& e, const ParamNames& names, ResponseWriter& w) {

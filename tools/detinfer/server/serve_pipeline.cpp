@@ -4,6 +4,7 @@
 // or streamed (cancelled when the client goes away, tracked while in flight), recorded
 // (seed counters, seed log) and only then rendered in its dialect. Errors at any stage
 // name the parameter the request itself sent (request_param()).
+#include <cctype>
 #include <optional>
 
 #include "chat_protocol.h"
@@ -28,6 +29,29 @@ std::unique_ptr<ResponseRenderer> make_renderer(const RenderInput& in) {
   return completion_renderer(in);
 }
 
+namespace {
+
+// Request bodies are JSON. A client that says it sends a form (multipart/form-data, with
+// or without a boundary) gets a 415 naming the type instead of a JSON parse of its bytes.
+// No Content-Type, or any other one (curl -d sends x-www-form-urlencoded), is read as
+// JSON, as OpenAI's server does.
+std::optional<ApiError> unsupported_media_type(const Request& http) {
+  std::string type = http.header("Content-Type");
+  type = type.substr(0, type.find(';'));
+  for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  if (type.rfind("multipart/", 0) != 0) return std::nullopt;
+  ApiError e;
+  e.status = 415;
+  e.message = "Content-Type " + type +
+              " is not supported: send the request body as "
+              "application/json";
+  e.code = "unsupported_media_type";
+  return e;
+}
+
+}  // namespace
+
 ParseOutcome ServeApp::parse(Dialect dialect, const std::string& body) const {
   switch (dialect) {
     case Dialect::kChat:
@@ -40,6 +64,7 @@ ParseOutcome ServeApp::parse(Dialect dialect, const std::string& body) const {
 
 void ServeApp::handle(const Request& http, ResponseWriter& w, Dialect dialect) {
   if (refuse_when_stopping(w)) return;
+  if (auto e = unsupported_media_type(http)) return w.respond(error_response(*e));
   ParseOutcome parsed = parse(dialect, http.body);
   if (!parsed.request) return w.respond(error_response(parsed.error));
   ServeRequest req = std::move(*parsed.request);

@@ -1,0 +1,111 @@
+// bench_verify: how long DeterministicSession::verify takes for a transcript against how
+// long generating it took, batch 1, one session (same threads), caches off. Greedy
+// decoding past eos for --tokens tokens after a --prompt-tokens prompt; medians of
+// --repeats runs of each, interleaved. Prints one line per measurement and the same-run
+// ratio generate/verify.
+//   bench_verify [--model DIR | --shape tiny|qwen05b] [--tokens 256] [--prompt-tokens 32]
+//                [--threads 0] [--repeats 3]
+// Without --model the shape is generated (random weights) into $TMPDIR.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "detinfer/session.h"
+#include "devtools/model_tools.h"
+#include "qwen05b_shape.h"
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::string shape = "tiny";
+  std::int32_t tokens = 256;
+  std::int32_t prompt_tokens = 32;
+  std::int32_t threads = 0;
+  std::int32_t repeats = 3;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const std::string v = argv[i + 1];
+    if (k == "--model") a.model = v;
+    if (k == "--shape") a.shape = v;
+    if (k == "--tokens") a.tokens = std::atoi(v.c_str());
+    if (k == "--prompt-tokens") a.prompt_tokens = std::atoi(v.c_str());
+    if (k == "--threads") a.threads = std::atoi(v.c_str());
+    if (k == "--repeats") a.repeats = std::max(1, std::atoi(v.c_str()));
+  }
+  return a;
+}
+
+std::string model_dir(const Args& a) {
+  if (!a.model.empty()) return a.model;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/bench-verify-" + a.shape;
+  detinfer::TinyModelOptions o = a.shape == "qwen05b" ? detinfer_bench::qwen05b_bf16_options(dir)
+                                                      : detinfer::TinyModelOptions{};
+  o.out_dir = dir;
+  if (a.shape == "tiny") o.max_positions = 4096;
+  detinfer::make_tiny_model(o);
+  return dir;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double seconds(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    detinfer::SessionOptions so;
+    so.threads = a.threads;
+    so.max_batch = 1;
+    so.cache.prefix.enabled = false;
+    so.recorder.level = detinfer::RecordLevel::kOff;
+    so.distribution_interval = 0;
+    auto session = detinfer::DeterministicSession::open(model_dir(a), so);
+    std::vector<std::int32_t> prompt;
+    for (std::int32_t i = 0; i < a.prompt_tokens; ++i) prompt.push_back((7 * i + 3) % 250);
+    detinfer::GenerationConfig c;
+    c.max_new_tokens = a.tokens;
+    c.ignore_eos = true;
+    std::vector<double> gen, ver;
+    detinfer::Transcript t;
+    for (std::int32_t r = 0; r < a.repeats; ++r) {
+      detinfer::GenerationResult res;
+      gen.push_back(seconds([&] { res = session.generate(detinfer::Prompt(prompt), c); }));
+      t = detinfer::Transcript::from_json(res.transcript_json);
+      detinfer::VerifyResult v;
+      ver.push_back(seconds([&] { v = session.verify(t); }));
+      if (!v.verified) {
+        std::fprintf(stderr, "bench_verify: not verified: %s\n", v.message.c_str());
+        return 1;
+      }
+      std::printf("run %d: generate %.3f s, verify %.3f s\n", r, gen.back(), ver.back());
+    }
+    const double g = median(gen), v = median(ver);
+    std::printf(
+        "threads %d, prompt %d, tokens %d, repeats %d: generate median %.3f s (%.1f tok/s), "
+        "verify median %.3f s; same-run ratio generate/verify %.2fx\n",
+        session.threads(), a.prompt_tokens, a.tokens, a.repeats, g, a.tokens / g, v, g / v);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_verify: %s\n", e.what());
+    return 2;
+  }
+}

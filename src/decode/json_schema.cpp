@@ -1,0 +1,433 @@
+#include "decode/json_schema.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/check.h"
+#include "core/generation_fields.h"
+#include "core/json_reader.h"
+
+namespace detinfer::decode {
+
+namespace {
+
+using json = nlohmann::json;
+
+template <typename... Args>
+[[noreturn]] void bad(const std::string& where, Args&&... args) {
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("GenerationConfig.response_format: ", std::forward<Args>(args)...,
+                      " (at schema #", where, ")"),
+              "response_format");
+}
+
+// Keywords that only annotate: accepted and not used.
+const std::set<std::string> kAnnotations = {"$schema",     "$id",     "$comment", "title",
+                                            "description", "default", "examples"};
+const std::set<std::string> kObjectWords = {"properties", "required", "additionalProperties"};
+const std::set<std::string> kArrayWords = {"items", "prefixItems", "minItems", "maxItems"};
+const std::set<std::string> kStringWords = {"minLength", "maxLength", "format"};
+const std::set<std::string> kOtherWords = {"type", "enum", "const", "anyOf", "oneOf"};
+
+// JSON types as bits, for oneOf's disjointness (integer counts as number).
+enum TypeBits : std::uint8_t {
+  kObj = 1,
+  kArr = 2,
+  kStr = 4,
+  kNum = 8,
+  kBool = 16,
+  kNull = 32,
+  kAll = 63,
+};
+
+std::uint8_t type_bits(const json& v) {
+  if (v.is_object()) return kObj;
+  if (v.is_array()) return kArr;
+  if (v.is_string()) return kStr;
+  if (v.is_number()) return kNum;
+  if (v.is_boolean()) return kBool;
+  return kNull;
+}
+
+bool matches_type(const json& v, const std::string& t) {
+  if (t == "integer") {
+    return v.is_number_integer() ||
+           (v.is_number_float() &&
+            v.get<double>() == static_cast<double>(static_cast<std::int64_t>(v.get<double>())));
+  }
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "number") return v.is_number();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  return false;
+}
+
+// Every month-day of a non-leap year ("01-01" .. "12-31").
+std::vector<std::string> month_days() {
+  static const int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  std::vector<std::string> out;
+  char buf[8];
+  for (int m = 1; m <= 12; ++m) {
+    for (int d = 1; d <= kDays[m - 1]; ++d) {
+      buf[0] = static_cast<char>('0' + m / 10);
+      buf[1] = static_cast<char>('0' + m % 10);
+      buf[2] = '-';
+      buf[3] = static_cast<char>('0' + d / 10);
+      buf[4] = static_cast<char>('0' + d % 10);
+      out.emplace_back(buf, 5);
+    }
+  }
+  return out;
+}
+
+std::vector<FormatSegment> format_template(const std::string& name, const std::string& where) {
+  const std::string digits = "0123456789";
+  const std::string hex = "0123456789abcdef";
+  if (name == "date") {  // years 1000..2999, every valid month-day of a non-leap year
+    return {{"12", 1, {}}, {digits, 3, {}}, {"-", 1, {}}, {"", 0, month_days()}};
+  }
+  if (name == "uuid") {
+    return {{hex, 8, {}}, {"-", 1, {}}, {hex, 4, {}}, {"-", 1, {}}, {hex, 4, {}},
+            {"-", 1, {}}, {hex, 4, {}}, {"-", 1, {}}, {hex, 12, {}}};
+  }
+  bad(where, "unsupported string format '", name, "' (supported: date, uuid)");
+}
+
+std::int32_t count_of(const json& s, const char* key, const std::string& where) {
+  const json& v = s[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+    bad(where, "'", key, "' must be a non-negative integer");
+  }
+  return static_cast<std::int32_t>(std::min<std::int64_t>(v.get<std::int64_t>(), INT32_MAX));
+}
+
+class Compiler {
+ public:
+  JsonGrammar g;
+  std::vector<std::uint8_t> bits;  // per node
+
+  std::int32_t add(Node n, std::uint8_t b, const std::string& where) {
+    if (g.nodes.size() >= static_cast<std::size_t>(kMaxNodes)) {
+      bad(where, "the schema is too large (more than ", kMaxNodes, " nodes)");
+    }
+    g.nodes.push_back(std::move(n));
+    bits.push_back(b);
+    return static_cast<std::int32_t>(g.nodes.size() - 1);
+  }
+
+  // Any JSON value: a union of free object, array, string, number, boolean and null.
+  std::int32_t any() {
+    if (any_ >= 0) return any_;
+    any_ = add(Node{}, kAll, "");
+    g.nodes[any_].kind = NodeKind::kUnion;
+    Node obj, arr, str, num, boolean, null;
+    obj.kind = NodeKind::kObject;
+    obj.additional = any_;
+    arr.kind = NodeKind::kArray;
+    arr.items = any_;
+    str.kind = NodeKind::kString;
+    num.kind = NodeKind::kNumber;
+    boolean.literals = {"true", "false"};
+    null.literals = {"null"};
+    std::vector<std::int32_t> alts = {add(obj, kObj, ""),      add(arr, kArr, ""),
+                                      add(str, kStr, ""),      add(num, kNum, ""),
+                                      add(boolean, kBool, ""), add(null, kNull, "")};
+    g.nodes[any_].alts = std::move(alts);
+    return any_;
+  }
+
+  std::int32_t compile(const json& s, const std::string& where);
+
+ private:
+  std::int32_t any_ = -1;
+  std::int32_t literals(const json& s, const std::string& where);
+  std::int32_t alternatives(const json& s, const std::string& where);
+  std::int32_t typed(const json& s, const std::string& type, const std::string& where);
+  std::int32_t object(const json& s, const std::string& where);
+  std::int32_t array(const json& s, const std::string& where);
+  std::int32_t string(const json& s, const std::string& where);
+};
+
+std::int32_t Compiler::compile(const json& s, const std::string& where) {
+  if (s.is_boolean()) {
+    if (s.get<bool>()) return any();
+    bad(where, "the schema false admits no value");
+  }
+  if (!s.is_object()) bad(where, "a schema must be an object or a boolean");
+  bool object_words = false, array_words = false, string_words = false;
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const std::string& k = it.key();
+    if (kAnnotations.count(k) || kOtherWords.count(k)) continue;
+    object_words = object_words || kObjectWords.count(k) > 0;
+    array_words = array_words || kArrayWords.count(k) > 0;
+    string_words = string_words || kStringWords.count(k) > 0;
+    if (!kObjectWords.count(k) && !kArrayWords.count(k) && !kStringWords.count(k)) {
+      bad(where, "unsupported JSON Schema keyword '", k, "'");
+    }
+  }
+  if (s.contains("enum") || s.contains("const")) return literals(s, where);
+  if (s.contains("anyOf") || s.contains("oneOf")) return alternatives(s, where);
+  if (s.contains("type")) {
+    const json& t = s["type"];
+    if (t.is_string()) return typed(s, t.get<std::string>(), where);
+    if (!t.is_array() || t.empty()) bad(where, "'type' must be a string or a non-empty array");
+    Node u;
+    u.kind = NodeKind::kUnion;
+    std::uint8_t b = 0;
+    for (const json& one : t) {
+      if (!one.is_string()) bad(where, "'type' entries must be strings");
+      const std::int32_t n = typed(s, one.get<std::string>(), where);
+      u.alts.push_back(n);
+      b |= bits[n];
+    }
+    return add(std::move(u), b, where);
+  }
+  if (object_words + array_words + string_words > 1) {
+    bad(where, "keywords of several types without 'type' are not supported");
+  }
+  if (object_words) return typed(s, "object", where);
+  if (array_words) return typed(s, "array", where);
+  if (string_words) return typed(s, "string", where);
+  return any();
+}
+
+std::int32_t Compiler::literals(const json& s, const std::string& where) {
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (!kAnnotations.count(it.key()) && it.key() != "type" && it.key() != "enum" &&
+        it.key() != "const") {
+      bad(where, "'", it.key(), "' beside enum/const is not supported");
+    }
+  }
+  std::vector<json> values;
+  if (s.contains("const")) values.push_back(s["const"]);
+  if (s.contains("enum")) {
+    if (!s["enum"].is_array()) bad(where, "'enum' must be an array");
+    for (const json& v : s["enum"]) values.push_back(v);
+  }
+  Node n;
+  std::uint8_t b = 0;
+  for (const json& v : values) {
+    bool ok = !s.contains("const") || v == s["const"];
+    if (s.contains("type")) {
+      const json& t = s["type"];
+      bool any_type = false;
+      for (const json& one : t.is_array() ? t : json::array({t})) {
+        any_type = any_type || (one.is_string() && matches_type(v, one.get<std::string>()));
+      }
+      ok = ok && any_type;
+    }
+    if (!ok) continue;
+    const std::string text = v.dump();
+    if (std::find(n.literals.begin(), n.literals.end(), text) != n.literals.end()) continue;
+    n.literals.push_back(text);
+    b |= type_bits(v);
+  }
+  if (n.literals.empty()) bad(where, "enum/const admits no value");
+  return add(std::move(n), b, where);
+}
+
+std::int32_t Compiler::alternatives(const json& s, const std::string& where) {
+  const bool one_of = s.contains("oneOf");
+  const char* word = one_of ? "oneOf" : "anyOf";
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (!kAnnotations.count(it.key()) && it.key() != word) {
+      bad(where, "'", it.key(), "' beside ", word, " is not supported");
+    }
+  }
+  const json& a = s[word];
+  if (!a.is_array() || a.empty()) bad(where, "'", word, "' must be a non-empty array");
+  Node u;
+  u.kind = NodeKind::kUnion;
+  std::uint8_t b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int32_t n = compile(a[i], str_cat(where, "/", word, "/", i));
+    if (one_of && (bits[n] & b) != 0) {
+      bad(where, "oneOf alternative ", i,
+          " can match the same JSON type as an earlier one (only oneOf of distinct types is "
+          "supported)");
+    }
+    b |= bits[n];
+    const Node& alt = g.nodes[n];
+    if (alt.kind == NodeKind::kUnion) {
+      u.alts.insert(u.alts.end(), alt.alts.begin(), alt.alts.end());
+    } else {
+      u.alts.push_back(n);
+    }
+  }
+  if (u.alts.size() == 1) return u.alts[0];
+  return add(std::move(u), b, where);
+}
+
+std::int32_t Compiler::typed(const json& s, const std::string& type, const std::string& where) {
+  if (type == "object") return object(s, where);
+  if (type == "array") return array(s, where);
+  if (type == "string") return string(s, where);
+  Node n;
+  if (type == "number" || type == "integer") {
+    n.kind = type == "number" ? NodeKind::kNumber : NodeKind::kInteger;
+    return add(std::move(n), kNum, where);
+  }
+  if (type == "boolean") {
+    n.literals = {"true", "false"};
+    return add(std::move(n), kBool, where);
+  }
+  if (type == "null") {
+    n.literals = {"null"};
+    return add(std::move(n), kNull, where);
+  }
+  bad(where, "unsupported type '", type, "'");
+}
+
+std::int32_t Compiler::object(const json& s, const std::string& where) {
+  Node n;
+  n.kind = NodeKind::kObject;
+  if (s.contains("properties")) {
+    if (!s["properties"].is_object()) bad(where, "'properties' must be an object");
+    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+      if (it.key().size() > 1024) bad(where, "a property name is longer than 1024 bytes");
+      Property p;
+      p.key = json(it.key()).dump();
+      p.value = compile(it.value(), str_cat(where, "/properties/", it.key()));
+      n.props.push_back(std::move(p));
+    }
+  }
+  const json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+  const bool closed = extra != nullptr && extra->is_boolean() && !extra->get<bool>();
+  std::int32_t extra_node = -1;
+  if (extra != nullptr && !closed) extra_node = compile(*extra, where + "/additionalProperties");
+  if (s.contains("required")) {
+    if (!s["required"].is_array()) bad(where, "'required' must be an array");
+    for (const json& r : s["required"]) {
+      if (!r.is_string()) bad(where, "'required' entries must be strings");
+      const std::string key = r.dump();
+      auto p = std::find_if(n.props.begin(), n.props.end(),
+                            [&](const Property& q) { return q.key == key; });
+      if (p == n.props.end()) {
+        if (closed) bad(where, "required property ", key, " is not allowed by the schema");
+        n.props.push_back({key, extra_node >= 0 ? extra_node : any(), true});
+      } else {
+        p->required = true;
+      }
+    }
+  }
+  if (n.props.empty() && !closed) n.additional = extra_node >= 0 ? extra_node : any();
+  n.next_required.assign(n.props.size() + 1, static_cast<std::int32_t>(n.props.size()));
+  for (std::size_t i = n.props.size(); i-- > 0;) {
+    n.next_required[i] =
+        n.props[i].required ? static_cast<std::int32_t>(i) : n.next_required[i + 1];
+  }
+  return add(std::move(n), kObj, where);
+}
+
+std::int32_t Compiler::array(const json& s, const std::string& where) {
+  Node n;
+  n.kind = NodeKind::kArray;
+  if (s.contains("prefixItems")) {
+    const json& p = s["prefixItems"];
+    if (!p.is_array()) bad(where, "'prefixItems' must be an array");
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      n.prefix.push_back(compile(p[i], str_cat(where, "/prefixItems/", i)));
+    }
+  }
+  n.items = any();
+  if (s.contains("items")) {
+    const json& it = s["items"];
+    n.items = it.is_boolean() && !it.get<bool>() ? -1 : compile(it, where + "/items");
+  }
+  if (s.contains("minItems")) n.min_items = count_of(s, "minItems", where);
+  if (s.contains("maxItems")) n.max_items = count_of(s, "maxItems", where);
+  if (n.items < 0) n.max_items = std::min<std::int32_t>(n.max_items, n.prefix.size());
+  if (n.min_items > kMaxItemsBound) bad(where, "'minItems' above ", kMaxItemsBound);
+  if (n.min_items > n.max_items) bad(where, "minItems/maxItems/items admit no array");
+  return add(std::move(n), kArr, where);
+}
+
+std::int32_t Compiler::string(const json& s, const std::string& where) {
+  Node n;
+  n.kind = NodeKind::kString;
+  if (s.contains("minLength")) n.min_length = count_of(s, "minLength", where);
+  if (s.contains("maxLength")) n.max_length = count_of(s, "maxLength", where);
+  if (n.min_length > kMaxItemsBound) bad(where, "'minLength' above ", kMaxItemsBound);
+  if (n.min_length > n.max_length) bad(where, "minLength > maxLength admits no string");
+  if (s.contains("format")) {
+    if (!s["format"].is_string()) bad(where, "'format' must be a string");
+    n.format = format_template(s["format"].get<std::string>(), where);
+    std::int32_t length = 0;
+    for (const FormatSegment& f : n.format) length += f.literals.empty() ? f.count : 5;
+    if (length < n.min_length || length > n.max_length) {
+      bad(where, "format '", s["format"].get<std::string>(), "' has ", length,
+          " characters, outside minLength/maxLength");
+    }
+  }
+  return add(std::move(n), kStr, where);
+}
+
+// How many automaton stacks a node can keep alive at once (unions of distinct types
+// resolve at their first byte; other unions add up).
+std::int32_t width(const JsonGrammar& g, const std::vector<std::uint8_t>& bits, std::int32_t i,
+                   std::vector<std::int32_t>& memo) {
+  if (memo[i] != 0) return memo[i] < 0 ? 1 : memo[i];
+  memo[i] = -1;  // in progress: a cycle (any) does not multiply
+  const Node& n = g.nodes[i];
+  std::int32_t w = 1;
+  std::vector<std::int32_t> kids = n.alts;
+  for (const Property& p : n.props) kids.push_back(p.value);
+  kids.insert(kids.end(), n.prefix.begin(), n.prefix.end());
+  if (n.items >= 0) kids.push_back(n.items);
+  if (n.additional >= 0) kids.push_back(n.additional);
+  std::uint8_t seen = 0;
+  bool disjoint = true;
+  std::int32_t sum = 0;
+  for (const std::int32_t k : kids) {
+    const std::int32_t wk = width(g, bits, k, memo);
+    w = std::max(w, wk);
+    sum = std::min(sum + wk, kMaxStacks + 1);
+    disjoint = disjoint && (bits[k] & seen) == 0;
+    seen |= bits[k];
+  }
+  if (n.kind == NodeKind::kUnion && !disjoint) w = sum;
+  memo[i] = w;
+  return w;
+}
+
+}  // namespace
+
+std::shared_ptr<const JsonGrammar> compile_response_format(const ResponseFormat& format) {
+  if (format.type == ResponseFormatType::kText) {
+    if (!format.json_schema.empty()) {
+      bad("", "json_schema must be empty unless the type is json_schema");
+    }
+    return nullptr;
+  }
+  Compiler c;
+  Node key;
+  key.kind = NodeKind::kString;
+  c.g.key_string = c.add(std::move(key), kStr, "");
+  if (format.type == ResponseFormatType::kJsonObject) {
+    if (!format.json_schema.empty()) {
+      bad("", "json_schema must be empty unless the type is json_schema");
+    }
+    Node obj;
+    obj.kind = NodeKind::kObject;
+    obj.additional = c.any();
+    c.g.root = c.add(std::move(obj), kObj, "");
+  } else {
+    if (format.json_schema.size() > core::kMaxJsonSchemaBytes) {
+      bad("", "the schema is larger than ", core::kMaxJsonSchemaBytes, " bytes");
+    }
+    const json s =
+        core::parse_json(format.json_schema, {kMaxSchemaDepth, core::kMaxJsonSchemaBytes, true},
+                         ErrorCode::kInvalidArgument, "response_format.json_schema");
+    c.g.root = c.compile(s, "");
+  }
+  std::vector<std::int32_t> memo(c.g.nodes.size(), 0);
+  if (width(c.g, c.bits, c.g.root, memo) > kMaxStacks) {
+    bad("", "anyOf alternatives that stay ambiguous in more than ", kMaxStacks,
+        " ways at once are not supported");
+  }
+  return std::make_shared<const JsonGrammar>(std::move(c.g));
+}
+
+}  // namespace detinfer::decode

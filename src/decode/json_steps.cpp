@@ -1,0 +1,302 @@
+// The frame handlers of JsonState (json_automaton.h): what each kind of value does with
+// one byte of output text.
+#include "decode/json_automaton.h"
+
+namespace detinfer::decode {
+
+using namespace json_phase;  // NOLINT(build/namespaces)
+
+namespace {
+
+bool is_digit(std::uint8_t c) { return c >= '0' && c <= '9'; }
+
+bool same_prefix(const std::string& a, const std::string& b, std::size_t n) {
+  return a.size() >= n && b.size() >= n && a.compare(0, n, b, 0, n) == 0;
+}
+
+// The first literal in [from, to] that extends the matched prefix of `cur` (pos bytes)
+// by `c`, or -1. The first match is kept as the representative of all matches.
+template <typename Text>
+std::int32_t next_candidate(const std::vector<Text>& lits, const std::string& (*text)(const Text&),
+                            std::int32_t from, std::int32_t to, std::int32_t cur, std::size_t pos,
+                            std::uint8_t c) {
+  for (std::int32_t p = from; p <= to; ++p) {
+    const std::string& s = text(lits[p]);
+    if (s.size() > pos && static_cast<std::uint8_t>(s[pos]) == c &&
+        same_prefix(s, text(lits[cur]), pos)) {
+      return p;
+    }
+  }
+  return -1;
+}
+
+const std::string& plain(const std::string& s) { return s; }
+const std::string& key_of(const Property& p) { return p.key; }
+
+}  // namespace
+
+JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t& push) const {
+  const Node& n = g_->nodes[f.node];
+  const auto nprops = static_cast<std::int32_t>(n.props.size());
+  const bool free_keys = n.props.empty() && n.additional >= 0;
+  const bool can_close = free_keys || n.props.empty() || n.next_required[f.a] == nprops;
+  switch (f.phase) {
+    case kStart:
+      if (c != '{') return Step::kReject;
+      f.phase = kOKeyOrEnd;
+      f.a = 0;
+      return Step::kConsumed;
+    case kOKeyOrEnd:
+    case kOKeyNext:
+    case kOKeyNextSp:
+      if (f.phase == kOKeyOrEnd && c == '}') return can_close ? Step::kDone : Step::kReject;
+      if (f.phase == kOKeyNext && c == ' ') {
+        f.phase = kOKeyNextSp;
+        return Step::kConsumed;
+      }
+      if (c != '"') return Step::kReject;
+      if (free_keys) {
+        f.phase = kOColon;
+        push = g_->key_string;
+        return Step::kPushRefeed;
+      }
+      if (f.a >= nprops) return Step::kReject;
+      f.phase = kOKey;
+      f.b = f.a;
+      f.pos = 1;  // every key starts with its quote
+      return Step::kConsumed;
+    case kOKey:
+      return key_step(f, c);
+    case kOColon:
+      if (c != ':') return Step::kReject;
+      f.phase = kOAfterColon;
+      return Step::kConsumed;
+    case kOAfterColon:
+    case kOValueNext:
+      if (f.phase == kOAfterColon && c == ' ') {
+        f.phase = kOValueNext;
+        return Step::kConsumed;
+      }
+      f.phase = kOAfterValue;
+      push = free_keys ? n.additional : n.props[f.a - 1].value;
+      return Step::kPushRefeed;
+    case kOAfterValue:
+      if (c == ',' && (free_keys || f.a < nprops)) {
+        f.phase = kOKeyNext;
+        return Step::kConsumed;
+      }
+      if (c == '}' && can_close) return Step::kDone;
+      return Step::kReject;
+    default:
+      return Step::kReject;
+  }
+}
+
+JsonState::Step JsonState::key_step(Frame& f, std::uint8_t c) const {
+  const Node& n = g_->nodes[f.node];
+  const auto last =
+      std::min<std::int32_t>(n.next_required[f.a], static_cast<std::int32_t>(n.props.size()) - 1);
+  const std::int32_t p = next_candidate<Property>(n.props, key_of, f.b, last, f.b, f.pos, c);
+  if (p < 0) return Step::kReject;
+  f.b = p;
+  ++f.pos;
+  if (f.pos == n.props[p].key.size()) {  // keys are prefix-free: this one is complete
+    f.a = p + 1;
+    f.phase = kOColon;
+  }
+  return Step::kConsumed;
+}
+
+JsonState::Step JsonState::array_step(Frame& f, std::uint8_t c, std::int32_t& push) const {
+  const Node& n = g_->nodes[f.node];
+  const auto item = [&](std::int32_t i) {
+    return i < static_cast<std::int32_t>(n.prefix.size()) ? n.prefix[i] : n.items;
+  };
+  switch (f.phase) {
+    case kStart:
+      if (c != '[') return Step::kReject;
+      f.phase = kAFirst;
+      f.a = 0;
+      return Step::kConsumed;
+    case kAFirst:
+      if (c == ']' && n.min_items == 0) return Step::kDone;
+      if (n.max_items == 0) return Step::kReject;
+      break;
+    case kAAfterValue:
+      if (c == ',' && f.a < n.max_items) {
+        f.phase = kANext;
+        return Step::kConsumed;
+      }
+      return c == ']' && f.a >= n.min_items ? Step::kDone : Step::kReject;
+    case kANext:
+      if (c == ' ') {
+        f.phase = kANextSp;
+        return Step::kConsumed;
+      }
+      break;
+    case kANextSp:
+      break;
+    default:
+      return Step::kReject;
+  }
+  push = item(f.a);
+  ++f.a;
+  f.phase = kAAfterValue;
+  return Step::kPushRefeed;
+}
+
+JsonState::Step JsonState::string_step(Frame& f, std::uint8_t c) const {
+  const Node& n = g_->nodes[f.node];
+  switch (f.phase) {
+    case kStart:
+      if (c != '"') return Step::kReject;
+      f.phase = kSBody;
+      f.a = 0;  // characters so far
+      f.b = 0;  // continuation bytes still expected
+      return Step::kConsumed;
+    case kSEsc:
+      if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' &&
+          c != 't') {
+        return Step::kReject;  // \u escapes are not generated (docs/structured.md)
+      }
+      ++f.a;
+      f.phase = kSBody;
+      return Step::kConsumed;
+    case kSBody:
+      break;
+    default:
+      return Step::kReject;
+  }
+  if (f.b > 0) {  // inside a multi-byte character: pos holds the byte range [lo, hi]
+    if (c < (f.pos >> 8) || c > (f.pos & 0xFF)) return Step::kReject;
+    f.pos = 0x80BF;
+    if (--f.b == 0) ++f.a;
+    return Step::kConsumed;
+  }
+  if (c == '"') return f.a >= n.min_length ? Step::kDone : Step::kReject;
+  if (f.a >= n.max_length || c < 0x20) return Step::kReject;
+  if (c == '\\') {
+    f.phase = kSEsc;
+    return Step::kConsumed;
+  }
+  if (c < 0x80) {
+    ++f.a;
+    return Step::kConsumed;
+  }
+  // UTF-8 lead bytes: no overlong forms, no surrogates, nothing above U+10FFFF.
+  if (c >= 0xC2 && c <= 0xDF) {
+    f.b = 1;
+    f.pos = 0x80BF;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    f.b = 2;
+    f.pos = c == 0xE0 ? 0xA0BF : c == 0xED ? 0x809F : 0x80BF;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    f.b = 3;
+    f.pos = c == 0xF0 ? 0x90BF : c == 0xF4 ? 0x808F : 0x80BF;
+  } else {
+    return Step::kReject;
+  }
+  return Step::kConsumed;
+}
+
+JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
+  const Node& n = g_->nodes[f.node];
+  if (f.phase == kStart) {
+    if (c != '"') return Step::kReject;
+    f.phase = kFBody;
+    f.a = 0;    // segment
+    f.b = 0;    // bytes into the segment
+    f.pos = 0;  // literal candidate
+    return Step::kConsumed;
+  }
+  if (f.a == static_cast<std::int32_t>(n.format.size())) {
+    return c == '"' ? Step::kDone : Step::kReject;
+  }
+  const FormatSegment& seg = n.format[f.a];
+  if (seg.literals.empty()) {
+    if (seg.chars.find(static_cast<char>(c)) == std::string::npos) return Step::kReject;
+    if (++f.b == seg.count) {
+      ++f.a;
+      f.b = 0;
+    }
+    return Step::kConsumed;
+  }
+  const std::int32_t p = next_candidate<std::string>(
+      seg.literals, plain, f.pos, static_cast<std::int32_t>(seg.literals.size()) - 1, f.pos,
+      static_cast<std::size_t>(f.b), c);
+  if (p < 0) return Step::kReject;
+  f.pos = static_cast<std::uint16_t>(p);
+  if (++f.b == static_cast<std::int32_t>(seg.literals[p].size())) {  // same-length literals
+    ++f.a;
+    f.b = 0;
+    f.pos = 0;
+  }
+  return Step::kConsumed;
+}
+
+JsonState::Step JsonState::number_step(Frame& f, std::uint8_t c) const {
+  const bool integer = g_->nodes[f.node].kind == NodeKind::kInteger;
+  switch (f.phase) {
+    case kStart:
+    case kNMinus:
+      if (f.phase == kStart && c == '-') {
+        f.phase = kNMinus;
+        return Step::kConsumed;
+      }
+      if (c == '0') {
+        f.phase = kNZero;
+        return Step::kConsumed;
+      }
+      if (!is_digit(c)) return Step::kReject;
+      f.phase = kNInt;
+      f.a = 1;
+      return Step::kConsumed;
+    case kNZero:
+    case kNInt:
+      if (f.phase == kNInt && is_digit(c) && f.a < kMaxIntDigits) {
+        ++f.a;
+        return Step::kConsumed;
+      }
+      if (c == '.' && !integer) {
+        f.phase = kNDot;
+        return Step::kConsumed;
+      }
+      return Step::kPopRefeed;
+    case kNDot:
+      if (!is_digit(c)) return Step::kReject;
+      f.phase = kNFrac;
+      f.a = 1;
+      return Step::kConsumed;
+    case kNFrac:
+      if (is_digit(c) && f.a < kMaxFracDigits) {
+        ++f.a;
+        return Step::kConsumed;
+      }
+      return Step::kPopRefeed;
+    default:
+      return Step::kReject;
+  }
+}
+
+JsonState::Step JsonState::literal_step(Frame& f, const std::vector<std::string>& lits,
+                                        std::uint8_t c) const {
+  // a: bytes matched; b: the first literal matching them; flag: a literal ends here.
+  const auto last = static_cast<std::int32_t>(lits.size()) - 1;
+  const std::int32_t p =
+      next_candidate<std::string>(lits, plain, f.b, last, f.b, static_cast<std::size_t>(f.a), c);
+  if (p < 0) return f.flag != 0 ? Step::kPopRefeed : Step::kReject;
+  f.b = p;
+  ++f.a;
+  const auto len = static_cast<std::size_t>(f.a);
+  bool ends = false, longer = false;
+  for (std::int32_t q = p; q <= last; ++q) {
+    if (!same_prefix(lits[q], lits[p], len)) continue;
+    ends = ends || lits[q].size() == len;
+    longer = longer || lits[q].size() > len;
+  }
+  if (ends && !longer) return Step::kDone;
+  f.flag = ends ? 1 : 0;
+  return Step::kConsumed;
+}
+
+}  // namespace detinfer::decode

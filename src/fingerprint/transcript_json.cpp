@@ -1,0 +1,189 @@
+// Transcript <-> JSON (format detinfer.transcript/1, docs/fingerprint.md) and the
+// transcript of a run fingerprint.
+#include <algorithm>
+#include <limits>
+
+#include "core/check.h"
+#include "core/json_reader.h"
+#include "core/vocabulary.h"
+#include "detinfer/fingerprint.h"
+#include "detinfer/transcript.h"
+#include "fingerprint/fingerprint_config_json.h"
+#include "fingerprint/json_reader.h"
+
+namespace detinfer {
+
+using fingerprint_detail::as_array;
+using fingerprint_detail::as_hex64;
+using fingerprint_detail::as_integer;
+using fingerprint_detail::json;
+using fingerprint_detail::ObjectReader;
+
+namespace {
+// A valid transcript nests 4 levels (top, samples, sample, list); 16 bounds every walk.
+constexpr std::int32_t kMaxTranscriptDepth = 16;
+constexpr std::size_t kMaxTranscriptBytes = std::size_t{16} << 20;
+constexpr std::size_t kMaxListLength = std::size_t{1} << 20;
+constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
+
+const json& bounded_array(const json& v, const std::string& path) {
+  const json& a = as_array(v, path);
+  if (a.size() > kMaxListLength) {
+    fail(ErrorCode::kInvalidArgument, "transcript field ", path, " has ", a.size(),
+         " entries; at most ", kMaxListLength, " are accepted");
+  }
+  return a;
+}
+
+std::vector<std::int32_t> ids(const json& v, const std::string& path) {
+  const json& a = bounded_array(v, path);
+  std::vector<std::int32_t> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    out.push_back(static_cast<std::int32_t>(
+        as_integer(a[i], path + "[" + std::to_string(i) + "]", 0, kI32Max)));
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> digests(const json& v, const std::string& path) {
+  const json& a = bounded_array(v, path);
+  std::vector<std::uint64_t> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    out.push_back(as_hex64(a[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+TranscriptSample read_sample(ObjectReader r) {
+  TranscriptSample s;
+  s.tokens = ids(r.required("tokens"), r.path_of("tokens"));
+  s.step_digests = digests(r.required("step_digests"), r.path_of("step_digests"));
+  if (s.step_digests.size() != s.tokens.size()) {
+    fail(ErrorCode::kInvalidArgument, "transcript field ", r.path_of("step_digests"), " has ",
+         s.step_digests.size(), " digests for ", s.tokens.size(), " tokens (one per token)");
+  }
+  s.chain_digest = r.hex64("chain_digest");
+  const std::string reason = r.string("finish_reason");
+  const auto parsed = core::parse_finish_reason(reason);
+  if (!parsed) {
+    fail(ErrorCode::kInvalidArgument, "transcript field ", r.path_of("finish_reason"), ": '",
+         reason, "' is not one of length, stop, cancelled");
+  }
+  s.finish_reason = *parsed;
+  r.done();
+  return s;
+}
+
+void check_format(ObjectReader& top) {
+  const std::string format = top.string("format");
+  if (format == kTranscriptFormat) return;
+  if (format.rfind("detinfer.transcript/", 0) == 0) {
+    fail(ErrorCode::kUnsupported, "transcript format '", format,
+         "' is not supported by this build of detinfer (it reads ", kTranscriptFormat, " only)");
+  }
+  fail(ErrorCode::kInvalidArgument, "transcript field .format: '", format,
+       "' is not a detinfer transcript format (expected ", kTranscriptFormat, ")");
+}
+
+Transcript read_transcript(const json& j) {
+  Transcript t;
+  ObjectReader top(j, "");
+  check_format(top);
+  ObjectReader model = top.object("model");
+  t.model_fingerprint = model.hex128("fingerprint");
+  t.weight_dtype = model.string("weight_dtype");
+  model.done();
+  ObjectReader numerics = top.object("numerics");
+  t.numerics_mode = numerics.string("mode");
+  t.numerics_spec = static_cast<std::int32_t>(numerics.integer("spec_version", 0, kI32Max));
+  t.kv_dtype = numerics.string("kv_dtype");
+  numerics.done();
+  t.tokenizer_hash = top.hex128("tokenizer_hash");
+  t.prompt_tokens = ids(top.required("prompt_tokens"), ".prompt_tokens");
+  t.config = fingerprint_detail::config_from_json(top.required("config"), ".config");
+  t.seed = fingerprint_detail::as_decimal_u64(top.required("seed"), ".seed");
+  const json& samples = bounded_array(top.required("samples"), ".samples");
+  // n samples (or n best beams); a request cancelled before its first token has one.
+  const auto most = std::max(t.config.num_return_sequences, t.config.num_beams);
+  if (samples.empty() || static_cast<std::int64_t>(samples.size()) > most) {
+    fail(ErrorCode::kInvalidArgument, "transcript field .samples has ", samples.size(),
+         " samples; config.num_return_sequences allows 1 to ", most);
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    t.samples.push_back(
+        read_sample(ObjectReader(samples[i], ".samples[" + std::to_string(i) + "]")));
+  }
+  top.done();
+  return t;
+}
+}  // namespace
+
+std::string Transcript::to_json(int indent) const {
+  json j;
+  j["format"] = kTranscriptFormat;
+  j["model"] = {{"fingerprint", model_fingerprint.hex()}, {"weight_dtype", weight_dtype}};
+  j["numerics"] = {
+      {"mode", numerics_mode}, {"spec_version", numerics_spec}, {"kv_dtype", kv_dtype}};
+  j["tokenizer_hash"] = tokenizer_hash.hex();
+  j["prompt_tokens"] = prompt_tokens;
+  j["config"] = fingerprint_detail::config_to_json(config);
+  j["seed"] = std::to_string(seed);
+  json samples_json = json::array();
+  for (const TranscriptSample& s : samples) {
+    json steps = json::array();
+    for (std::uint64_t d : s.step_digests) steps.push_back(hex64(d));
+    samples_json.push_back({{"tokens", s.tokens},
+                            {"step_digests", std::move(steps)},
+                            {"chain_digest", hex64(s.chain_digest)},
+                            {"finish_reason", to_string(s.finish_reason)}});
+  }
+  j["samples"] = std::move(samples_json);
+  return j.dump(indent);
+}
+
+Transcript Transcript::from_json(std::string_view text) {
+  core::JsonLimits limits;
+  limits.max_depth = kMaxTranscriptDepth;
+  limits.max_bytes = kMaxTranscriptBytes;
+  const json j = core::parse_json(text, limits, ErrorCode::kInvalidArgument, "transcript");
+  try {
+    return read_transcript(j);
+  } catch (const Error& e) {
+    // The shared field readers speak of fingerprints and kCorrupt (files); a transcript is
+    // a caller's input.
+    if (e.code() != ErrorCode::kCorrupt) throw;
+    std::string message = e.message();
+    const std::string from = "fingerprint field ";
+    if (message.rfind(from, 0) == 0) message = "transcript field " + message.substr(from.size());
+    const std::string schema = "detinfer.fingerprint/1";
+    const std::size_t at = message.find(schema);
+    if (at != std::string::npos) message.replace(at, schema.size(), kTranscriptFormat);
+    throw Error(ErrorCode::kInvalidArgument, message, e.field());
+  }
+}
+
+Transcript transcript_of(const RunFingerprint& fp) {
+  if (!fp.request.prompt_tokens) {
+    fail(ErrorCode::kInvalidArgument,
+         "a transcript needs the prompt ids, and this fingerprint records only their hash");
+  }
+  Transcript t;
+  t.model_fingerprint = fp.model.fingerprint;
+  t.weight_dtype = fp.model.weight_dtype;
+  t.numerics_mode = fp.numerics.mode;
+  t.numerics_spec = fp.numerics.spec_version;
+  t.kv_dtype = fp.numerics.kv_dtype;
+  t.tokenizer_hash = fp.tokenizer_hash;
+  t.prompt_tokens = *fp.request.prompt_tokens;
+  t.config = fp.request.config;
+  t.config.seed.reset();
+  t.seed = fp.request.seed;
+  for (const FingerprintSequence& s : fp.sequences) {
+    t.samples.push_back({s.tokens, s.step_digests, s.chain_digest, s.finish_reason});
+  }
+  return t;
+}
+
+}  // namespace detinfer

@@ -1,0 +1,241 @@
+#include "session/verifier.h"
+
+#include <algorithm>
+#include <exception>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "core/check.h"
+#include "decode/sampler.h"
+
+namespace detinfer::session {
+
+namespace {
+// One sample's teacher-forced check: the engine calls step() for every generated
+// position in order, with the raw logits row the decode step computed there.
+struct SampleCheck {
+  const Transcript* transcript = nullptr;
+  std::size_t transcript_index = 0;
+  std::int32_t sample = 0;
+  GenerationConfig config;  // normalized, logprobs off (they do not change the choice)
+  std::int64_t vocab = 0;
+  std::vector<std::int32_t> history;  // the recorded tokens before the current step
+  std::int64_t checked = 0;
+  std::optional<VerifyDivergence> divergence;
+
+  const TranscriptSample& recorded() const { return transcript->samples[sample]; }
+
+  bool step(std::int64_t step, const float* row) {
+    const auto t = static_cast<std::size_t>(step);
+    const TranscriptSample& s = recorded();
+    const std::uint64_t digest = logits_digest(row, static_cast<std::size_t>(vocab));
+    const decode::TokenChoice c = decode::choose_token(
+        config, row, vocab, transcript->prompt_tokens, history, transcript->seed,
+        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step));
+    ++checked;
+    const bool token_ok = c.token == s.tokens[t];
+    const bool digest_ok = digest == s.step_digests[t];
+    if (token_ok && digest_ok) {
+      history.push_back(s.tokens[t]);
+      return true;
+    }
+    divergence = VerifyDivergence{sample,
+                                  static_cast<std::int32_t>(step),
+                                  c.token,
+                                  s.tokens[t],
+                                  digest,
+                                  s.step_digests[t],
+                                  !token_ok && !digest_ok ? "token and digest"
+                                  : !token_ok             ? "token"
+                                                          : "digest"};
+    return false;
+  }
+};
+
+bool is_stop(const GenerationConfig& c, std::int32_t token) {
+  const auto& ids = *c.stop_token_ids;
+  return !c.ignore_eos && std::find(ids.begin(), ids.end(), token) != ids.end();
+}
+
+// What the recorded ids and digests say on their own, without a forward pass: the
+// earliest step where the sequence breaks the request's rules, if any.
+std::optional<VerifyDivergence> structural(const GenerationConfig& c, const TranscriptSample& s,
+                                           std::int32_t sample) {
+  const auto n = static_cast<std::int32_t>(s.tokens.size());
+  auto at = [&](std::int32_t step, const char* reason) {
+    VerifyDivergence d;
+    d.sample = sample;
+    d.step = step;
+    if (step < n) {
+      d.recorded_token = s.tokens[step];
+      d.recorded_digest = s.step_digests[step];
+    }
+    d.reason = reason;
+    return d;
+  };
+  for (std::int32_t i = 0; i + 1 < n; ++i) {
+    if (is_stop(c, s.tokens[i])) return at(i + 1, "continues after a stop token");
+  }
+  if (n > c.max_new_tokens) return at(c.max_new_tokens, "continues past max_new_tokens");
+  const std::int32_t last = std::max(n - 1, 0);
+  const bool ends_on_stop = n > 0 && is_stop(c, s.tokens[n - 1]);
+  bool reason_ok = true;
+  switch (s.finish_reason) {
+    case FinishReason::kLength:
+      reason_ok = n == c.max_new_tokens && !ends_on_stop;
+      break;
+    case FinishReason::kStop:
+      reason_ok = ends_on_stop || !c.stop_strings.empty();
+      break;
+    case FinishReason::kCancelled:
+      break;
+  }
+  if (!reason_ok) return at(last, "finish reason");
+  if (chain_digest(s.step_digests) != s.chain_digest) return at(last, "chain digest");
+  return std::nullopt;
+}
+
+void check_identity(const Transcript& t, const RunFingerprint& base, std::size_t index) {
+  const std::string where = "transcript " + std::to_string(index) + ": ";
+  auto refuse = [&](const std::string& what, const std::string& got, const std::string& have,
+                    const char* field) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + "it was made with " + what + " " + got + ", this session has " + have +
+                    "; only a session of the same model and numerics can verify it",
+                field);
+  };
+  if (t.model_fingerprint != base.model.fingerprint) {
+    refuse("model", t.model_fingerprint.hex(), base.model.fingerprint.hex(), "model.fingerprint");
+  }
+  if (t.weight_dtype != base.model.weight_dtype) {
+    refuse("weight format", t.weight_dtype, base.model.weight_dtype, "model.weight_dtype");
+  }
+  if (t.numerics_mode != base.numerics.mode) {
+    refuse("numerics mode", t.numerics_mode, base.numerics.mode, "numerics.mode");
+  }
+  if (t.numerics_spec != base.numerics.spec_version) {
+    refuse("numerics spec", std::to_string(t.numerics_spec),
+           std::to_string(base.numerics.spec_version), "numerics.spec_version");
+  }
+  if (t.kv_dtype != base.numerics.kv_dtype) {
+    refuse("KV format", t.kv_dtype, base.numerics.kv_dtype, "numerics.kv_dtype");
+  }
+  if (t.config.num_beams > 1) {
+    throw Error(ErrorCode::kUnsupported,
+                where + "beam search transcripts cannot be verified by teacher forcing",
+                "config.num_beams");
+  }
+}
+
+std::string describe(const VerifyDivergence& d) {
+  return "sample " + std::to_string(d.sample) + ", step " + std::to_string(d.step) + " (" +
+         d.reason + "): expected token " + std::to_string(d.expected_token) + " digest " +
+         hex64(d.expected_digest) + ", recorded token " + std::to_string(d.recorded_token) +
+         " digest " + hex64(d.recorded_digest);
+}
+// The teacher-forced request of sample k of transcript i, checked by `c` (no score_row
+// when the sample has no step to recompute).
+EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i, std::size_t k,
+                             std::int64_t vocab, SampleCheck& c) {
+  RequestPolicy policy;
+  policy.use_caches = false;
+  policy.observed = false;
+  GenerationConfig config = t.config;
+  config.seed = t.seed;
+  EngineRequest r = prep.prepare(Prompt(t.prompt_tokens), config, {}, policy);
+  const TranscriptSample& s = t.samples[k];
+  for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+    if (s.tokens[j] >= vocab) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  str_cat("transcript ", i, ": samples[", k, "].tokens[", j, "] = ", s.tokens[j],
+                          " is outside the vocabulary [0, ", vocab, ")"),
+                  "samples.tokens");
+    }
+  }
+  c.transcript = &t;
+  c.transcript_index = i;
+  c.sample = static_cast<std::int32_t>(k);
+  c.config = r.config;
+  c.config.logprobs = 0;
+  c.vocab = vocab;
+  // Steps past max_new_tokens are a structural break, never recomputed.
+  const std::size_t limit =
+      std::min<std::size_t>(s.tokens.size(), static_cast<std::size_t>(config.max_new_tokens));
+  if (limit == 0) return EngineRequest{};
+  r.score_from = static_cast<std::int64_t>(t.prompt_tokens.size()) - 1;
+  r.prompt.insert(r.prompt.end(), s.tokens.begin(), s.tokens.begin() + (limit - 1));
+  r.config.num_return_sequences = 1;
+  r.config.max_new_tokens = 1;
+  r.config.logprobs = 0;
+  SampleCheck* raw = &c;
+  r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
+  return r;
+}
+
+// Runs the requests in waves of at most `wave` (they batch together in the engine). Every
+// submitted request is waited for before anything is thrown: the callbacks point into
+// the caller's checks.
+void run_waves(Engine& engine, std::vector<EngineRequest>& requests, std::size_t wave) {
+  for (std::size_t begin = 0; begin < requests.size(); begin += wave) {
+    const std::size_t end = std::min(requests.size(), begin + wave);
+    std::vector<std::future<GenerationResult>> futures;
+    std::exception_ptr error;
+    for (std::size_t q = begin; q < end && !error; ++q) {
+      if (!requests[q].score_row) continue;
+      try {
+        futures.push_back(engine.submit(std::move(requests[q])));
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    for (auto& f : futures) {
+      try {
+        f.get();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+}  // namespace
+
+Verifier::Verifier(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
+                   std::int64_t vocab, std::int32_t wave)
+    : prep_(prep), engine_(engine), base_(base), vocab_(vocab), wave_(std::max(wave, 1)) {}
+
+std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transcripts) {
+  if (base_.numerics.mode != "canonical") {
+    fail(ErrorCode::kUnsupported, "verification needs a canonical-mode session (this one is ",
+         base_.numerics.mode, "): only canonical numerics make prefill and decode logits equal");
+  }
+  std::vector<std::unique_ptr<SampleCheck>> checks;
+  std::vector<EngineRequest> requests;
+  for (std::size_t i = 0; i < transcripts.size(); ++i) {
+    check_identity(transcripts[i], base_, i);
+    for (std::size_t k = 0; k < transcripts[i].samples.size(); ++k) {
+      checks.push_back(std::make_unique<SampleCheck>());
+      requests.push_back(sample_request(prep_, transcripts[i], i, k, vocab_, *checks.back()));
+    }
+  }
+  run_waves(engine_, requests, static_cast<std::size_t>(wave_));
+  std::vector<VerifyResult> results(transcripts.size());
+  for (const auto& c : checks) {
+    VerifyResult& r = results[c->transcript_index];
+    r.steps_checked += c->checked;
+    std::optional<VerifyDivergence> d = c->divergence;
+    std::optional<VerifyDivergence> s = structural(c->config, c->recorded(), c->sample);
+    if (s && (!d || s->step < d->step)) d = s;
+    if (d && !r.divergence) r.divergence = d;  // the first sample's first divergence
+  }
+  for (VerifyResult& r : results) {
+    r.verified = !r.divergence;
+    r.message = r.verified ? "verified: " + std::to_string(r.steps_checked) + " steps recomputed"
+                           : "diverged at " + describe(*r.divergence);
+  }
+  return results;
+}
+
+}  // namespace detinfer::session
