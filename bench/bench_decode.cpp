@@ -83,16 +83,17 @@ void ensure_model(const detinfer::devtools::TinyModelOptions& o) {
 
 // One loaded model with a KV pool and a sequence whose context can be set.
 struct Runner {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<model::KvCachePool> kv;
+  std::unique_ptr<detinfer::model::Model> model;
+  std::unique_ptr<detinfer::model::KvCachePool> kv;
   std::vector<std::int32_t> table;
   std::vector<float> logits;
 
   Runner(const std::string& dir, int threads, std::int64_t max_context) {
-    model = model::Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
+    model = detinfer::model::Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
     const auto& c = model->config();
     const std::int64_t blocks = max_context / 16 + 2;
-    kv = std::make_unique<model::KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(), nullptr);
+    kv = std::make_unique<detinfer::model::KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(),
+                                                        nullptr);
     for (std::int64_t b = 0; b < blocks; ++b) table.push_back(kv->allocate());
   }
   std::int64_t kv_bytes_per_token() const {
@@ -103,7 +104,7 @@ struct Runner {
   // rows beyond what was written are the pool's zeros: attention's cost does not depend
   // on the values).
   void step(std::int64_t pos, std::int32_t token) {
-    model::SequenceStep s;
+    detinfer::model::SequenceStep s;
     s.tokens = {token};
     s.start_pos = pos;
     s.block_table = table;
@@ -111,7 +112,7 @@ struct Runner {
     model->forward({s}, *kv, logits);
   }
   void prefill(std::int64_t n) {
-    model::SequenceStep s;
+    detinfer::model::SequenceStep s;
     for (std::int64_t i = 0; i < n; ++i) s.tokens.push_back(static_cast<std::int32_t>(i * 7 + 3));
     s.block_table = table;
     logits.clear();
@@ -308,16 +309,16 @@ int main(int argc, char** argv) {
         "decode / probe | 2 threads | per-step work |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
         a.reps);
-  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", core::DType::kBF16),
-                               smol135m(a.dir + "/135m-f32", core::DType::kF32)};
+  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", detinfer::core::DType::kBF16),
+                               smol135m(a.dir + "/135m-f32", detinfer::core::DType::kF32)};
   if (!a.quick) {
-    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", core::DType::kBF16),
-                                   qwen05b(a.dir + "/05b-f32", core::DType::kF32)});
+    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16),
+                                   qwen05b(a.dir + "/05b-f32", detinfer::core::DType::kF32)});
   }
   if (!a.context) {
     for (const Shape& s : shapes) {
       const std::string name =
-          std::string(s.name) + (s.opt.dtype == core::DType::kBF16 ? " bf16" : " f32");
+          std::string(s.name) + (s.opt.dtype == detinfer::core::DType::kBF16 ? " bf16" : " f32");
       if (name.find(a.only) != std::string::npos) bound_table(s, probe, a);
     }
   }

@@ -61,7 +61,7 @@ LoadFigures load_in_child(const std::string& dir, NumericsMode mode) {
     ::close(fds[0]);
     LoadFigures f;
     {
-      const auto m = model::Model::load(dir, {mode, 1, {}});
+      const auto m = detinfer::model::Model::load(dir, {mode, 1, {}});
       f.load_s = m->load_stats().load_seconds;
       f.fingerprint_s = m->load_stats().fingerprint_seconds;
       f.weight_bytes = m->weight_bytes();
@@ -116,7 +116,7 @@ struct SpeedFigures {
 };
 
 SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int threads, int reps) {
-  const auto model = model::Model::load(dir, {mode, threads, {}});
+  const auto model = detinfer::model::Model::load(dir, {mode, threads, {}});
   const auto& c = model->config();
   // Per decode token every linear's weights are read once; the embedding row gather is
   // negligible. Canonical keeps a copy of the embedding table besides the packed lm_head.
@@ -124,7 +124,7 @@ SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int thread
   f.decode_bytes = model->resident_bytes();
   if (mode == NumericsMode::kCanonical) f.decode_bytes -= c.vocab_size * c.hidden_size * 2;
   constexpr int kPrompt = 64, kDecode = 16;
-  model::KvCachePool kv(c, 16, std::int64_t{256} << 20);
+  detinfer::model::KvCachePool kv(c, 16, std::int64_t{256} << 20);
   std::vector<std::int32_t> table;
   for (int b = 0; b < (kPrompt + kDecode) / 16 + 1; ++b) table.push_back(kv.allocate());
   std::vector<double> prefill, decode;

@@ -1,4 +1,4 @@
-// detinfer::compute_logits: one prefill over a prompt, every position's logits.
+// detinfer::devtools::compute_logits: one prefill over a prompt, every position's logits.
 #include "core/check.h"
 #include "devtools/model_tools.h"
 #include "model/model.h"

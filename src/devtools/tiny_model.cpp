@@ -1,4 +1,4 @@
-// detinfer::make_tiny_model: a deterministic random model in the Hugging Face layout.
+// detinfer::devtools::make_tiny_model: a deterministic random model in the Hugging Face layout.
 #include <sys/stat.h>
 #include <unistd.h>
 

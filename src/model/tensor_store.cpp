@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 namespace detinfer::model {
 namespace {

@@ -30,8 +30,8 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
   // Error(kUnavailable) when a cache directory cannot be opened). `model` must outlive
   // this bridge.
   // `numerics` keys both caches (session/numerics_identity.h).
-  CacheBridge(const SessionOptions& options, const model::Model& model, const NumericsIdentity& numerics,
-              const Hash128& tokenizer_hash);
+  CacheBridge(const SessionOptions& options, const model::Model& model,
+              const NumericsIdentity& numerics, const Hash128& tokenizer_hash);
 
   // Whether the engine should get this bridge as its prefix provider.
   bool has_prefix_cache() const { return prefix_ != nullptr && prefix_->enabled(); }
@@ -53,9 +53,9 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
                         const std::vector<std::int32_t>& table) override;
 
   // EngineObserver (engine thread): stores a finished result, or audits a cached one.
-  void on_finished(const EngineRequest& r, GenerationResult& result) override;
-  void on_failed(const EngineRequest& r, const Error& e) override;
-  void on_abandoned(const EngineRequest& r) override { forget(r.id); }
+  void on_finished(const engine::EngineRequest& r, GenerationResult& result) override;
+  void on_failed(const engine::EngineRequest& r, const Error& e) override;
+  void on_abandoned(const engine::EngineRequest& r) override { forget(r.id); }
 
   CacheStats stats() const;
   void invalidate();
@@ -65,7 +65,7 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
 
   const model::Model& model_;
   const Hash128 tokenizer_hash_;
-  std::unique_ptr<PrefixCache> prefix_;
+  std::unique_ptr<cache::PrefixCache> prefix_;
   const NumericsIdentity numerics_;
   const std::string prefix_salt_;  // prefix_salt(numerics_, cache_salt)
   std::once_flag prefix_opened_;

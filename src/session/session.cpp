@@ -21,7 +21,7 @@ SessionOptions resolve_options(SessionOptions o) {
   if (o.threads == 0) {
     o.threads = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
-  check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
+  session::check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
   try {
     o.device = to_string(parse_device(o.device));
   } catch (const Error& e) {
@@ -129,11 +129,12 @@ void DeterministicSession::Impl::build_pipeline(const engine::EngineOptions& eo,
   numerics = session::build_numerics_identity(options, *model);
   caches = std::make_shared<session::CacheBridge>(options, *model, numerics, tokenizer_hash);
   telemetry = std::make_shared<session::Telemetry>(
-      options, session::session_base_fingerprint(options, *model, numerics, tokenizer_hash), caches);
-  replayer =
-      std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
+      options, session::session_base_fingerprint(options, *model, numerics, tokenizer_hash),
+      caches);
+  replayer = std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(),
+                                                 telemetry->session_metrics());
   verifier = std::make_unique<session::Verifier>(*prep, *engine, telemetry->base(),
-                                        model->config().vocab_size, options.max_batch);
+                                                 model->config().vocab_size, options.max_batch);
   if (options.consistency.enabled) {
     session::Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
     monitor = std::make_unique<ConsistencyMonitor>(

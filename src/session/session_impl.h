@@ -35,7 +35,7 @@ inline constexpr std::int64_t kChatBudgetBytes = std::int64_t{256} << 20;
 inline constexpr std::int64_t kChatTrimBytes = kChatCostPerByte * (std::int64_t{64} << 10);
 
 struct DeterministicSession::Impl {
-  SessionOptions options;     // resolved
+  SessionOptions options;              // resolved
   session::NumericsIdentity numerics;  // built at open from the options and the loaded model
   std::unique_ptr<model::Model> model;
   std::optional<Tokenizer> tokenizer;

@@ -72,7 +72,7 @@ TEST(Engine, ChunkSizeBatchSizeAndBlockSizeDoNotChangeOutput) {
   }
 }
 
-struct BatchRecorder : EngineObserver {
+struct BatchRecorder : engine::EngineObserver {
   std::atomic<std::int32_t> max_sequences{0};
   void on_step(const engine::StepStats& s) override {
     const std::int32_t n = s.decode_sequences + s.prefill_sequences;
