@@ -248,7 +248,8 @@ void read_device(ObjectReader d, FingerprintDevice& out) {
   out.cpu_model = d.string("cpu_model");
   const json& flags = d.array("cpu_flags");
   for (std::size_t i = 0; i < flags.size(); ++i) {
-    out.cpu_flags.push_back(as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
+    out.cpu_flags.push_back(
+        as_string(flags[i], "fingerprint.device.cpu_flags[" + std::to_string(i) + "]"));
   }
   out.hardware_threads = static_cast<std::uint32_t>(
       d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));

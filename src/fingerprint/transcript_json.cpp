@@ -105,10 +105,10 @@ Transcript read_transcript(const json& j) {
   t.kv_dtype = numerics.string("kv_dtype");
   numerics.done();
   t.tokenizer_hash = top.hex128("tokenizer_hash");
-  t.prompt_tokens = ids(top.required("prompt_tokens"), ".prompt_tokens");
+  t.prompt_tokens = ids(top.required("prompt_tokens"), top.path_of("prompt_tokens"));
   t.config = fingerprint::config_from_json(top.required("config"), top.path_of("config"),
                                            kTranscriptPolicy);
-  t.seed = core::as_decimal_u64(top.required("seed"), ".seed");
+  t.seed = core::as_decimal_u64(top.required("seed"), top.path_of("seed"), kCode);
   const json& samples = bounded_array(top.required("samples"), top.path_of("samples"));
   // n samples (or n best beams); a request cancelled before its first token has one.
   const auto most = std::max(t.config.num_return_sequences, t.config.num_beams);

@@ -1,8 +1,8 @@
 #include "session/numerics_identity.h"
 
 #include "cache/result_cache.h"
-#include "detinfer/version.h"
 #include "core/dtype.h"
+#include "detinfer/version.h"
 
 namespace detinfer::session {
 
