@@ -73,9 +73,10 @@ struct Timed {
 
 // One request straight to the session's engine (caches and observers off), timed.
 Timed run(detinfer::DeterministicSession& s, const std::vector<std::int32_t>& prompt,
-          const detinfer::GenerationConfig& c, decltype(detinfer::EngineRequest::drafter) d) {
-  detinfer::Engine& engine = *detinfer::SessionInternals::of(s).engine;
-  detinfer::EngineRequest r;
+          const detinfer::GenerationConfig& c,
+          decltype(detinfer::engine::EngineRequest::drafter) d) {
+  detinfer::engine::Engine& engine = *detinfer::SessionInternals::of(s).engine;
+  detinfer::engine::EngineRequest r;
   r.prompt = prompt;
   r.config = c;
   r.use_caches = false;
@@ -92,8 +93,8 @@ Timed run(detinfer::DeterministicSession& s, const std::vector<std::int32_t>& pr
   return t;
 }
 
-decltype(detinfer::EngineRequest::drafter) replay(std::vector<std::int32_t> ref,
-                                                  std::int32_t accept_percent) {
+decltype(detinfer::engine::EngineRequest::drafter) replay(std::vector<std::int32_t> ref,
+                                                          std::int32_t accept_percent) {
   return [ref = std::move(ref), accept_percent](std::int32_t, const std::vector<std::int32_t>& gen,
                                                 std::int32_t max, std::vector<std::int32_t>& out) {
     for (std::size_t p = gen.size(); p < ref.size() && out.size() < std::size_t(max); ++p) {

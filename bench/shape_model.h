@@ -18,11 +18,11 @@ inline std::string shape_model_dir(const std::string& model, const std::string& 
   if (!model.empty()) return model;
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + prefix + shape;
-  detinfer::TinyModelOptions o =
-      shape == "qwen05b" ? qwen05b_bf16_options(dir) : detinfer::TinyModelOptions{};
+  detinfer::devtools::TinyModelOptions o =
+      shape == "qwen05b" ? qwen05b_bf16_options(dir) : detinfer::devtools::TinyModelOptions{};
   o.out_dir = dir;
   if (shape == "tiny") o.max_positions = 4096;
-  detinfer::make_tiny_model(o);
+  detinfer::devtools::make_tiny_model(o);
   return dir;
 }
 

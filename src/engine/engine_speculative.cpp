@@ -12,7 +12,7 @@
 #include "decode/ngram_drafter.h"
 #include "engine/engine_impl.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
 std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s, std::int64_t budget) {
   s.draft.clear();
@@ -89,4 +89,4 @@ void Engine::Impl::adapt_draft_length(const GenerationConfig& c, SeqState& s,
                                               : static_cast<std::int32_t>(accepted_here + 1);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

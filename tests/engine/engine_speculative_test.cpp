@@ -10,7 +10,7 @@
 #include "engine/engine_test_support.h"
 #include "engine/fake_model.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 namespace {
 
 using testing::expect_same_output;
@@ -261,4 +261,4 @@ TEST(EngineSpeculative, FastModeRefusesItNamingTheField) {
 }
 
 }  // namespace
-}  // namespace detinfer
+}  // namespace detinfer::engine
