@@ -82,12 +82,12 @@ Timed run(detinfer::DeterministicSession& s, const std::vector<std::int32_t>& pr
   r.use_caches = false;
   r.observed = false;
   r.drafter = std::move(d);
-  const detinfer::SessionStats before = engine.stats();
+  const detinfer::engine::EngineStats before = engine.stats();
   const auto t0 = std::chrono::steady_clock::now();
   Timed t;
   t.result = engine.submit(std::move(r)).get();
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const detinfer::SessionStats after = engine.stats();
+  const detinfer::engine::EngineStats after = engine.stats();
   t.drafted = after.draft_tokens - before.draft_tokens;
   t.accepted = after.accepted_draft_tokens - before.accepted_draft_tokens;
   return t;
