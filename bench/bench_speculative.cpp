@@ -115,18 +115,10 @@ bool same(const detinfer::GenerationResult& a, const detinfer::GenerationResult&
 int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
-    detinfer::SessionOptions so;
-    so.threads = a.threads;
-    so.max_batch = 1;
-    so.cache.prefix.enabled = false;
-    so.recorder.level = detinfer::RecordLevel::kOff;
-    so.distribution_interval = 0;
-    auto session = detinfer::DeterministicSession::open(model_dir(a), so);
-    std::vector<std::int32_t> prompt;
-    for (std::int32_t i = 0; i < a.prompt_tokens; ++i) prompt.push_back((7 * i + 3) % 250);
-    detinfer::GenerationConfig plain;
-    plain.max_new_tokens = a.tokens;
-    plain.ignore_eos = true;
+    auto session = detinfer::DeterministicSession::open(model_dir(a),
+                                                        detinfer_bench::batch1_options(a.threads));
+    const std::vector<std::int32_t> prompt = detinfer_bench::bench_prompt(a.prompt_tokens);
+    const detinfer::GenerationConfig plain = detinfer_bench::greedy_past_eos(a.tokens);
     const Timed ref = run(session, prompt, plain, {});
     detinfer::GenerationConfig spec = plain;
     spec.draft_tokens = a.draft_tokens;

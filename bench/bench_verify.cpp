@@ -60,18 +60,10 @@ double seconds(F&& f) {
 int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
-    detinfer::SessionOptions so;
-    so.threads = a.threads;
-    so.max_batch = 1;
-    so.cache.prefix.enabled = false;
-    so.recorder.level = detinfer::RecordLevel::kOff;
-    so.distribution_interval = 0;
-    auto session = detinfer::DeterministicSession::open(model_dir(a), so);
-    std::vector<std::int32_t> prompt;
-    for (std::int32_t i = 0; i < a.prompt_tokens; ++i) prompt.push_back((7 * i + 3) % 250);
-    detinfer::GenerationConfig c;
-    c.max_new_tokens = a.tokens;
-    c.ignore_eos = true;
+    auto session = detinfer::DeterministicSession::open(model_dir(a),
+                                                        detinfer_bench::batch1_options(a.threads));
+    const std::vector<std::int32_t> prompt = detinfer_bench::bench_prompt(a.prompt_tokens);
+    const detinfer::GenerationConfig c = detinfer_bench::greedy_past_eos(a.tokens);
     std::vector<double> gen, ver;
     detinfer::Transcript t;
     for (std::int32_t r = 0; r < a.repeats; ++r) {
