@@ -106,14 +106,6 @@ void apply_sliding_window(Fields& f, ModelConfig& c) {
   }
 }
 
-std::string hex_bits(double d) {
-  std::uint64_t u = 0;
-  std::memcpy(&u, &d, sizeof u);
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(u));
-  return buf;
-}
-
 }  // namespace
 
 const char* to_string(Architecture a) {

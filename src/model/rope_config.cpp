@@ -13,17 +13,9 @@ namespace {
 constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
 constexpr double kMaxFactor = 1e6;
 
-std::string hex_bits(double d) {
-  std::uint64_t u = 0;
-  std::memcpy(&u, &d, sizeof u);
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(u));
-  return buf;
-}
-
 // A longrope factor list: head_dim / 2 finite numbers in (0, 1e6].
 std::vector<double> factor_list(core::ObjectReader& r, const char* key, std::int64_t half) {
-  const json& a = r.array(key);
+  const core::json& a = r.array(key);
   const std::string path = r.path_of(key);
   if (static_cast<std::int64_t>(a.size()) != half) {
     fail(ErrorCode::kCorrupt, path, ": ", a.size(), " entries, expected head_dim / 2 = ", half);
@@ -95,6 +87,14 @@ void parse_llama3(core::ObjectReader& f, core::ObjectReader& r, RopeScaling& s) 
 }
 
 }  // namespace
+
+std::string hex_bits(double d) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &d, sizeof u);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(u));
+  return buf;
+}
 
 void parse_rope_scaling(core::ObjectReader& f, ModelConfig& c) {
   if (!f.has("rope_scaling")) return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "core/json_fields.h"
 #include "model/model_config.h"
@@ -14,6 +15,9 @@ namespace detinfer::model {
 // Error(kUnsupported); a malformed value Error(kCorrupt) naming the field. longrope caps
 // c.max_position_embeddings at original_max_position_embeddings (its canonical rule).
 void parse_rope_scaling(core::ObjectReader& f, ModelConfig& c);
+
+// A double's exact bit pattern as 16 hex digits (canonical_config_text's floats).
+std::string hex_bits(double d);
 
 // The rope_scaling lines of canonical_config_text (unchanged for configs without scaling
 // and for llama3, so their model fingerprints keep their bytes).

@@ -58,7 +58,7 @@ void yarn(const RopeScaling& s, double theta, std::int64_t d, const std::vector<
   }
 }
 
-double attention_factor(const RopeScaling& s) {
+double scaling_attention_factor(const RopeScaling& s) {
   if (s.attention_factor != 0.0) return s.attention_factor;
   if (s.type == "yarn") {
     if (s.mscale != 0.0 && s.mscale_all_dim != 0.0)
@@ -89,7 +89,7 @@ RopeTable::RopeTable(const ModelConfig& c) : half_(c.head_dim / 2) {
     inv_freq_[at] = f;
   }
   if (s.type == "yarn") yarn(s, c.rope_theta, c.head_dim, base, inv_freq_);
-  attention_factor_ = attention_factor(s);
+  attention_factor_ = scaling_attention_factor(s);
 }
 
 void RopeTable::ensure(std::int64_t n) {

@@ -27,15 +27,7 @@ namespace {
 
 using nlohmann::json;
 using testing::ReferenceModel;
-
-double rel_l2(const float* a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
-}
+using testing::rel_l2;
 
 // A tiny llama (f32, head_dim 16, 2048 positions) whose config.json gets `scaling`.
 std::string scaled_model(const std::string& name, const json& scaling) {
@@ -65,6 +57,7 @@ std::vector<float> logits(const std::string& dir, const std::vector<std::int32_t
     s.start_pos = static_cast<std::int64_t>(at);
     s.block_table = table;
     s.all_logits = true;
+    step.clear();  // forward appends
     m->forward({s}, kv, step);
     out.insert(out.end(), step.begin(), step.end());
   }
