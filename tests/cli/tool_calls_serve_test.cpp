@@ -1,0 +1,280 @@
+// Tool calls on `detinfer serve`'s /v1/chat/completions (docs/tools.md), over HTTP on tiny
+// random models with real chat templates (tests/jinja/fixtures: Qwen 2.5 speaks the
+// Hermes <tool_call> syntax, Llama 3.1 the JSON one): tool_choice "required" and a named
+// function force a call whose arguments follow the function's parameters schema, the
+// answer is the same on every run (ids included), streamed tool-call deltas equal the whole
+// answer, the call round-trips through the template, and bad tool parameters are 400s
+// naming the parameter.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "cli/cli_test_support.h"
+
+namespace detinfer {
+namespace {
+
+using nlohmann::json;
+using testing::ServeProcess;
+
+std::pair<int, std::string> post(int port, const json& body) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(10, 0);
+  c.set_read_timeout(120, 0);
+  const httplib::Result r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  if (!r) return {-1, httplib::to_string(r.error())};
+  return {r->status, r->body};
+}
+
+std::vector<json> sse_events(const std::string& body) {
+  std::vector<json> events;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+    events.push_back(json::parse(line.substr(6), nullptr, false));
+  }
+  return events;
+}
+
+const json kWeather = {
+    {"type", "function"},
+    {"function",
+     {{"name", "get_weather"},
+      {"description", "The weather of a city"},
+      {"parameters",
+       {{"type", "object"},
+        {"properties",
+         {{"city", {{"type", "string"}, {"maxLength", 8}}}, {"days", {{"type", "integer"}}}}},
+        {"required", {"city", "days"}},
+        {"additionalProperties", false}}}}}};
+const json kTime = {{"type", "function"},
+                    {"function",
+                     {{"name", "get_time"},
+                      {"parameters",
+                       {{"type", "object"},
+                        {"properties", {{"tz", {{"enum", {"UTC", "CET"}}}}}},
+                        {"required", {"tz"}},
+                        {"additionalProperties", false}}}}}};
+
+json request(const json& tool_choice) {
+  return {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Bern?"}}})},
+          {"tools", json::array({kWeather, kTime})},
+          {"tool_choice", tool_choice},
+          {"max_tokens", 60},
+          {"temperature", 0.8},
+          {"seed", 11}};
+}
+
+std::size_t code_points(const std::string& s) {
+  std::size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// The arguments of a call validated by hand against the two schemas above.
+void expect_valid_arguments(const json& call) {
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  const std::string name = call["function"]["name"];
+  const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(args.is_object()) << call;
+  if (name == "get_weather") {
+    ASSERT_EQ(args.size(), 2u) << args;
+    ASSERT_TRUE(args["city"].is_string()) << args;
+    EXPECT_LE(code_points(args["city"].get<std::string>()), 8u) << args;
+    EXPECT_TRUE(args["days"].is_number_integer()) << args;
+  } else {
+    ASSERT_EQ(name, "get_time");
+    ASSERT_EQ(args.size(), 1u) << args;
+    EXPECT_TRUE(args["tz"] == "UTC" || args["tz"] == "CET") << args;
+  }
+}
+
+class ToolServe : public ::testing::Test {
+ protected:
+  static ServeProcess* start(const std::string& name, const std::string& tmpl) {
+    const std::string dir = testing::cli_scratch_dir(name);
+    const std::string templ =
+        std::string(DETINFER_SOURCE_DIR) + "/tests/jinja/fixtures/templates/" + tmpl;
+    const auto r = testing::run_shell(testing::cli_path() +
+                                      " make-tiny-model --arch qwen2 --seed 1 --chat-template '" +
+                                      templ + "' --out '" + dir + "'");
+    if (r.exit_code != 0) return nullptr;
+    auto* s = new ServeProcess();
+    if (!s->start(dir, {"--threads", "1"})) {
+      delete s;
+      return nullptr;
+    }
+    return s;
+  }
+  static void SetUpTestSuite() {
+    hermes_ = start("tools-qwen", "qwen2_5.jinja");
+    llama_ = start("tools-llama", "llama3_1.jinja");
+  }
+  static void TearDownTestSuite() {
+    for (ServeProcess** s : {&hermes_, &llama_}) {
+      if (*s != nullptr) (*s)->signal_and_wait(SIGTERM, 20);
+      delete *s;
+      *s = nullptr;
+    }
+  }
+  void SetUp() override {
+    ASSERT_TRUE(hermes_ != nullptr && llama_ != nullptr) << "detinfer serve did not start";
+  }
+  static ServeProcess* hermes_;
+  static ServeProcess* llama_;
+};
+ServeProcess* ToolServe::hermes_ = nullptr;
+ServeProcess* ToolServe::llama_ = nullptr;
+
+TEST_F(ToolServe, RequiredForcesAValidCallTheSameOnEveryRun) {
+  for (ServeProcess* server : {hermes_, llama_}) {
+    const auto [status, body] = post(server->port(), request("required"));
+    ASSERT_EQ(status, 200) << body;
+    const json j = json::parse(body);
+    EXPECT_EQ(j["detinfer"]["tool_call_format"], server == hermes_ ? "hermes" : "llama3_json");
+    const json& choice = j["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << body;
+    EXPECT_TRUE(choice["message"]["content"].is_null()) << body;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << body;
+    expect_valid_arguments(choice["message"]["tool_calls"][0]);
+    const auto [again_status, again] = post(server->port(), request("required"));
+    ASSERT_EQ(again_status, 200) << again;
+    EXPECT_EQ(json::parse(again)["choices"], j["choices"]);  // ids, names, arguments
+  }
+}
+
+TEST_F(ToolServe, NamedFunctionIsCalledOverSeveralSeeds) {
+  std::set<std::string> arguments;
+  for (const std::string name : {"get_weather", "get_time"}) {
+    for (std::int64_t seed = 1; seed <= 3; ++seed) {
+      json r = request({{"type", "function"}, {"function", {{"name", name}}}});
+      r["seed"] = seed;
+      const auto [status, body] = post(hermes_->port(), r);
+      ASSERT_EQ(status, 200) << body;
+      const json answer = json::parse(body);
+      const json& choice = answer["choices"][0];
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << body;
+      ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << body;
+      EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], name);
+      expect_valid_arguments(choice["message"]["tool_calls"][0]);
+      arguments.insert(
+          choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+    }
+  }
+  EXPECT_GT(arguments.size(), 2u);  // the arguments are generated, not fixed
+}
+
+// The streamed deltas (OpenAI's delta.tool_calls[] with index, id, type and function) put
+// together equal the whole answer's message.
+TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
+  for (ServeProcess* server : {hermes_, llama_}) {
+    for (const json& choice :
+         {json("required"), json({{"type", "function"}, {"function", {{"name", "get_time"}}}})}) {
+      const auto [ws, whole] = post(server->port(), request(choice));
+      ASSERT_EQ(ws, 200) << whole;
+      json r = request(choice);
+      r["stream"] = true;
+      const auto [ss, streamed] = post(server->port(), r);
+      ASSERT_EQ(ss, 200) << streamed;
+      json calls = json::array();
+      std::string finish;
+      for (const json& e : sse_events(streamed)) {
+        ASSERT_TRUE(e.is_object()) << streamed;
+        if (e["choices"].empty()) continue;
+        const json& c = e["choices"][0];
+        if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+        if (!c["delta"].contains("tool_calls")) continue;
+        for (const json& d : c["delta"]["tool_calls"]) {
+          const std::size_t k = d["index"].get<std::size_t>();
+          if (calls.size() <= k)
+            calls.push_back({{"type", "function"}, {"function", json::object()}});
+          if (d.contains("id")) calls[k]["id"] = d["id"];
+          calls[k]["function"]["name"] = d["function"]["name"];
+          calls[k]["function"]["arguments"] =
+              calls[k]["function"].value("arguments", std::string()) +
+              d["function"]["arguments"].get<std::string>();
+        }
+      }
+      EXPECT_EQ(finish, "tool_calls") << streamed;
+      EXPECT_EQ(calls, json::parse(whole)["choices"][0]["message"]["tool_calls"]) << streamed;
+    }
+  }
+}
+
+TEST_F(ToolServe, ACallAndItsResultRoundTripThroughTheTemplate) {
+  for (ServeProcess* server : {hermes_, llama_}) {
+    json r = request("required");
+    const auto [s1, b1] = post(server->port(), r);
+    ASSERT_EQ(s1, 200) << b1;
+    json message = json::parse(b1)["choices"][0]["message"];
+    r["messages"].push_back(message);
+    r["messages"].push_back(
+        {{"role", "tool"}, {"tool_call_id", message["tool_calls"][0]["id"]}, {"content", "21 C"}});
+    r["tool_choice"] = "auto";
+    r["max_tokens"] = 4;
+    const auto [s2, b2] = post(server->port(), r);
+    ASSERT_EQ(s2, 200) << b2;
+    EXPECT_GT(json::parse(b2)["usage"]["prompt_tokens"].get<int>(),
+              json::parse(b1)["usage"]["prompt_tokens"].get<int>());
+  }
+}
+
+// tool_choice "none": the template sees no tools and nothing is parsed, so the answer is
+// the one of the same request without tools.
+TEST_F(ToolServe, NoneIsTheRequestWithoutTools) {
+  const auto [s1, b1] = post(hermes_->port(), request("none"));
+  json plain = request("none");
+  plain.erase("tools");
+  plain.erase("tool_choice");
+  const auto [s2, b2] = post(hermes_->port(), plain);
+  ASSERT_EQ(s1, 200) << b1;
+  ASSERT_EQ(s2, 200) << b2;
+  EXPECT_EQ(json::parse(b1)["detinfer"]["digest"], json::parse(b2)["detinfer"]["digest"]);
+  EXPECT_FALSE(json::parse(b1)["detinfer"].contains("tool_call_format"));
+}
+
+TEST_F(ToolServe, BadToolParametersAre400sNamingTheParam) {
+  const auto with = [](const char* key, const json& v) {
+    json r = request("auto");
+    r[key] = v;
+    return r;
+  };
+  json nameless = kWeather;
+  nameless["function"].erase("name");
+  json string_params = kWeather;
+  string_params["function"]["parameters"] = {{"type", "string"}};
+  json minimum = kWeather;
+  minimum["function"]["parameters"]["properties"]["days"]["minimum"] = 0;
+  json both = request("required");
+  both["response_format"] = {{"type", "json_object"}};
+  json forced_bad = request("required");
+  forced_bad["tools"] = json::array({minimum});
+  const std::vector<std::pair<json, std::string>> cases = {
+      {with("tools", "get_weather"), "tools"},
+      {with("tools", json::array({nameless})), "tools"},
+      {with("tools", json::array({string_params})), "tools"},
+      {with("tools", json::array({kWeather, kWeather})), "tools"},
+      {with("tools", json::array({{{"type", "retrieval"}}})), "tools"},
+      {with("tool_choice", "sometimes"), "tool_choice"},
+      {with("tool_choice", {{"type", "function"}, {"function", {{"name", "get_date"}}}}),
+       "tool_choice"},
+      {with("parallel_tool_calls", "yes"), "parallel_tool_calls"},
+      {both, "tool_choice"},
+      // A parameters schema outside the constrained subset, when a call is forced.
+      {forced_bad, "tools"}};
+  for (const auto& [req, param] : cases) {
+    const auto [status, body] = post(hermes_->port(), req);
+    EXPECT_EQ(status, 400) << req << " -> " << body;
+    EXPECT_EQ(json::parse(body, nullptr, false)["error"]["param"], param) << req << " -> " << body;
+  }
+  const auto [status, body] = post(hermes_->port(), request("auto"));
+  EXPECT_EQ(status, 200) << body;  // still serving
+}
+
+}  // namespace
+}  // namespace detinfer
