@@ -1,5 +1,6 @@
 #include "chat/tool_calls.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
@@ -225,6 +226,30 @@ ParsedMessage parse_tool_calls(std::string_view text, ToolCallFormat format) {
       break;
   }
   return parse_hermes(text);
+}
+
+std::size_t content_prefix_length(std::string_view partial, ToolCallFormat format) {
+  std::size_t n = partial.size();
+  if (format == ToolCallFormat::kLlama3) {
+    const std::size_t i = skip_space(partial, 0);
+    const std::string_view rest = partial.substr(i);
+    const bool maybe_tag = rest.substr(0, kPythonTag.size()) == kPythonTag.substr(0, rest.size());
+    if (i == partial.size() || rest[0] == '{' || maybe_tag) return 0;
+    return n;
+  }
+  const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag : kHermesOpen;
+  const std::size_t at = partial.find(tag);
+  if (at != std::string_view::npos) {
+    n = at;
+  } else {  // a trailing part of the tag may still become one
+    for (std::size_t k = std::min(tag.size() - 1, partial.size()); k > 0; --k) {
+      if (partial.substr(partial.size() - k) == tag.substr(0, k)) {
+        n = partial.size() - k;
+        break;
+      }
+    }
+  }
+  return skip_space(partial.substr(0, n), 0) == n ? 0 : n;
 }
 
 ForcedCall forced_call(ToolCallFormat format, const std::optional<std::string>& name) {

@@ -48,6 +48,14 @@ struct ParsedMessage {
 // not end a call. Never throws on any text.
 ParsedMessage parse_tool_calls(std::string_view text, ToolCallFormat format);
 
+// How much of a message still being generated is content whatever follows: the text
+// before the first place a call could start (Hermes "<tool_call>", Mistral "[TOOL_CALLS]",
+// or a trailing part of one of them; Llama 3: nothing when the message starts, after
+// whitespace, with "{" or with what could become "<|python_tag|>"). 0 while that text is
+// only whitespace. A stream may send this much as content before the end:
+// parse_tool_calls(whole text).content then starts with it.
+std::size_t content_prefix_length(std::string_view partial, ToolCallFormat format);
+
 // A call the server forces. With `name` the prompt ends with the call opened up to its
 // arguments (`prefix`), the model generates the arguments object alone (constrained by
 // the function's parameters schema) and `suffix` closes it. Without a name the prefix

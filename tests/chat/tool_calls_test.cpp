@@ -155,6 +155,35 @@ std::string fixture(const std::string& name) {
   return s.str();
 }
 
+TEST(ToolCallParser, ContentPrefixOfAPartialMessage) {
+  const auto hermes = [](std::string_view t) {
+    return content_prefix_length(t, ToolCallFormat::kHermes);
+  };
+  EXPECT_EQ(hermes("Hello"), 5u);
+  EXPECT_EQ(hermes("Hello <tool"), 6u);
+  EXPECT_EQ(hermes("Hello <tool_call>{\"name\""), 6u);
+  EXPECT_EQ(hermes("a <b> c"), 7u);
+  EXPECT_EQ(hermes(" \n<tool_call>"), 0u);  // only whitespace so far
+  EXPECT_EQ(hermes("<"), 0u);
+  EXPECT_EQ(content_prefix_length("x [TOOL", ToolCallFormat::kMistral), 2u);
+  EXPECT_EQ(content_prefix_length("x [TOOL_CALLS] [", ToolCallFormat::kMistral), 2u);
+  const auto llama = [](std::string_view t) {
+    return content_prefix_length(t, ToolCallFormat::kLlama3);
+  };
+  EXPECT_EQ(llama(" {\"name\""), 0u);
+  EXPECT_EQ(llama("<|pyth"), 0u);
+  EXPECT_EQ(llama("<b>"), 3u);
+  EXPECT_EQ(llama("  "), 0u);
+  EXPECT_EQ(llama("Hi {"), 4u);
+  // What was sent is where the parsed content starts.
+  const std::string text = "Sure: <tool_call>{\"name\": \"f\"}</tool_call> done";
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    const std::size_t n = hermes(std::string_view(text).substr(0, cut));
+    EXPECT_EQ(parse_tool_calls(text, ToolCallFormat::kHermes).content->substr(0, n),
+              text.substr(0, n));
+  }
+}
+
 TEST(ToolCallFormatDetection, MarkersAndTokens) {
   const auto none = [](std::string_view) { return false; };
   EXPECT_EQ(detect_tool_call_format(fixture("qwen2_5.jinja"), none), ToolCallFormat::kHermes);

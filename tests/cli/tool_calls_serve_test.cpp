@@ -172,27 +172,31 @@ TEST_F(ToolServe, NamedFunctionIsCalledOverSeveralSeeds) {
 // The streamed deltas (OpenAI's delta.tool_calls[] with index, id, type and function) put
 // together equal the whole answer's message.
 TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
+  const json named = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
   for (ServeProcess* server : {hermes_, llama_}) {
-    for (const json& choice :
-         {json("required"), json({{"type", "function"}, {"function", {{"name", "get_time"}}}})}) {
-      const auto [ws, whole] = post(server->port(), request(choice));
-      ASSERT_EQ(ws, 200) << whole;
+    for (const json& choice : {json("required"), named, json("auto")}) {
       json r = request(choice);
+      r["max_tokens"] = choice == "auto" ? 12 : 60;
+      const auto [ws, whole_body] = post(server->port(), r);
+      ASSERT_EQ(ws, 200) << whole_body;
+      const json whole = json::parse(whole_body)["choices"][0];
       r["stream"] = true;
       const auto [ss, streamed] = post(server->port(), r);
       ASSERT_EQ(ss, 200) << streamed;
       json calls = json::array();
-      std::string finish;
+      std::string content, finish;
       for (const json& e : sse_events(streamed)) {
         ASSERT_TRUE(e.is_object()) << streamed;
         if (e["choices"].empty()) continue;
         const json& c = e["choices"][0];
         if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+        content += c["delta"].value("content", std::string());
         if (!c["delta"].contains("tool_calls")) continue;
         for (const json& d : c["delta"]["tool_calls"]) {
           const std::size_t k = d["index"].get<std::size_t>();
-          if (calls.size() <= k)
+          if (calls.size() <= k) {
             calls.push_back({{"type", "function"}, {"function", json::object()}});
+          }
           if (d.contains("id")) calls[k]["id"] = d["id"];
           calls[k]["function"]["name"] = d["function"]["name"];
           calls[k]["function"]["arguments"] =
@@ -200,8 +204,15 @@ TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
               d["function"]["arguments"].get<std::string>();
         }
       }
-      EXPECT_EQ(finish, "tool_calls") << streamed;
-      EXPECT_EQ(calls, json::parse(whole)["choices"][0]["message"]["tool_calls"]) << streamed;
+      EXPECT_EQ(finish, whole["finish_reason"]) << streamed;
+      if (choice != "auto") {
+        EXPECT_EQ(finish, "tool_calls") << streamed;
+      }
+      EXPECT_EQ(calls, whole["message"].value("tool_calls", json::array())) << streamed;
+      EXPECT_EQ(content, whole["message"]["content"].is_null()
+                             ? std::string()
+                             : whole["message"]["content"].get<std::string>())
+          << streamed;
     }
   }
 }
