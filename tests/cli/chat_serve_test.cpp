@@ -10,39 +10,15 @@
 #include <thread>
 
 #include "cli/cli_test_support.h"
+#include "cli/http_json.h"
 
 namespace detinfer {
 namespace {
 
 using nlohmann::json;
+using testing::post;
 using testing::ServeProcess;
-
-httplib::Client client_for(int port) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(10, 0);
-  c.set_read_timeout(120, 0);
-  return c;
-}
-
-// {status, body text}; status -1 when no response came back.
-std::pair<int, std::string> post(int port, const std::string& path, const json& body) {
-  httplib::Client c = client_for(port);
-  const httplib::Result r = c.Post(path, body.dump(), "application/json");
-  if (!r) return {-1, httplib::to_string(r.error())};
-  return {r->status, r->body};
-}
-
-std::vector<json> sse_events(const std::string& body) {
-  std::vector<json> events;
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("data: ", 0) != 0) continue;
-    const std::string data = line.substr(6);
-    events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data, nullptr, false));
-  }
-  return events;
-}
+using testing::sse_events;
 
 const json kMessages = json::array({{{"role", "system"}, {"content", "Be brief."}},
                                     {{"role", "user"}, {"content", "Name a fox."}}});

@@ -13,31 +13,17 @@
 #include <sstream>
 
 #include "cli/cli_test_support.h"
+#include "cli/http_json.h"
 
 namespace detinfer {
 namespace {
 
 using nlohmann::json;
 using testing::ServeProcess;
+using testing::sse_events;
 
 std::pair<int, std::string> post(int port, const json& body) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(10, 0);
-  c.set_read_timeout(120, 0);
-  const httplib::Result r = c.Post("/v1/chat/completions", body.dump(), "application/json");
-  if (!r) return {-1, httplib::to_string(r.error())};
-  return {r->status, r->body};
-}
-
-std::vector<json> sse_events(const std::string& body) {
-  std::vector<json> events;
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
-    events.push_back(json::parse(line.substr(6), nullptr, false));
-  }
-  return events;
+  return testing::post(port, "/v1/chat/completions", body);
 }
 
 const json kWeather = {
@@ -186,6 +172,7 @@ TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
       json calls = json::array();
       std::string content, finish;
       for (const json& e : sse_events(streamed)) {
+        if (e == "[DONE]") continue;
         ASSERT_TRUE(e.is_object()) << streamed;
         if (e["choices"].empty()) continue;
         const json& c = e["choices"][0];
