@@ -3,14 +3,15 @@
 // Hermes <tool_call> syntax, Llama 3.1 the JSON one): tool_choice "required" and a named
 // function force a call whose arguments follow the function's parameters schema, the
 // answer is the same on every run (ids included), streamed tool-call deltas equal the whole
-// answer, the call round-trips through the template, and bad tool parameters are 400s
-// naming the parameter.
+// answer, concurrent clients get what they get alone, the call round-trips through the template,
+// and bad tool parameters are 400s naming the parameter.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/cli_test_support.h"
 #include "cli/http_json.h"
@@ -153,6 +154,44 @@ TEST_F(ToolServe, NamedFunctionIsCalledOverSeveralSeeds) {
     }
   }
   EXPECT_GT(arguments.size(), 2u);  // the arguments are generated, not fixed
+}
+
+// Forced calls from 16 concurrent clients (two templates, required and named, four seeds)
+// equal the same requests sent alone: calls, ids and digests.
+TEST_F(ToolServe, ConcurrentCallsEqualTheRequestAlone) {
+  std::vector<std::pair<ServeProcess*, json>> requests;
+  for (ServeProcess* server : {hermes_, llama_}) {
+    for (std::int64_t seed = 20; seed < 24; ++seed) {
+      for (const json& choice :
+           {json("required"),
+            json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+        json r = request(choice);
+        r["seed"] = seed;
+        requests.emplace_back(server, r);
+      }
+    }
+  }
+  const auto answer = [](const std::string& body) {
+    const json j = json::parse(body, nullptr, false);
+    return j.is_object() ? json::array({j["choices"], j["detinfer"]["digest"]}) : json();
+  };
+  std::vector<json> alone;
+  for (const auto& [server, r] : requests) {
+    const auto [status, body] = post(server->port(), r);
+    ASSERT_EQ(status, 200) << body;
+    alone.push_back(answer(body));
+    ASSERT_EQ(alone.back()[0][0]["finish_reason"], "tool_calls") << body;
+  }
+  std::vector<std::string> together(requests.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    clients.emplace_back(
+        [&, i] { together[i] = post(requests[i].first->port(), requests[i].second).second; });
+  }
+  for (std::thread& t : clients) t.join();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(answer(together[i]), alone[i]) << requests[i].second;
+  }
 }
 
 // The streamed deltas (OpenAI's delta.tool_calls[] with index, id, type and function) put
