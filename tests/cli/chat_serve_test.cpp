@@ -249,6 +249,32 @@ TEST_F(ChatServe, ResponseFormatConstrainsTheOutput) {
   EXPECT_EQ(s3, 200) << b3;  // still serving
 }
 
+// The schema's properties are generated in the order the client wrote them (not sorted).
+TEST_F(ChatServe, ResponseFormatKeepsTheSchemasPropertyOrder) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"zeta": {"const": 1}, "alpha": {"const": 2}},)"
+      R"( "required": ["zeta", "alpha"], "additionalProperties": false})";
+  const std::string format =
+      R"({"type": "json_schema", "json_schema": {"name": "o", "schema": )" + schema + "}}";
+  for (const std::string& body :
+       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 40, )"
+        R"("response_format": )" +
+            format + "}",
+        R"({"prompt": "x", "max_tokens": 40, "response_format": )" + format + "}"}) {
+    const bool chat = body.find("messages") != std::string::npos;
+    httplib::Client c("127.0.0.1", port());
+    const httplib::Result r =
+        c.Post(chat ? "/v1/chat/completions" : "/v1/completions", body, "application/json");
+    ASSERT_TRUE(r) << body;
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const std::string text = chat ? choice["message"]["content"] : choice["text"];
+    const nlohmann::ordered_json v = nlohmann::ordered_json::parse(text);
+    ASSERT_EQ(v.size(), 2u) << text;
+    EXPECT_EQ(v.begin().key(), "zeta") << text;
+  }
+}
+
 TEST_F(ChatServe, ConsistencyUrlChatAuditsTheEndpoint) {
   const auto r = testing::run_shell(
       testing::cli_path() + " consistency --url http://127.0.0.1:" + std::to_string(port()) +

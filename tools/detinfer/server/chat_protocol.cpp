@@ -7,6 +7,7 @@
 #include "core/json_reader.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
+#include "response_format_param.h"
 
 namespace detinfer_cli {
 
@@ -119,6 +120,7 @@ ParseOutcome parse_chat_request(const std::string& body_text, const std::string&
     req.prompt_is_text = false;
     const detinfer::GenerationConfig defaults = session.default_generation_config();
     parse_sampling(body, model_limits(session), &defaults, req);
+    keep_schema_order(ordered, req.config.response_format);
     if (!req.sources.given("max_new_tokens")) {  // the model's, within the context left
       const std::int64_t room = session.context_length() - static_cast<std::int64_t>(ids.size());
       req.config.max_new_tokens = static_cast<std::int32_t>(
