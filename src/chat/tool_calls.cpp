@@ -276,9 +276,10 @@ std::string call_object_schema(ToolCallFormat format, const std::string& name,
          "],\"additionalProperties\":false}";
 }
 
-std::string tool_call_id(std::uint64_t seed, std::int32_t choice, std::int32_t call) {
-  const std::string key = "tool_call/" + std::to_string(seed) + "/" + std::to_string(choice) + "/" +
-                          std::to_string(call);
+std::string tool_call_id(std::uint64_t seed, std::uint64_t context, std::int32_t choice,
+                         std::int32_t call) {
+  const std::string key = "tool_call/" + std::to_string(seed) + "/" + std::to_string(context) +
+                          "/" + std::to_string(choice) + "/" + std::to_string(call);
   const Hash128 h = xxh3_128(key);
   return "call_" + hex64(h.high).substr(8) + hex64(h.low);
 }

@@ -73,8 +73,11 @@ ForcedCall forced_call(ToolCallFormat format, const std::optional<std::string>& 
 std::string call_object_schema(ToolCallFormat format, const std::string& name,
                                const std::string& parameters_schema);
 
-// "call_" + 24 hex digits: a pure function of the request's seed, the choice and the
-// call's position in it (ids repeat exactly when the request is repeated).
-std::string tool_call_id(std::uint64_t seed, std::int32_t choice, std::int32_t call);
+// "call_" + 24 hex digits: a pure function of the request's seed, `context` (a hash of
+// what the call answers; the server: the prompt's token ids, so the turns of one
+// conversation get different ids), the choice and the call's position in it. Ids repeat
+// exactly when the request is repeated.
+std::string tool_call_id(std::uint64_t seed, std::uint64_t context, std::int32_t choice,
+                         std::int32_t call);
 
 }  // namespace detinfer::chat

@@ -233,19 +233,21 @@ TEST(ForcedToolCall, CallObjectSchemaIsJson) {
 }
 
 TEST(ToolCallIds, DeterministicAndDistinct) {
-  EXPECT_EQ(tool_call_id(7, 0, 0), tool_call_id(7, 0, 0));
+  EXPECT_EQ(tool_call_id(7, 9, 0, 0), tool_call_id(7, 9, 0, 0));
   std::set<std::string> ids;
   for (std::uint64_t seed : {0ull, 7ull}) {
-    for (std::int32_t choice = 0; choice < 3; ++choice) {
-      for (std::int32_t call = 0; call < 3; ++call) {
-        const std::string id = tool_call_id(seed, choice, call);
-        EXPECT_EQ(id.size(), 29u);
-        EXPECT_EQ(id.rfind("call_", 0), 0u);
-        ids.insert(id);
+    for (std::uint64_t context : {0ull, 1ull}) {
+      for (std::int32_t choice = 0; choice < 3; ++choice) {
+        for (std::int32_t call = 0; call < 3; ++call) {
+          const std::string id = tool_call_id(seed, context, choice, call);
+          EXPECT_EQ(id.size(), 29u);
+          EXPECT_EQ(id.rfind("call_", 0), 0u);
+          ids.insert(id);
+        }
       }
     }
   }
-  EXPECT_EQ(ids.size(), 18u);
+  EXPECT_EQ(ids.size(), 36u);
 }
 
 }  // namespace

@@ -243,6 +243,8 @@ TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
   }
 }
 
+// A call, its result and a second forced call with the same seed: the conversation
+// renders through both templates and the second turn's call id is a new one.
 TEST_F(ToolServe, ACallAndItsResultRoundTripThroughTheTemplate) {
   for (ServeProcess* server : {hermes_, llama_}) {
     json r = request("required");
@@ -252,12 +254,14 @@ TEST_F(ToolServe, ACallAndItsResultRoundTripThroughTheTemplate) {
     r["messages"].push_back(message);
     r["messages"].push_back(
         {{"role", "tool"}, {"tool_call_id", message["tool_calls"][0]["id"]}, {"content", "21 C"}});
-    r["tool_choice"] = "auto";
-    r["max_tokens"] = 4;
-    const auto [s2, b2] = post(server->port(), r);
+    const auto [s2, b2] = post(server->port(), r);  // the same seed, the next turn
     ASSERT_EQ(s2, 200) << b2;
-    EXPECT_GT(json::parse(b2)["usage"]["prompt_tokens"].get<int>(),
+    const json second = json::parse(b2);
+    EXPECT_GT(second["usage"]["prompt_tokens"].get<int>(),
               json::parse(b1)["usage"]["prompt_tokens"].get<int>());
+    ASSERT_EQ(second["choices"][0]["finish_reason"], "tool_calls") << b2;
+    EXPECT_NE(second["choices"][0]["message"]["tool_calls"][0]["id"],
+              message["tool_calls"][0]["id"]);  // the turns' ids differ
   }
 }
 

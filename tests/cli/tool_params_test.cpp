@@ -15,13 +15,14 @@ const std::string kTwoCalls =
 TEST(ToolMessage, ParallelCallsAndContent) {
   ToolRequest t;
   t.parse = true;
+  t.context = 3;
   const ToolMessage m = tool_message(t, 5, 1, kTwoCalls, detinfer::FinishReason::kStop);
   EXPECT_STREQ(m.finish_reason, "tool_calls");
   EXPECT_EQ(m.content, "Checking.");
   ASSERT_EQ(m.tool_calls.size(), 2u);
   EXPECT_EQ(m.tool_calls[0]["function"]["name"], "a");
   EXPECT_EQ(m.tool_calls[0]["function"]["arguments"], "{\"x\":1}");
-  EXPECT_EQ(m.tool_calls[1]["id"], detinfer::chat::tool_call_id(5, 1, 1));
+  EXPECT_EQ(m.tool_calls[1]["id"], detinfer::chat::tool_call_id(5, t.context, 1, 1));
   t.parallel = false;
   EXPECT_EQ(tool_message(t, 5, 1, kTwoCalls, detinfer::FinishReason::kStop).tool_calls.size(), 1u);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "detinfer/hash.h"
 #include "detinfer/tokenizer.h"
 #include "openai_protocol.h"
 #include "serve_request.h"
@@ -113,6 +114,8 @@ void apply_tool_request(const detinfer::DeterministicSession& session, ServeRequ
   if (!tools.parse) return;
   const detinfer::Tokenizer* tok = session.tokenizer();
   if (tok == nullptr) reject("tools", "tool calls need the model's tokenizer");
+  const std::vector<std::int32_t>& rendered = req.prompt.ids();
+  tools.context = detinfer::xxh3_64(rendered.data(), rendered.size() * sizeof(std::int32_t));
   tools.format = chat::detect_tool_call_format(
       tok->decode(req.prompt.ids(), false),
       [tok](std::string_view t) { return tok->token_to_id(std::string(t)).has_value(); });
@@ -168,9 +171,10 @@ ToolMessage tool_message(const ToolRequest& tools, std::uint64_t seed, std::int3
   m.content = parsed.content ? json(*parsed.content) : json(nullptr);
   for (std::size_t k = 0; k < parsed.calls.size(); ++k) {
     const chat::ParsedToolCall& c = parsed.calls[k];
-    m.tool_calls.push_back({{"id", chat::tool_call_id(seed, choice, static_cast<std::int32_t>(k))},
-                            {"type", "function"},
-                            {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    m.tool_calls.push_back(
+        {{"id", chat::tool_call_id(seed, tools.context, choice, static_cast<std::int32_t>(k))},
+         {"type", "function"},
+         {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   }
   if (done) m.finish_reason = "tool_calls";
   return m;

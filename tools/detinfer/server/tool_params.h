@@ -29,7 +29,8 @@ struct ToolRequest {
   // A forced call (required / named): the text appended to the prompt and the text that
   // closes the generated JSON before it is parsed.
   std::optional<detinfer::chat::ForcedCall> forced;
-  std::string forced_name;  // kNamed: the function
+  std::string forced_name;    // kNamed: the function
+  std::uint64_t context = 0;  // the ids' context: a hash of the prompt's token ids
   // Every function: its name and its parameters schema as JSON text.
   std::vector<std::pair<std::string, std::string>> functions;
 };
@@ -57,7 +58,8 @@ struct ToolMessage {
 };
 
 // The message of a choice: without tool parsing its text; with it, the calls parsed from
-// the text (for a forced call: prefix + text + suffix) with ids from (seed, choice, call),
+// the text (for a forced call: prefix + text + suffix) with ids from (seed, the prompt's
+// hash, choice, call),
 // content the rest (null when only whitespace or a forced call), finish_reason
 // "tool_calls" when a finished choice made calls. parallel_tool_calls false keeps the
 // first call.
