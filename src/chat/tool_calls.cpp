@@ -170,11 +170,20 @@ ParsedMessage parse_llama3(std::string_view text) {
 }
 
 // Mistral: content, then [TOOL_CALLS] and a JSON array of call objects (or one object).
+// [TOOL_CALLS] is a special token, left out of text decoded without them: then a message
+// that is only a JSON array of calls is the calls.
 ParsedMessage parse_mistral(std::string_view text) {
   ParsedMessage whole{content_of(std::string(text)), {}};
-  const std::size_t tag = text.find(kMistralTag);
-  if (tag == std::string_view::npos) return whole;
-  const std::size_t body = skip_space(text, tag + kMistralTag.size());
+  std::size_t tag = text.find(kMistralTag);
+  std::size_t body = 0;
+  if (tag != std::string_view::npos) {
+    body = skip_space(text, tag + kMistralTag.size());
+  } else {
+    tag = body = skip_space(text, 0);
+    if (body >= text.size() || text[body] != '[') return whole;
+    const std::size_t end = json_end(text, body);
+    if (end == std::string_view::npos || skip_space(text, end) != text.size()) return whole;
+  }
   if (body >= text.size() || (text[body] != '[' && text[body] != '{')) return whole;
   const std::size_t end = json_end(text, body);
   if (end == std::string_view::npos) return whole;
@@ -236,6 +245,10 @@ std::size_t content_prefix_length(std::string_view partial, ToolCallFormat forma
     const bool maybe_tag = rest.substr(0, kPythonTag.size()) == kPythonTag.substr(0, rest.size());
     if (i == partial.size() || rest[0] == '{' || maybe_tag) return 0;
     return n;
+  }
+  if (format == ToolCallFormat::kMistral) {  // a message that may be a bare array of calls
+    const std::size_t i = skip_space(partial, 0);
+    if (i < partial.size() && partial[i] == '[') return 0;
   }
   const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag : kHermesOpen;
   const std::size_t at = partial.find(tag);

@@ -28,6 +28,8 @@ const char* to_string(ToolCallFormat f);  // "hermes", "llama3_json", "mistral"
 // "[TOOL_CALLS]" or "[AVAILABLE_TOOLS]" in the text or the token [TOOL_CALLS] -> Mistral;
 // "<tool_call>" in the text or as a token -> Hermes; "<|python_tag|>" or
 // "<|start_header_id|>" in the text or <|python_tag|> as a token -> Llama 3; else Hermes.
+// (Generated text is decoded without special tokens: Llama's <|python_tag|> and Mistral's
+// [TOOL_CALLS] are then absent, so the parsers accept calls without them.)
 ToolCallFormat detect_tool_call_format(std::string_view rendered,
                                        const std::function<bool(std::string_view)>& has_token);
 
@@ -50,8 +52,9 @@ ParsedMessage parse_tool_calls(std::string_view text, ToolCallFormat format);
 
 // How much of a message still being generated is content whatever follows: the text
 // before the first place a call could start (Hermes "<tool_call>", Mistral "[TOOL_CALLS]",
-// or a trailing part of one of them; Llama 3: nothing when the message starts, after
-// whitespace, with "{" or with what could become "<|python_tag|>"). 0 while that text is
+// or a trailing part of one of them; Mistral: nothing when the message starts with "[";
+// Llama 3: nothing when the message starts, after whitespace, with "{" or with what could
+// become "<|python_tag|>"). 0 while that text is
 // only whitespace. A stream may send this much as content before the end:
 // parse_tool_calls(whole text).content then starts with it.
 std::size_t content_prefix_length(std::string_view partial, ToolCallFormat format);

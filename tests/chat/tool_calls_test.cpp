@@ -128,6 +128,18 @@ TEST(ToolCallParser, MistralArrayAfterTheTag) {
   EXPECT_TRUE(bad.calls.empty());
   EXPECT_EQ(bad.content.value_or(""), "[TOOL_CALLS] [{\"name\": \"a\"}, {\"nom\": 1}]");
   EXPECT_TRUE(parse_tool_calls("no calls", ToolCallFormat::kMistral).calls.empty());
+  // Decoded without special tokens, the tag is gone: a bare array of calls is the calls,
+  // and only when it is the whole message.
+  const ParsedMessage bare = parse_tool_calls(" [{\"name\": \"a\", \"arguments\": {\"k\": 1}}]\n",
+                                              ToolCallFormat::kMistral);
+  ASSERT_EQ(bare.calls.size(), 1u);
+  EXPECT_EQ(bare.calls[0].arguments, R"({"k":1})");
+  EXPECT_FALSE(bare.content.has_value());
+  for (const std::string text : {"[{\"name\": \"a\"}] and text", "See [1] and [2]", "[1, 2]"}) {
+    const ParsedMessage m = parse_tool_calls(text, ToolCallFormat::kMistral);
+    EXPECT_TRUE(m.calls.empty()) << text;
+    EXPECT_EQ(m.content.value_or(""), text);
+  }
 }
 
 TEST(ToolCallParser, HostileTextNeverThrows) {
@@ -167,6 +179,7 @@ TEST(ToolCallParser, ContentPrefixOfAPartialMessage) {
   EXPECT_EQ(hermes("<"), 0u);
   EXPECT_EQ(content_prefix_length("x [TOOL", ToolCallFormat::kMistral), 2u);
   EXPECT_EQ(content_prefix_length("x [TOOL_CALLS] [", ToolCallFormat::kMistral), 2u);
+  EXPECT_EQ(content_prefix_length(" [{\"name", ToolCallFormat::kMistral), 0u);
   const auto llama = [](std::string_view t) {
     return content_prefix_length(t, ToolCallFormat::kLlama3);
   };
