@@ -1,13 +1,14 @@
 // Tool calls on `detinfer serve`'s /v1/chat/completions (docs/tools.md), over HTTP on tiny
 // random models with real chat templates (tests/jinja/fixtures: Qwen 2.5 speaks the
-// Hermes <tool_call> syntax, Llama 3.1 the JSON one): tool_choice "required" and a named
-// function force a call whose arguments follow the function's parameters schema, the
-// answer is the same on every run (ids included), streamed tool-call deltas equal the whole
-// answer, concurrent clients get what they get alone, the call round-trips through the template,
-// and bad tool parameters are 400s naming the parameter.
+// Hermes <tool_call> syntax, Llama 3.1 the JSON one) and a minimal Mistral-style one: tool_choice
+// "required" and a named function force a call whose arguments follow the function's parameters
+// schema, the answer is the same on every run (ids included), streamed tool-call deltas equal the
+// whole answer, concurrent clients get what they get alone, the call round-trips through the
+// template, and bad tool parameters are 400s naming the parameter.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -83,10 +84,11 @@ void expect_valid_arguments(const json& call) {
 
 class ToolServe : public ::testing::Test {
  protected:
-  static ServeProcess* start(const std::string& name, const std::string& tmpl) {
+  static std::string fixture(const std::string& name) {
+    return std::string(DETINFER_SOURCE_DIR) + "/tests/jinja/fixtures/templates/" + name;
+  }
+  static ServeProcess* start(const std::string& name, const std::string& templ) {
     const std::string dir = testing::cli_scratch_dir(name);
-    const std::string templ =
-        std::string(DETINFER_SOURCE_DIR) + "/tests/jinja/fixtures/templates/" + tmpl;
     const auto r = testing::run_shell(testing::cli_path() +
                                       " make-tiny-model --arch qwen2 --seed 1 --chat-template '" +
                                       templ + "' --out '" + dir + "'");
@@ -99,31 +101,51 @@ class ToolServe : public ::testing::Test {
     return s;
   }
   static void SetUpTestSuite() {
-    hermes_ = start("tools-qwen", "qwen2_5.jinja");
-    llama_ = start("tools-llama", "llama3_1.jinja");
+    hermes_ = start("tools-qwen", fixture("qwen2_5.jinja"));
+    llama_ = start("tools-llama", fixture("llama3_1.jinja"));
+    // No Mistral template with tools is among the fixtures: a minimal one in the shape of
+    // Mistral's v3 templates ([AVAILABLE_TOOLS], [INST], [TOOL_CALLS], [TOOL_RESULTS]).
+    const std::string mistral = testing::cli_scratch_dir("tools-mistral-template") + "/t.jinja";
+    std::ofstream(mistral)
+        << "{%- if tools %}[AVAILABLE_TOOLS] {{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+           "{%- for m in messages %}{%- if m.role == 'user' %}[INST] {{ m.content }}[/INST]"
+           "{%- elif m.role == 'assistant' and m.tool_calls %}[TOOL_CALLS] ["
+           "{%- for c in m.tool_calls %}{{ c.function | tojson }}{% if not loop.last %}, "
+           "{% endif %}{% endfor %}]</s>"
+           "{%- elif m.role == 'assistant' %}{{ m.content }}</s>"
+           "{%- elif m.role == 'tool' %}[TOOL_RESULTS] {{ m.content }}[/TOOL_RESULTS]"
+           "{%- endif %}{%- endfor %}";
+    mistral_ = start("tools-mistral", mistral);
   }
   static void TearDownTestSuite() {
-    for (ServeProcess** s : {&hermes_, &llama_}) {
+    for (ServeProcess** s : {&hermes_, &llama_, &mistral_}) {
       if (*s != nullptr) (*s)->signal_and_wait(SIGTERM, 20);
       delete *s;
       *s = nullptr;
     }
   }
   void SetUp() override {
-    ASSERT_TRUE(hermes_ != nullptr && llama_ != nullptr) << "detinfer serve did not start";
+    ASSERT_TRUE(hermes_ != nullptr && llama_ != nullptr && mistral_ != nullptr)
+        << "detinfer serve did not start";
+  }
+  static std::vector<ServeProcess*> servers() { return {hermes_, llama_, mistral_}; }
+  static std::string format_of(const ServeProcess* s) {
+    return s == hermes_ ? "hermes" : s == llama_ ? "llama3_json" : "mistral";
   }
   static ServeProcess* hermes_;
   static ServeProcess* llama_;
+  static ServeProcess* mistral_;
 };
 ServeProcess* ToolServe::hermes_ = nullptr;
 ServeProcess* ToolServe::llama_ = nullptr;
+ServeProcess* ToolServe::mistral_ = nullptr;
 
 TEST_F(ToolServe, RequiredForcesAValidCallTheSameOnEveryRun) {
-  for (ServeProcess* server : {hermes_, llama_}) {
+  for (ServeProcess* server : servers()) {
     const auto [status, body] = post(server->port(), request("required"));
     ASSERT_EQ(status, 200) << body;
     const json j = json::parse(body);
-    EXPECT_EQ(j["detinfer"]["tool_call_format"], server == hermes_ ? "hermes" : "llama3_json");
+    EXPECT_EQ(j["detinfer"]["tool_call_format"], format_of(server));
     const json& choice = j["choices"][0];
     EXPECT_EQ(choice["finish_reason"], "tool_calls") << body;
     EXPECT_TRUE(choice["message"]["content"].is_null()) << body;
@@ -156,11 +178,11 @@ TEST_F(ToolServe, NamedFunctionIsCalledOverSeveralSeeds) {
   EXPECT_GT(arguments.size(), 2u);  // the arguments are generated, not fixed
 }
 
-// Forced calls from 16 concurrent clients (two templates, required and named, four seeds)
+// Forced calls from 24 concurrent clients (three templates, required and named, 4 seeds)
 // equal the same requests sent alone: calls, ids and digests.
 TEST_F(ToolServe, ConcurrentCallsEqualTheRequestAlone) {
   std::vector<std::pair<ServeProcess*, json>> requests;
-  for (ServeProcess* server : {hermes_, llama_}) {
+  for (ServeProcess* server : servers()) {
     for (std::int64_t seed = 20; seed < 24; ++seed) {
       for (const json& choice :
            {json("required"),
@@ -198,7 +220,7 @@ TEST_F(ToolServe, ConcurrentCallsEqualTheRequestAlone) {
 // together equal the whole answer's message.
 TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
   const json named = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
-  for (ServeProcess* server : {hermes_, llama_}) {
+  for (ServeProcess* server : servers()) {
     for (const json& choice : {json("required"), named, json("auto")}) {
       json r = request(choice);
       r["max_tokens"] = choice == "auto" ? 12 : 60;
@@ -246,7 +268,7 @@ TEST_F(ToolServe, StreamedToolCallDeltasEqualTheWholeAnswer) {
 // A call, its result and a second forced call with the same seed: the conversation
 // renders through both templates and the second turn's call id is a new one.
 TEST_F(ToolServe, ACallAndItsResultRoundTripThroughTheTemplate) {
-  for (ServeProcess* server : {hermes_, llama_}) {
+  for (ServeProcess* server : servers()) {
     json r = request("required");
     const auto [s1, b1] = post(server->port(), r);
     ASSERT_EQ(s1, 200) << b1;
