@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 

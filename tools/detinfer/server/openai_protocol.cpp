@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/version.h"
