@@ -90,7 +90,8 @@ class ToolServe : public ::testing::Test {
   static ServeProcess* start(const std::string& name, const std::string& templ) {
     const std::string dir = testing::cli_scratch_dir(name);
     const auto r = testing::run_shell(testing::cli_path() +
-                                      " make-tiny-model --arch qwen2 --seed 1 --chat-template '" +
+                                      " make-tiny-model --arch qwen2 --seed 1 --max-positions 8192 "
+                                      "--chat-template '" +
                                       templ + "' --out '" + dir + "'");
     if (r.exit_code != 0) return nullptr;
     auto* s = new ServeProcess();
@@ -299,6 +300,40 @@ TEST_F(ToolServe, NoneIsTheRequestWithoutTools) {
   ASSERT_EQ(s2, 200) << b2;
   EXPECT_EQ(json::parse(b1)["detinfer"]["digest"], json::parse(b2)["detinfer"]["digest"]);
   EXPECT_FALSE(json::parse(b1)["detinfer"].contains("tool_call_format"));
+}
+
+// "required" among n functions is one anyOf branch per function: 16 are generated, 17 are
+// a 400 naming tools (structured outputs' limit of 16 live branches).
+TEST_F(ToolServe, RequiredAmongAtMost16Functions) {
+  for (const int n : {16, 17}) {
+    json tools = json::array();
+    for (int i = 0; i < n; ++i) {
+      const std::string arg = "x" + std::to_string(i);
+      tools.push_back({{"type", "function"},
+                       {"function",
+                        {{"name", "f" + std::to_string(i)},
+                         {"parameters",
+                          {{"type", "object"},
+                           {"properties", {{arg, {{"type", "integer"}}}}},
+                           {"required", {arg}}}}}}});
+    }
+    json r = request("required");
+    r["tools"] = tools;
+    const auto [status, body] = post(mistral_->port(), r);
+    if (n == 16) {
+      ASSERT_EQ(status, 200) << body;
+      const json j = json::parse(body);
+      EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << body;
+      const json call = j["choices"][0]["message"]["tool_calls"][0]["function"];
+      const std::string index = call["name"].get<std::string>().substr(1);
+      EXPECT_TRUE(
+          json::parse(call["arguments"].get<std::string>())["x" + index].is_number_integer())
+          << body;
+    } else {
+      EXPECT_EQ(status, 400) << body;
+      EXPECT_EQ(json::parse(body, nullptr, false)["error"]["param"], "tools") << body;
+    }
+  }
 }
 
 TEST_F(ToolServe, BadToolParametersAre400sNamingTheParam) {
