@@ -34,13 +34,13 @@ std::vector<std::int32_t> prompt(std::size_t n) {
 
 // Key chain of a 2048-token prompt; items = tokens.
 void BM_KeyChain(benchmark::State& state) {
-  PrefixNamespace ns;
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = xxh3_128("model");
   ns.block_size = state.range(0);
   const auto t = prompt(2048);
   for (auto _ : state) {
-    const Hash128 root = prefix_root(ns);
-    auto keys = prefix_block_keys(root, t.data(), t.size(), ns.block_size);
+    const Hash128 root = cache::prefix_root(ns);
+    auto keys = cache::prefix_block_keys(root, t.data(), t.size(), ns.block_size);
     benchmark::DoNotOptimize(keys.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(t.size()));
@@ -59,47 +59,49 @@ void BM_BlockMemcpy(benchmark::State& state) {
 BENCHMARK(BM_BlockMemcpy);
 
 // get of one resident block; put of a block (with eviction at steady state).
-void run_get(benchmark::State& state, BlockStore& store) {
+void run_get(benchmark::State& state, cache::BlockStore& store) {
   constexpr int kKeys = 64;
   for (int i = 0; i < kKeys; ++i) {
     store.put(testing::test_key(i), testing::make_payload(i, kBlockBytes));
   }
   int i = 0;
   for (auto _ : state) {
-    BytesPtr p = store.get(testing::test_key(i++ % kKeys), kBlockBytes);
+    cache::BytesPtr p = store.get(testing::test_key(i++ % kKeys), kBlockBytes);
     if (!p) state.SkipWithError("miss");
     benchmark::DoNotOptimize(p.get());
   }
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kBlockBytes));
 }
-void run_put(benchmark::State& state, BlockStore& store) {
-  const BytesPtr payload = testing::make_payload(1, kBlockBytes);
+void run_put(benchmark::State& state, cache::BlockStore& store) {
+  const cache::BytesPtr payload = testing::make_payload(1, kBlockBytes);
   std::uint64_t i = 0;
   for (auto _ : state) store.put(testing::test_key(1000 + i++ % 256), payload);
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kBlockBytes));
 }
 
 void BM_MemoryGet(benchmark::State& state) {
-  MemoryStore m(1LL << 30, 3600);
+  cache::MemoryStore m(1LL << 30, 3600);
   run_get(state, m);
 }
 BENCHMARK(BM_MemoryGet);
 void BM_MemoryPut(benchmark::State& state) {
-  MemoryStore m(64 * static_cast<std::int64_t>(kBlockBytes), 3600);  // evicts at steady state
+  cache::MemoryStore m(64 * static_cast<std::int64_t>(kBlockBytes),
+                       3600);  // evicts at steady state
   run_put(state, m);
 }
 BENCHMARK(BM_MemoryPut);
 
 void BM_DiskGet(benchmark::State& state) {
   testing::TempDir dir;
-  DiskStore d(dir.path(), 1LL << 30, kKvBlockMagic);
+  cache::DiskStore d(dir.path(), 1LL << 30, cache::kKvBlockMagic);
   run_get(state, d);
 }
 BENCHMARK(BM_DiskGet)->UseRealTime();
 void BM_DiskPut(benchmark::State& state) {
   testing::TempDir dir;
-  DiskStore d(dir.path(), 64 * static_cast<std::int64_t>(kBlockBytes + kEntryHeaderBytes),
-              kKvBlockMagic);
+  cache::DiskStore d(dir.path(),
+                     64 * static_cast<std::int64_t>(kBlockBytes + cache::kEntryHeaderBytes),
+                     cache::kKvBlockMagic);
   run_put(state, d);
 }
 BENCHMARK(BM_DiskPut)->UseRealTime();
@@ -117,12 +119,12 @@ std::unique_ptr<testing::RedisServer> start_redis(benchmark::State& state) {
   }
   return server;
 }
-std::unique_ptr<RedisStore> redis_store(int port) {
+std::unique_ptr<cache::RedisStore> redis_store(int port) {
   RedisOptions o;
   o.host = "127.0.0.1";
   o.port = port;
   o.command_timeout_ms = 1000;  // a benchmark measures, it should not time out
-  auto s = std::make_unique<RedisStore>(o, "detinfer:kv:", 3600, kKvBlockMagic);
+  auto s = std::make_unique<cache::RedisStore>(o, "detinfer:kv:", 3600, cache::kKvBlockMagic);
   s->open_model(xxh3_128("model"));
   return s;
 }
@@ -148,28 +150,29 @@ void BM_Lookup1920(benchmark::State& state) {
   const int tier = static_cast<int>(state.range(0));
   std::unique_ptr<testing::RedisServer> server;
   testing::TempDir dir;
-  PrefixCache::Tiers tiers;
-  if (tier == 0) tiers.memory = std::make_unique<MemoryStore>(1LL << 30, 3600);
-  if (tier == 1) tiers.disk = std::make_unique<DiskStore>(dir.path(), 1LL << 30, kKvBlockMagic);
+  cache::PrefixCache::Tiers tiers;
+  if (tier == 0) tiers.memory = std::make_unique<cache::MemoryStore>(1LL << 30, 3600);
+  if (tier == 1)
+    tiers.disk = std::make_unique<cache::DiskStore>(dir.path(), 1LL << 30, cache::kKvBlockMagic);
   if (tier == 2) {
     server = start_redis(state);
     if (!server) return;
     tiers.redis = redis_store(server->port());
   }
-  PrefixCache cache(std::move(tiers));
-  PrefixNamespace ns;
+  cache::PrefixCache cache(std::move(tiers));
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = xxh3_128("model");
   ns.block_size = kBlockTokens;
   ns.block_bytes = static_cast<std::int64_t>(kBlockBytes);
   cache.open(ns);
   const auto t = prompt(2048);
   const std::vector<std::int32_t> cached(t.begin(), t.begin() + 1920);
-  PrefixMatch warm = cache.lookup(t);
-  const BytesPtr payload = testing::make_payload(7, kBlockBytes);
+  cache::PrefixMatch warm = cache.lookup(t);
+  const cache::BytesPtr payload = testing::make_payload(7, kBlockBytes);
   for (std::size_t i = 0; i < 120; ++i) cache.insert(warm.keys[i], payload);
   std::vector<std::uint8_t> pool(120 * kBlockBytes);
   for (auto _ : state) {
-    PrefixMatch m = cache.lookup(t);
+    cache::PrefixMatch m = cache.lookup(t);
     if (m.cached_tokens() != 1920) state.SkipWithError("expected 1920 cached tokens");
     for (std::size_t i = 0; i < m.blocks.size(); ++i) {
       std::memcpy(pool.data() + i * kBlockBytes, m.blocks[i]->data(), kBlockBytes);

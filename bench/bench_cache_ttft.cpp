@@ -26,14 +26,14 @@ namespace {
 
 struct Fixture {
   testing::TempDir dir;
-  std::unique_ptr<Model> model;
+  std::unique_ptr<model::Model> model;
   std::vector<std::int32_t> prompt;  // 2048 tokens
   Fixture() {
-    const TinyModelOptions o = bench::ttft_model_options(dir.path() + "/model");
-    make_tiny_model(o);
-    ModelOptions mo;
+    const devtools::TinyModelOptions o = bench::ttft_model_options(dir.path() + "/model");
+    devtools::make_tiny_model(o);
+    model::ModelOptions mo;
     mo.threads = 2;
-    model = Model::load(o.out_dir, mo);
+    model = model::Model::load(o.out_dir, mo);
     prompt = bench::ttft_prompt();
   }
 };
@@ -42,8 +42,8 @@ Fixture& fixture() {
   return f;
 }
 
-EngineRequest request(std::vector<std::int32_t> prompt) {
-  EngineRequest r;
+engine::EngineRequest request(std::vector<std::int32_t> prompt) {
+  engine::EngineRequest r;
   r.prompt = std::move(prompt);
   r.config.max_new_tokens = 1;
   r.config.ignore_eos = true;
@@ -76,14 +76,14 @@ void BM_Ttft2048(benchmark::State& state) {
     ro.command_timeout_ms = 2000;
     o.redis.enabled = true;
   }
-  EngineOptions eo;
+  engine::EngineOptions eo;
   eo.kv_block_size = 16;
   eo.kv_budget_bytes = 1LL << 30;
   eo.prefill_chunk_tokens = 512;
-  Engine engine(*f.model, nullptr, eo);
-  std::shared_ptr<PrefixCache> cache;
+  engine::Engine engine(*f.model, nullptr, eo);
+  std::shared_ptr<cache::PrefixCache> cache;
   if (tier >= 0) {
-    cache = std::make_shared<PrefixCache>(o, ro);
+    cache = std::make_shared<cache::PrefixCache>(o, ro);
     engine.set_prefix_provider(std::make_shared<testing::CachePrefixProvider>(cache, *f.model));
     // Warm: the 1920-token prefix (+1 token so that all 120 blocks are published).
     std::vector<std::int32_t> warm(f.prompt.begin(), f.prompt.begin() + 1921);

@@ -61,7 +61,7 @@ struct Conversation {
   std::vector<std::int32_t> p1, m1;
   std::uint32_t x = 5;
   Conversation() {
-    make_tiny_model(bench::ttft_model_options(model, DType::kBF16));
+    devtools::make_tiny_model(bench::ttft_model_options(model, core::DType::kBF16));
     p1 = tokens(x, kFirstPrompt);
     m1 = tokens(x, kMessage);
   }

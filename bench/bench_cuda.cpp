@@ -33,8 +33,8 @@ void BM_CanonicalLinearBf16(benchmark::State& state) {
   const DeviceBuffer x = random_f32(m * s.k, 2);
   DeviceBuffer y(m * s.n * sizeof(float));
   gpu_loop(state, [&] {
-    linear(x.as<float>(), s.k, m, w.data(), DType::kBF16, s.n, s.k, nullptr, y.as<float>(), s.n,
-           nullptr);
+    linear(x.as<float>(), s.k, m, w.data(), core::DType::kBF16, s.n, s.k, nullptr, y.as<float>(),
+           s.n, nullptr);
   });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * s.n * s.k * 2));
 }

@@ -28,9 +28,9 @@
 
 namespace {
 
-using detinfer::KvCachePool;
-using detinfer::Model;
-using detinfer::SequenceStep;
+using detinfer::model::KvCachePool;
+using detinfer::model::Model;
+using detinfer::model::SequenceStep;
 using Clock = std::chrono::steady_clock;
 using detinfer_bench::ReadProbe;
 using detinfer_bench::time_it;
@@ -44,20 +44,20 @@ double median(std::vector<double> v) {
 
 struct Shape {
   const char* name;
-  detinfer::TinyModelOptions opt;
+  detinfer::devtools::TinyModelOptions opt;
 };
 
-Shape qwen05b(const std::string& dir, detinfer::DType dt) {
-  detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
+Shape qwen05b(const std::string& dir, detinfer::core::DType dt) {
+  detinfer::devtools::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
   o.dtype = dt;
   return {"0.5B", o};
 }
 
 // SmolLM-135M: hidden 576, intermediate 1536, 30 layers, 9 heads, 3 KV heads, vocab
 // 49152, tied embeddings.
-Shape smol135m(const std::string& dir, detinfer::DType dt) {
-  detinfer::TinyModelOptions o;
-  o.arch = detinfer::TinyArch::kLlama;
+Shape smol135m(const std::string& dir, detinfer::core::DType dt) {
+  detinfer::devtools::TinyModelOptions o;
+  o.arch = detinfer::devtools::TinyArch::kLlama;
   o.dtype = dt;
   o.hidden = 576;
   o.intermediate = 1536;
@@ -72,27 +72,28 @@ Shape smol135m(const std::string& dir, detinfer::DType dt) {
   return {"135M", o};
 }
 
-void ensure_model(const detinfer::TinyModelOptions& o) {
+void ensure_model(const detinfer::devtools::TinyModelOptions& o) {
   struct stat st {};
   if (::stat((o.out_dir + "/config.json").c_str(), &st) == 0) return;
   const auto t0 = Clock::now();
-  detinfer::make_tiny_model(o);
+  detinfer::devtools::make_tiny_model(o);
   std::fprintf(stderr, "generated %s in %.1f s\n", o.out_dir.c_str(),
                std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 // One loaded model with a KV pool and a sequence whose context can be set.
 struct Runner {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCachePool> kv;
+  std::unique_ptr<detinfer::model::Model> model;
+  std::unique_ptr<detinfer::model::KvCachePool> kv;
   std::vector<std::int32_t> table;
   std::vector<float> logits;
 
   Runner(const std::string& dir, int threads, std::int64_t max_context) {
-    model = Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
+    model = detinfer::model::Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
     const auto& c = model->config();
     const std::int64_t blocks = max_context / 16 + 2;
-    kv = std::make_unique<KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(), nullptr);
+    kv = std::make_unique<detinfer::model::KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(),
+                                                        nullptr);
     for (std::int64_t b = 0; b < blocks; ++b) table.push_back(kv->allocate());
   }
   std::int64_t kv_bytes_per_token() const {
@@ -103,7 +104,7 @@ struct Runner {
   // rows beyond what was written are the pool's zeros: attention's cost does not depend
   // on the values).
   void step(std::int64_t pos, std::int32_t token) {
-    SequenceStep s;
+    detinfer::model::SequenceStep s;
     s.tokens = {token};
     s.start_pos = pos;
     s.block_table = table;
@@ -111,7 +112,7 @@ struct Runner {
     model->forward({s}, *kv, logits);
   }
   void prefill(std::int64_t n) {
-    SequenceStep s;
+    detinfer::model::SequenceStep s;
     for (std::int64_t i = 0; i < n; ++i) s.tokens.push_back(static_cast<std::int32_t>(i * 7 + 3));
     s.block_table = table;
     logits.clear();
@@ -159,7 +160,7 @@ struct Args {
 
 void bound_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
-  const char* dt = s.opt.dtype == detinfer::DType::kBF16 ? "bf16" : "f32";
+  const char* dt = s.opt.dtype == detinfer::core::DType::kBF16 ? "bf16" : "f32";
   Runner r1(s.opt.out_dir, 1, 64), r2(s.opt.out_dir, 2, 64);
   const double bytes = static_cast<double>(r1.model->decode_read_bytes() +
                                            24 * r1.kv_bytes_per_token());  // context ~24
@@ -280,7 +281,7 @@ int main(int argc, char** argv) {
   }
   ::mkdir(a.dir.c_str(), 0755);
   if (a.profile_steps > 0) {  // load, then decode steps only (a profiler's window)
-    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::DType::kBF16);
+    const Shape s = qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16);
     ensure_model(s.opt);
     Runner r(s.opt.out_dir, a.threads, a.profile_steps + 64);
     std::fprintf(stderr, "loaded; decoding %d steps\n", a.profile_steps);
@@ -300,7 +301,6 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  using detinfer::DType;
   if (!a.context)
     std::printf(
         "decode batch 1 vs the read-bandwidth bound (bytes a step reads / step time, over the\n"
@@ -309,16 +309,16 @@ int main(int argc, char** argv) {
         "decode / probe | 2 threads | per-step work |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
         a.reps);
-  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", DType::kBF16),
-                               smol135m(a.dir + "/135m-f32", DType::kF32)};
+  std::vector<Shape> shapes = {smol135m(a.dir + "/135m-bf16", detinfer::core::DType::kBF16),
+                               smol135m(a.dir + "/135m-f32", detinfer::core::DType::kF32)};
   if (!a.quick) {
-    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", DType::kBF16),
-                                   qwen05b(a.dir + "/05b-f32", DType::kF32)});
+    shapes.insert(shapes.begin(), {qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16),
+                                   qwen05b(a.dir + "/05b-f32", detinfer::core::DType::kF32)});
   }
   if (!a.context) {
     for (const Shape& s : shapes) {
       const std::string name =
-          std::string(s.name) + (s.opt.dtype == DType::kBF16 ? " bf16" : " f32");
+          std::string(s.name) + (s.opt.dtype == detinfer::core::DType::kBF16 ? " bf16" : " f32");
       if (name.find(a.only) != std::string::npos) bound_table(s, probe, a);
     }
   }

@@ -14,7 +14,6 @@
 
 namespace {
 
-using detinfer::kernels::DType;
 using detinfer::kernels::PackedLinear;
 
 constexpr std::int64_t kVocab = 151936, kHidden = 896;
@@ -30,7 +29,8 @@ const Tables& tables() {
     out.table.resize(static_cast<std::size_t>(kVocab * kHidden));
     for (std::size_t i = 0; i < out.table.size(); ++i)
       out.table[i] = static_cast<std::uint16_t>(detinfer::philox_bits(5, 0, i, 0) >> 16) & 0xbfffu;
-    out.packed = PackedLinear::pack(out.table.data(), DType::kBF16, kVocab, kHidden);
+    out.packed =
+        PackedLinear::pack(out.table.data(), detinfer::core::DType::kBF16, kVocab, kHidden);
     return out;
   }();
   return t;
@@ -47,7 +47,8 @@ void BM_EmbeddingRow(benchmark::State& state) {
     if (packed) {
       t.packed.widen_row(token, x.data());
     } else {
-      detinfer::widen_to_f32(DType::kBF16, t.table.data() + token * kHidden, kHidden, x.data());
+      detinfer::model::widen_to_f32(detinfer::core::DType::kBF16, t.table.data() + token * kHidden,
+                                    kHidden, x.data());
     }
     benchmark::DoNotOptimize(x.data());
   }

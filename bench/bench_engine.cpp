@@ -42,8 +42,8 @@ struct Throughput {
 void ensure_model(const std::string& dir) {
   struct stat st {};
   if (::stat((dir + "/model.safetensors").c_str(), &st) == 0 && st.st_size > 900000000) return;
-  const detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
-  detinfer::make_tiny_model(o);
+  const detinfer::devtools::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
+  detinfer::devtools::make_tiny_model(o);
 }
 
 std::vector<std::int32_t> prompt_ids(int i) {

@@ -47,15 +47,15 @@ const kernels::PackedLinear& lm_head() {
         w[i + j] = static_cast<std::uint16_t>(bits >> 16);
       }
     }
-    return kernels::PackedLinear::pack(w.data(), kernels::DType::kBF16, kVocab, kHidden);
+    return kernels::PackedLinear::pack(w.data(), core::DType::kBF16, kVocab, kHidden);
   }();
   return packed;
 }
 
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[17];
+core::ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<core::ThreadPool> pools[17];
   if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  if (!pools[threads]) pools[threads] = std::make_unique<core::ThreadPool>(threads);
   return pools[threads].get();
 }
 

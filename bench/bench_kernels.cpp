@@ -28,15 +28,14 @@ namespace detinfer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using kernels::DType;
 using kernels::PackedLinear;
 
 constexpr std::size_t kColdBytes = std::size_t{256} << 20;
 
-ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[17];
+core::ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<core::ThreadPool> pools[17];
   if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  if (!pools[threads]) pools[threads] = std::make_unique<core::ThreadPool>(threads);
   return pools[threads].get();
 }
 
@@ -83,7 +82,7 @@ __attribute__((target("avx2"))) std::uint64_t read_range_avx2(const std::uint8_t
   return static_cast<std::uint64_t>(a[0] ^ a[1] ^ a[2] ^ a[3]) + i;
 }
 
-double timed_read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
+double timed_read(const std::uint8_t* p, std::size_t n, core::ThreadPool* pool) {
   const auto t0 = Clock::now();
   std::uint64_t sink[16] = {};
   if (pool == nullptr) {
@@ -118,7 +117,7 @@ struct VsRead {
     kernel_s += s;
     if (manual_time) state.SetIterationTime(s);
   }
-  void read(const std::uint8_t* p, std::size_t n, ThreadPool* pool) {
+  void read(const std::uint8_t* p, std::size_t n, core::ThreadPool* pool) {
     const double c0 = thread_cpu_s();
     read_s += timed_read(p, n, pool);
     read_cpu_s += thread_cpu_s() - c0;
@@ -155,7 +154,7 @@ const LinearSet& linear_set(std::int64_t k, std::int64_t n, bool cold) {
   for (std::size_t c = 0; c < copies; ++c) {
     for (std::size_t i = 0; i < w.size(); ++i)
       w[i] = static_cast<std::uint16_t>(philox_bits(11, c, i, 0) >> 16) & 0xbfffu;
-    slot->copies.push_back(PackedLinear::pack(w.data(), DType::kBF16, n, k));
+    slot->copies.push_back(PackedLinear::pack(w.data(), core::DType::kBF16, n, k));
   }
   slot->read_buf.assign(copies * bytes, 1);
   slot->bytes = bytes;
@@ -167,7 +166,7 @@ void BM_DecodeLinearBf16(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
   const bool cold = state.range(3) != 0;
   const LinearSet& set = linear_set(k, n, cold);
-  ThreadPool* pool = pool_for(threads);
+  core::ThreadPool* pool = pool_for(threads);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(k), 1);
   std::vector<float> y(static_cast<std::size_t>(n));
   VsRead t;
@@ -191,7 +190,7 @@ void BM_BatchedLinearBf16(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   const LinearSet& set = linear_set(k, n, true);
-  ThreadPool* pool = pool_for(threads);
+  core::ThreadPool* pool = pool_for(threads);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 1);
   std::vector<float> y(static_cast<std::size_t>(m * n));
   double tm = 0, t1 = 0, cm = 0, c1 = 0, best_m = 1e30, best_1 = 1e30;
@@ -273,7 +272,7 @@ void BM_FmaPeak(benchmark::State& state) {
 // Round trip of one parallel_for with trivial work per thread (the synchronization a
 // forward step pays a few hundred times), back to back as in a step.
 void BM_ParallelForRoundTrip(benchmark::State& state) {
-  ThreadPool pool(static_cast<int>(state.range(0)));
+  core::ThreadPool pool(static_cast<int>(state.range(0)));
   std::vector<std::int64_t> sink(64, 0);
   for (auto _ : state) {
     pool.parallel_for(pool.num_threads(), 1, [&](std::int64_t b, std::int64_t e) {
@@ -288,10 +287,10 @@ void BM_ParallelForRoundTrip(benchmark::State& state) {
 void BM_PrefillLinearF32VsTorch(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
-  ThreadPool* pool = pool_for(threads);
+  core::ThreadPool* pool = pool_for(threads);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 2);
   const std::vector<float> w = random_floats(static_cast<std::size_t>(n * k), 3);
-  const PackedLinear packed = PackedLinear::pack(w.data(), DType::kF32, n, k);
+  const PackedLinear packed = PackedLinear::pack(w.data(), core::DType::kF32, n, k);
   TorchLinear torch_mm(x.data(), w.data(), m, n, k);
   torch_mm.set_threads(threads);
   std::vector<float> y(static_cast<std::size_t>(m * n));
@@ -357,7 +356,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   const bool cold = state.range(1) != 0;
   const KvSet& s = kv_set(cold, state.range(2));
   const std::int64_t heads = 14;
-  ThreadPool* pool = pool_for(threads);
+  core::ThreadPool* pool = pool_for(threads);
   const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
   std::vector<float> out(q.size());
   const std::int64_t num_keys = s.tokens;
@@ -410,15 +409,15 @@ void BM_DecodeAttentionBf16VsF32(benchmark::State& state) {
   const bool cold = state.range(1) != 0;
   const KvSet& s = kv_set(cold, state.range(2));
   const std::int64_t heads = 14;
-  ThreadPool* pool = pool_for(threads);
+  core::ThreadPool* pool = pool_for(threads);
   std::vector<std::vector<std::uint16_t>> hk(s.k.size()), hv(s.v.size());
   for (std::size_t c = 0; c < s.k.size(); ++c) {
     hk[c].resize(s.k[c].size());
     hv[c].resize(s.v[c].size());
     kernels::store_as_dtype(s.k[c].data(), hk[c].data(), static_cast<std::int64_t>(hk[c].size()),
-                            DType::kBF16);
+                            core::DType::kBF16);
     kernels::store_as_dtype(s.v[c].data(), hv[c].data(), static_cast<std::int64_t>(hv[c].size()),
-                            DType::kBF16);
+                            core::DType::kBF16);
   }
   const std::vector<float> q = random_floats(static_cast<std::size_t>(heads * s.head_dim), 5);
   std::vector<float> out(q.size());
@@ -439,7 +438,7 @@ void BM_DecodeAttentionBf16VsF32(benchmark::State& state) {
     full.read(s.read_buf.data() + c * s.bytes, s.bytes, pool);
     kv.k_pool = hk[c].data();
     kv.v_pool = hv[c].data();
-    kv.kv_dtype = DType::kBF16;
+    kv.kv_dtype = core::DType::kBF16;
     half.kernel(state, run);  // the iteration's manual time: the bf16 kernel's
     benchmark::DoNotOptimize(out.data());
   }
@@ -512,7 +511,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("kernels_isa",
                               detinfer::kernels::to_string(detinfer::kernels::active_isa()));
-  benchmark::AddCustomContext("cpu", detinfer::cpu_model_name());
+  benchmark::AddCustomContext("cpu", detinfer::core::cpu_model_name());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -20,9 +20,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using detinfer::KvCachePool;
-using detinfer::Model;
 using detinfer::NumericsMode;
+using detinfer::model::KvCachePool;
+using detinfer::model::Model;
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -40,9 +40,9 @@ const char* mode_name(NumericsMode m) { return m == NumericsMode::kFast ? "fast"
 void ensure_model(const std::string& dir) {
   struct stat st {};
   if (::stat((dir + "/model.safetensors").c_str(), &st) == 0 && st.st_size > 900000000) return;
-  const detinfer::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
+  const detinfer::devtools::TinyModelOptions o = detinfer_bench::qwen05b_bf16_options(dir);
   const auto t0 = Clock::now();
-  detinfer::make_tiny_model(o);
+  detinfer::devtools::make_tiny_model(o);
   std::printf("generated %s in %.1f s\n", dir.c_str(), since(t0));
 }
 
@@ -61,7 +61,7 @@ LoadFigures load_in_child(const std::string& dir, NumericsMode mode) {
     ::close(fds[0]);
     LoadFigures f;
     {
-      const auto m = Model::load(dir, {mode, 1, {}});
+      const auto m = detinfer::model::Model::load(dir, {mode, 1, {}});
       f.load_s = m->load_stats().load_seconds;
       f.fingerprint_s = m->load_stats().fingerprint_seconds;
       f.weight_bytes = m->weight_bytes();
@@ -116,7 +116,7 @@ struct SpeedFigures {
 };
 
 SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int threads, int reps) {
-  const auto model = Model::load(dir, {mode, threads, {}});
+  const auto model = detinfer::model::Model::load(dir, {mode, threads, {}});
   const auto& c = model->config();
   // Per decode token every linear's weights are read once; the embedding row gather is
   // negligible. Canonical keeps a copy of the embedding table besides the packed lm_head.
@@ -124,12 +124,12 @@ SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int thread
   f.decode_bytes = model->resident_bytes();
   if (mode == NumericsMode::kCanonical) f.decode_bytes -= c.vocab_size * c.hidden_size * 2;
   constexpr int kPrompt = 64, kDecode = 16;
-  KvCachePool kv(c, 16, std::int64_t{256} << 20);
+  detinfer::model::KvCachePool kv(c, 16, std::int64_t{256} << 20);
   std::vector<std::int32_t> table;
   for (int b = 0; b < (kPrompt + kDecode) / 16 + 1; ++b) table.push_back(kv.allocate());
   std::vector<double> prefill, decode;
   for (int rep = 0; rep < reps; ++rep) {
-    detinfer::SequenceStep st;
+    detinfer::model::SequenceStep st;
     for (int i = 0; i < kPrompt; ++i) st.tokens.push_back((i * 7919 + rep) % 151000);
     st.block_table = table;
     std::vector<float> logits;
@@ -138,7 +138,7 @@ SpeedFigures measure_speed(const std::string& dir, NumericsMode mode, int thread
     prefill.push_back(kPrompt / since(t0));
     t0 = Clock::now();
     for (int i = 0; i < kDecode; ++i) {
-      detinfer::SequenceStep d;
+      detinfer::model::SequenceStep d;
       d.tokens = {static_cast<std::int32_t>(i * 31 + 5)};
       d.start_pos = kPrompt + i;
       d.block_table = table;

@@ -23,7 +23,7 @@ struct Fixture {
   testing::TempDir dir;
   std::string model_dir = dir.path() + "/model";
   std::vector<std::int32_t> prompt = bench::ttft_prompt();
-  Fixture() { make_tiny_model(bench::ttft_model_options(model_dir, DType::kBF16)); }
+  Fixture() { devtools::make_tiny_model(bench::ttft_model_options(model_dir, core::DType::kBF16)); }
 };
 Fixture& fixture() {
   static Fixture f;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/philox.h"
 #include "detinfer/tokenizer.h"
 #include "devtools/bpe_trainer.h"
@@ -33,7 +33,7 @@ constexpr std::int64_t kVocab = 150000;
 
 std::string english_prose(std::size_t bytes) {
   // ASCII lines of the corpus, cut into sentences.
-  const std::string_view corpus = detinfer::tiny_corpus();
+  const std::string_view corpus = detinfer::devtools::tiny_corpus();
   std::vector<std::string> sentences;
   std::string cur;
   bool ascii_line = true;
@@ -92,10 +92,11 @@ struct Data {
   std::size_t trained_merges = 0;
 
   Data() {
-    tk::BpeTrainerOptions opts;
+    detinfer::devtools::BpeTrainerOptions opts;
     opts.num_merges = kVocab - 256 - 1;
     opts.min_frequency = 2;
-    tk::TrainedBpe bpe = tk::train_byte_level_bpe({english, cjk}, opts);
+    detinfer::devtools::TrainedBpe bpe =
+        detinfer::devtools::train_byte_level_bpe({english, cjk}, opts);
     trained_merges = bpe.merges.size();
     // Synthetic merges (pairs of existing tokens) fill the tables to 150k entries.
     std::vector<std::string> seen(bpe.vocab.begin(), bpe.vocab.end());
@@ -109,13 +110,13 @@ struct Data {
       bpe.merges.emplace_back(a, b);
       bpe.vocab.push_back(a + b);
     }
-    tk::ByteLevelJsonOptions jopts;
+    detinfer::devtools::ByteLevelJsonOptions jopts;
     jopts.special_tokens = {"<|endoftext|>"};
     jopts.vocab_size = kVocab;
     big = std::make_unique<Tokenizer>(
-        Tokenizer::from_json(tk::byte_level_tokenizer_json(bpe, jopts)));
-    tiny =
-        std::make_unique<Tokenizer>(Tokenizer::from_json(detinfer::make_tiny_tokenizer_json(512)));
+        Tokenizer::from_json(detinfer::devtools::byte_level_tokenizer_json(bpe, jopts)));
+    tiny = std::make_unique<Tokenizer>(
+        Tokenizer::from_json(detinfer::devtools::make_tiny_tokenizer_json(512)));
   }
 };
 
@@ -153,7 +154,7 @@ void BM_DecodeEnglish150k(benchmark::State& state) {
 
 // The Llama-3 split regex alone (PCRE2 JIT): the floor under encode.
 void BM_PreTokenizeEnglish(benchmark::State& state) {
-  const tk::Regex re(tk::kLlama3SplitPattern, false, "bench");
+  const tk::Regex re(detinfer::devtools::kLlama3SplitPattern, false, "bench");
   std::vector<std::pair<std::size_t, std::size_t>> spans;
   for (auto _ : state) {
     spans.clear();

@@ -47,11 +47,12 @@ std::string model_dir(const Args& a) {
   if (!a.model.empty()) return a.model;
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/bench-verify-" + a.shape;
-  detinfer::TinyModelOptions o = a.shape == "qwen05b" ? detinfer_bench::qwen05b_bf16_options(dir)
-                                                      : detinfer::TinyModelOptions{};
+  detinfer::devtools::TinyModelOptions o = a.shape == "qwen05b"
+                                               ? detinfer_bench::qwen05b_bf16_options(dir)
+                                               : detinfer::devtools::TinyModelOptions{};
   o.out_dir = dir;
   if (a.shape == "tiny") o.max_positions = 4096;
-  detinfer::make_tiny_model(o);
+  detinfer::devtools::make_tiny_model(o);
   return dir;
 }
 

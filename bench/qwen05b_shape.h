@@ -9,10 +9,10 @@
 
 namespace detinfer_bench {
 
-inline detinfer::TinyModelOptions qwen05b_bf16_options(const std::string& dir) {
-  detinfer::TinyModelOptions o;
-  o.arch = detinfer::TinyArch::kQwen2;
-  o.dtype = detinfer::DType::kBF16;
+inline detinfer::devtools::TinyModelOptions qwen05b_bf16_options(const std::string& dir) {
+  detinfer::devtools::TinyModelOptions o;
+  o.arch = detinfer::devtools::TinyArch::kQwen2;
+  o.dtype = detinfer::core::DType::kBF16;
   o.hidden = 896;
   o.intermediate = 4864;
   o.layers = 24;

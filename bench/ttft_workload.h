@@ -12,9 +12,10 @@
 
 namespace detinfer::bench {
 
-inline TinyModelOptions ttft_model_options(const std::string& out_dir, DType dtype = DType::kF32) {
-  TinyModelOptions o;
-  o.arch = TinyArch::kQwen2;
+inline devtools::TinyModelOptions ttft_model_options(const std::string& out_dir,
+                                                     core::DType dtype = core::DType::kF32) {
+  devtools::TinyModelOptions o;
+  o.arch = devtools::TinyArch::kQwen2;
   o.dtype = dtype;
   o.hidden = 896;
   o.intermediate = 4864;

@@ -10,6 +10,8 @@ endif()
 add_library(detinfer_flags INTERFACE)
 target_compile_options(detinfer_flags INTERFACE
   $<$<COMPILE_LANGUAGE:C,CXX>:-Wall -Wextra -ffp-contract=off -fno-fast-math>)
+# This repository's code may still use DETINFER_DEPRECATED public API (export.h).
+target_compile_definitions(detinfer_flags INTERFACE DETINFER_IN_TREE_BUILD)
 if(DETINFER_WERROR)
   target_compile_options(detinfer_flags INTERFACE $<$<COMPILE_LANGUAGE:C,CXX>:-Werror>)
 endif()

@@ -51,7 +51,11 @@ struct DETINFER_API ConsistencyStats {
   double ratio = 1.0;        // matches / checks (1 before any check)
 };
 
-class DETINFER_API ConsistencyMonitor {
+// Deprecated: the session runs it (SessionOptions::consistency, consistency_stats()).
+// The pragmas keep this declaration's own use of SessionMetrics from warning.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+class DETINFER_API DETINFER_DEPRECATED_MACHINERY ConsistencyMonitor {
  public:
   // Throws Error(kInvalidArgument) for options out of range or an empty replay
   // function. `metrics` (optional) gets replay_match/replay_mismatch and
@@ -73,8 +77,9 @@ class DETINFER_API ConsistencyMonitor {
   ConsistencyStats stats() const;
 
  private:
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
+#pragma GCC diagnostic pop
 
 }  // namespace detinfer

@@ -24,7 +24,8 @@ struct DETINFER_API RecorderOptions {
 };
 
 // Thread-safe: concurrent record() calls write whole lines, never interleaved.
-class DETINFER_API FingerprintRecorder {
+// Deprecated: the session records (SessionOptions::fingerprint).
+class DETINFER_API DETINFER_DEPRECATED_MACHINERY FingerprintRecorder {
  public:
   // Opens the file (Error(kUnavailable) naming it when it cannot be opened).
   explicit FingerprintRecorder(RecorderOptions options);
@@ -49,7 +50,7 @@ class DETINFER_API FingerprintRecorder {
   std::uint64_t records() const;
 
  private:
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 

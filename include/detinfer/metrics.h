@@ -21,11 +21,11 @@ namespace detinfer {
 // Label name/value pairs of one time series, e.g. {{"finish_reason", "stop"}}.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-namespace metrics_detail {
+namespace metrics {
 struct CounterCell;
 struct GaugeCell;
 struct HistogramCell;
-}  // namespace metrics_detail
+}  // namespace metrics
 
 // A monotonically increasing integer count (Prometheus "counter").
 class DETINFER_API Counter {
@@ -36,8 +36,8 @@ class DETINFER_API Counter {
 
  private:
   friend class MetricsRegistry;
-  explicit Counter(metrics_detail::CounterCell* cell) : cell_(cell) {}
-  metrics_detail::CounterCell* cell_ = nullptr;
+  explicit Counter(metrics::CounterCell* cell) : cell_(cell) {}
+  metrics::CounterCell* cell_ = nullptr;
 };
 
 // A value that goes up and down (Prometheus "gauge").
@@ -52,8 +52,8 @@ class DETINFER_API Gauge {
 
  private:
   friend class MetricsRegistry;
-  explicit Gauge(metrics_detail::GaugeCell* cell) : cell_(cell) {}
-  metrics_detail::GaugeCell* cell_ = nullptr;
+  explicit Gauge(metrics::GaugeCell* cell) : cell_(cell) {}
+  metrics::GaugeCell* cell_ = nullptr;
 };
 
 // Observations counted into fixed buckets (Prometheus "histogram"). Bucket upper bounds
@@ -69,8 +69,8 @@ class DETINFER_API Histogram {
 
  private:
   friend class MetricsRegistry;
-  explicit Histogram(metrics_detail::HistogramCell* cell) : cell_(cell) {}
-  metrics_detail::HistogramCell* cell_ = nullptr;
+  explicit Histogram(metrics::HistogramCell* cell) : cell_(cell) {}
+  metrics::HistogramCell* cell_ = nullptr;
 };
 
 // Owns every metric; handles stay valid as long as the registry lives. Thread-safe.
@@ -101,12 +101,17 @@ class DETINFER_API MetricsRegistry {
   static const char* content_type();
 
  private:
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 
+// Deprecated (CacheMetrics, SessionMetrics): the session registers and updates these
+// families in its registry (DeterministicSession::metrics()). The pragmas keep the
+// declarations' use of each other from warning.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 // Counters and gauges of one cache tier (label cache="prefix" or "result").
-struct DETINFER_API CacheMetrics {
+struct DETINFER_API DETINFER_DEPRECATED_MACHINERY CacheMetrics {
   Counter hits;
   Counter misses;
   Counter evictions;
@@ -117,7 +122,7 @@ struct DETINFER_API CacheMetrics {
 
 // Handles to the detinfer_* families a session updates (names in docs/metrics.md).
 // Registering twice in one registry returns handles to the same series.
-struct DETINFER_API SessionMetrics {
+struct DETINFER_API DETINFER_DEPRECATED_MACHINERY SessionMetrics {
   explicit SessionMetrics(MetricsRegistry& registry);
   // A no-op set (every handle does nothing): metrics off.
   SessionMetrics() = default;
@@ -153,5 +158,6 @@ struct DETINFER_API SessionMetrics {
   static std::vector<double> latency_buckets_seconds();
   static std::vector<double> batch_size_buckets();
 };
+#pragma GCC diagnostic pop
 
 }  // namespace detinfer

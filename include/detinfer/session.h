@@ -247,7 +247,7 @@ class DETINFER_API DeterministicSession {
 
  private:
   friend struct SessionInternals;  // src/session/session_internal.h (tests only)
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
   explicit DeterministicSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

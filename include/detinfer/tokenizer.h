@@ -68,13 +68,13 @@ class DETINFER_API Tokenizer {
 
    private:
     friend class Tokenizer;
-    struct Impl;
+    struct DETINFER_LOCAL Impl;
     explicit StreamDecoder(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
   };
   StreamDecoder stream_decoder(bool skip_special_tokens = false) const;
 
-  struct Impl;
+  struct DETINFER_LOCAL Impl;
 
  private:
   explicit Tokenizer(std::shared_ptr<const Impl> impl);

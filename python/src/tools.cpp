@@ -14,7 +14,7 @@ namespace {
 // The float32 logits [num_tokens, vocab_size] of one prefill, owned here and exposed
 // through the buffer protocol: numpy.asarray(LogitsBuffer) shares this memory.
 struct LogitsBuffer {
-  detinfer::LogitsResult result;
+  detinfer::devtools::LogitsResult result;
 };
 
 void bind_diff(py::module_& m) {
@@ -78,7 +78,7 @@ void bind_tools(py::module_& m) {
       "_logits",
       [](const py::object& model, const py::object& tokens, const py::object& mode,
          const py::object& threads) {
-        detinfer::LogitsRequest req;
+        detinfer::devtools::LogitsRequest req;
         req.model_dir = to_str(model, "model");
         req.tokens = token_ids_from_python(tokens, "tokens");
         req.mode = detinfer::parse_numerics_mode(to_str(mode, "mode"));
@@ -86,7 +86,7 @@ void bind_tools(py::module_& m) {
         auto b = std::make_unique<LogitsBuffer>();
         {
           py::gil_scoped_release release;
-          b->result = detinfer::compute_logits(req);
+          b->result = detinfer::devtools::compute_logits(req);
         }
         return b;
       },

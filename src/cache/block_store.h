@@ -11,7 +11,7 @@
 #include "detinfer/cache_options.h"
 #include "detinfer/hash.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // Immutable payload bytes. Shared, never modified after insertion: a reader holding one
 // keeps valid bytes even if the entry is evicted meanwhile.
@@ -56,4 +56,4 @@ class BlockStore {
   virtual CacheTierStats stats() const = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

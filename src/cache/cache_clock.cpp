@@ -6,7 +6,7 @@
 
 #include "core/log.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 namespace {
 class SteadyCacheClock final : public CacheClock {
@@ -55,4 +55,4 @@ void RateLimitedLog::emit(spdlog::level::level_enum level, const std::string& wh
 void RateLimitedLog::warn(const std::string& what) { emit(spdlog::level::warn, what); }
 void RateLimitedLog::error(const std::string& what) { emit(spdlog::level::err, what); }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

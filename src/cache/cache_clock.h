@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace detinfer {
+namespace detinfer::cache {
 
 class CacheClock {
  public:
@@ -43,4 +43,4 @@ class RateLimitedLog {
   std::mutex mu_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -16,7 +16,7 @@
 #include "core/check.h"
 #include "core/log.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 namespace {
 constexpr const char* kSuffix = ".kv";
@@ -322,4 +322,4 @@ CacheTierStats DiskStore::stats() const {
   return with_occupancy(stats_, budget_, bytes_, map_.size());
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

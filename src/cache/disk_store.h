@@ -14,7 +14,7 @@
 #include "cache/cache_clock.h"
 #include "cache/entry_codec.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // Thread-safe. Several processes may share a directory: a file written by another
 // process is found by get() (and then indexed); the budget is enforced over the entries
@@ -68,4 +68,4 @@ class DiskStore final : public BlockStore {
   CacheTierStats stats_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

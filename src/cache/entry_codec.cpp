@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace detinfer {
+namespace detinfer::cache {
 
 namespace {
 void put_u32(std::uint8_t* p, std::uint32_t v) {
@@ -113,4 +113,4 @@ EntryStatus decode_entry(const void* data, std::size_t size, const EntryMagic& m
   return EntryStatus::kOk;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

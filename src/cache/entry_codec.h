@@ -11,7 +11,7 @@
 #include "cache/block_store.h"
 #include "detinfer/hash.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // 8 bytes naming what an entry holds.
 using EntryMagic = std::array<char, 8>;
@@ -57,4 +57,4 @@ std::string encode_entry(const EntryMagic& magic, const Hash128& key, const Byte
 EntryStatus decode_entry(const void* data, std::size_t size, const EntryMagic& magic,
                          const Hash128& key, std::size_t expected_size, Bytes* out);
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

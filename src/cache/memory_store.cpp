@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 MemoryStore::MemoryStore(std::int64_t budget_bytes, double ttl_seconds,
                          std::shared_ptr<CacheClock> clock)
@@ -140,4 +140,4 @@ CacheTierStats MemoryStore::stats() const {
   return with_occupancy(stats_, budget_, bytes_, map_.size());
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

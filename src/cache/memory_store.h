@@ -10,7 +10,7 @@
 #include "cache/block_store.h"
 #include "cache/cache_clock.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // Thread-safe. Invariants, checked by the tests after every insertion: the payload bytes
 // held never exceed the budget, and an entry past its TTL is never returned.
@@ -61,4 +61,4 @@ class MemoryStore final : public BlockStore {
   CacheTierStats stats_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -10,14 +10,14 @@
 #include "core/check.h"
 #include "core/memory_limits.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 PrefixCache::PrefixCache(const PrefixCacheOptions& options, const RedisOptions& redis,
                          std::shared_ptr<CacheClock> clock) {
   if (!options.enabled) return;
   if (options.memory.enabled) {
     std::int64_t budget = options.memory.budget_bytes;
-    if (budget == 0) budget = memory_limit_bytes() / 5;
+    if (budget == 0) budget = core::memory_limit_bytes() / 5;
     tiers_.push_back(
         {kMemory, std::make_unique<MemoryStore>(budget, options.memory.ttl_seconds, clock)});
   }
@@ -141,4 +141,4 @@ PrefixCacheStats PrefixCache::stats() const {
   return s;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

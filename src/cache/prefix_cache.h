@@ -24,7 +24,7 @@
 #include "cache/prefix_keys.h"
 #include "detinfer/cache_options.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 struct PrefixMatch {
   Hash128 root;
@@ -110,4 +110,4 @@ class PrefixCache {
   std::atomic<std::int64_t> cached_tokens_{0};
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

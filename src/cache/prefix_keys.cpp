@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 Hash128 prefix_root(const PrefixNamespace& ns, std::string_view salt) {
   if (ns.block_size < 1) {
@@ -64,4 +64,4 @@ std::vector<Hash128> prefix_block_keys(const Hash128& root, const std::int32_t* 
   return keys;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

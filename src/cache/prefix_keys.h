@@ -14,7 +14,7 @@
 #include "detinfer/hash.h"
 #include "detinfer/numerics.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // What makes two KV blocks of the same tokens differ.
 struct PrefixNamespace {
@@ -38,4 +38,4 @@ Hash128 prefix_next_key(const Hash128& previous, const std::int32_t* block_token
 std::vector<Hash128> prefix_block_keys(const Hash128& root, const std::int32_t* tokens,
                                        std::size_t count, std::int64_t block_size);
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -12,7 +12,7 @@
 
 #include "cache/prefix_cache.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // At admission: allocates pool blocks for the longest cached chain of the prompt's full
 // blocks (always leaving the last prompt token to prefill), copies the cached K/V into
@@ -53,4 +53,4 @@ std::int64_t publish_prefix_blocks(PrefixCache& cache, const std::vector<std::in
   return inserted;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -11,7 +11,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 namespace {
 timeval to_timeval(std::int32_t ms) {
@@ -212,4 +212,4 @@ RedisClient::Status RedisClient::exists(const std::string& key) {
   return r->integer > 0 ? Status::kOk : Status::kMissing;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -15,7 +15,7 @@
 
 struct redisContext;
 
-namespace detinfer {
+namespace detinfer::cache {
 
 class RedisClient {
  public:
@@ -59,4 +59,4 @@ class RedisClient {
   std::int64_t errors_ = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

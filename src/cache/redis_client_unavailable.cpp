@@ -6,7 +6,7 @@
 #include "cache/redis_client.h"
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 RedisClient::RedisClient(const RedisOptions& options, std::string what, double,
                          std::shared_ptr<CacheClock>)
@@ -31,4 +31,4 @@ RedisClient::Status RedisClient::del(const std::string&) { return Status::kUnava
 RedisClient::Status RedisClient::exists(const std::string&) { return Status::kUnavailable; }
 std::int64_t RedisClient::errors() const { return errors_; }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

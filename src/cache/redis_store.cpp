@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 RedisStore::RedisStore(const RedisOptions& options, std::string key_prefix,
                        std::int32_t ttl_seconds, const EntryMagic& magic,
@@ -79,4 +79,4 @@ CacheTierStats RedisStore::stats() const {
   return stats_;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -12,7 +12,7 @@
 #include "cache/entry_codec.h"
 #include "cache/redis_client.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // Thread-safe (one connection, serialized).
 class RedisStore final : public BlockStore {
@@ -45,4 +45,4 @@ class RedisStore final : public BlockStore {
   CacheTierStats stats_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

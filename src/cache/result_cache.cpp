@@ -8,7 +8,7 @@
 #include "core/check.h"
 #include "core/log.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 Hash128 result_cache_key(const Hash128& model_fingerprint, NumericsMode mode,
                          std::uint32_t spec_version, const Hash128& tokenizer_hash,
@@ -137,4 +137,4 @@ ResultCacheStats ResultCache::stats() const {
   return s;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

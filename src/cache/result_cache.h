@@ -16,7 +16,7 @@
 #include "detinfer/generation.h"
 #include "detinfer/numerics.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // XXH3-128(model fingerprint | u32 numerics mode | u32 spec version | tokenizer hash |
 // prompt ids (u64 count, little-endian u32 each) | length-prefixed canonical config).
@@ -70,4 +70,4 @@ class ResultCache {
   std::atomic<std::int64_t> undecodable_redis_{0};
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -10,7 +10,7 @@
 #include "core/check.h"
 #include "core/generation_fields.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 namespace {
 constexpr std::uint32_t kResultFormatVersion = 1;
@@ -292,4 +292,4 @@ ResultComparison compare_results(const GenerationResult& a, const GenerationResu
   return {};
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

@@ -9,7 +9,7 @@
 #include "cache/block_store.h"
 #include "detinfer/generation.h"
 
-namespace detinfer {
+namespace detinfer::cache {
 
 // Canonical bytes of a normalized config (the session resolves the seed and the default
 // stop ids first). Stop ids and stop strings are sets: sorted and deduplicated; -0.0 is
@@ -31,4 +31,4 @@ struct ResultComparison {
 // Bitwise comparison of the cached parts of two results (see serialize_result).
 ResultComparison compare_results(const GenerationResult& expected, const GenerationResult& actual);
 
-}  // namespace detinfer
+}  // namespace detinfer::cache

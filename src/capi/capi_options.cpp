@@ -95,7 +95,8 @@ DETINFER_SESSION_FIELDS(DETINFER_C_TYPE)
 // a new kCustom row fails here until its conversion is written.
 constexpr int custom_rows() {
   int n = 0;
-  for (const SessionFieldSpec& f : kSessionFields) n += f.c_field == CField::kCustom ? 1 : 0;
+  for (const session::SessionFieldSpec& f : session::kSessionFields)
+    n += f.c_field == session::CField::kCustom ? 1 : 0;
   return n;
 }
 static_assert(custom_rows() == 9, "a new kCustom SessionOptions row needs its C conversion here");

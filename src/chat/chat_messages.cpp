@@ -1,7 +1,7 @@
 #include "chat/chat_messages.h"
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 namespace detinfer {
 

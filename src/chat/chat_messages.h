@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/chat.h"
 
 namespace detinfer::chat {

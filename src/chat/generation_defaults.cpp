@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 namespace detinfer::chat {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 namespace detinfer::chat {
 

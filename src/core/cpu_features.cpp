@@ -3,7 +3,7 @@
 #include <fstream>
 #include <string>
 
-namespace detinfer {
+namespace detinfer::core {
 
 namespace {
 CpuFeatures detect() {
@@ -65,4 +65,4 @@ std::vector<std::string> cpu_flag_names() {
   return names;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::core

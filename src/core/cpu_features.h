@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace detinfer {
+namespace detinfer::core {
 
 struct CpuFeatures {
   bool avx2 = false;
@@ -21,4 +21,4 @@ std::string cpu_model_name();
 // Names of the detected flags, in a fixed order.
 std::vector<std::string> cpu_flag_names();
 
-}  // namespace detinfer
+}  // namespace detinfer::core

@@ -1,6 +1,6 @@
 #include "core/dtype.h"
 
-namespace detinfer {
+namespace detinfer::core {
 namespace {
 
 struct DTypeNames {
@@ -47,4 +47,4 @@ std::optional<DType> parse_safetensors_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::core

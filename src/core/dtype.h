@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-namespace detinfer {
+namespace detinfer::core {
 
 enum class DType : std::uint8_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
 
@@ -19,4 +19,4 @@ std::size_t dtype_size(DType d);        // bytes per element: 4 or 2
 std::optional<DType> parse_dtype(std::string_view name);
 std::optional<DType> parse_safetensors_dtype(std::string_view name);
 
-}  // namespace detinfer
+}  // namespace detinfer::core

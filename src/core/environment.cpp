@@ -19,8 +19,8 @@ EnvironmentInfo collect_environment() {
   e.build_type = build_info::kBuildType;
   e.build_flags = build_info::kBuildFlags;
   e.numerics_spec_version = kNumericsSpecVersion;
-  e.cpu_model = cpu_model_name();
-  e.cpu_flags = cpu_flag_names();
+  e.cpu_model = core::cpu_model_name();
+  e.cpu_flags = core::cpu_flag_names();
   e.hardware_threads = std::thread::hardware_concurrency();
   e.libtorch_version = build_info::kTorchVersion;
   e.glibc_version = gnu_get_libc_version();

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-namespace detinfer {
+namespace detinfer::core {
 
 namespace {
 
@@ -112,4 +112,4 @@ void limit_heap_arenas(int n) {
 #endif
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::core

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace detinfer {
+namespace detinfer::core {
 
 // Where the cgroup file systems and the process's cgroup membership are read from;
 // tests point these at a fake tree.
@@ -37,4 +37,4 @@ void release_free_heap();
 // cannot all give back (issue 33: RSS stayed 20% above idle after 64 large requests).
 void limit_heap_arenas(int n);
 
-}  // namespace detinfer
+}  // namespace detinfer::core

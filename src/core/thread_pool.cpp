@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::core {
 
 namespace {
 thread_local bool t_inside_pool = false;
@@ -168,4 +168,4 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
   if (err) std::rethrow_exception(err);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::core

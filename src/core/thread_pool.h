@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace detinfer {
+namespace detinfer::core {
 
 class ThreadPool {
  public:
@@ -75,4 +75,4 @@ class ThreadPool {
   std::exception_ptr error_;  // guarded by mu_
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::core

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "core/generation_fields.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 namespace detinfer::decode {
 

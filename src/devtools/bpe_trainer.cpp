@@ -10,7 +10,7 @@
 #include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
 
-namespace detinfer::tokenizer {
+namespace detinfer::devtools {
 
 const char kLlama3SplitPattern[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -65,11 +65,11 @@ struct Trainer {
 
 // The distinct pre-tokenized words and their counts, sorted (which fixes the numbering).
 std::vector<std::pair<std::string, std::int64_t>> count_words(
-    const std::vector<std::string_view>& texts, const Regex& split) {
+    const std::vector<std::string_view>& texts, const tokenizer::Regex& split) {
   std::unordered_map<std::string, std::int64_t> counts;
   std::vector<std::pair<std::size_t, std::size_t>> spans;
   for (const std::string_view text : texts) {
-    const std::size_t bad = find_invalid_utf8(text);
+    const std::size_t bad = tokenizer::find_invalid_utf8(text);
     if (bad != std::string_view::npos) {
       fail(ErrorCode::kInvalidArgument, "BPE trainer: text is not valid UTF-8 at byte ", bad);
     }
@@ -90,13 +90,13 @@ TrainedBpe train_byte_level_bpe(const std::vector<std::string_view>& texts,
     fail(ErrorCode::kInvalidArgument,
          "BPE trainer: num_merges must be >= 0 and min_frequency >= 1");
   }
-  const Regex split(options.split_pattern, false, "BPE trainer split_pattern");
+  const tokenizer::Regex split(options.split_pattern, false, "BPE trainer split_pattern");
   TrainedBpe out;
   std::array<std::int32_t, 256> byte_id{};
   for (int k = 0; k < 256; ++k) {
-    const std::uint8_t b = byte_level_order()[k];
+    const std::uint8_t b = tokenizer::byte_level_order()[k];
     byte_id[b] = k;
-    out.vocab.push_back(byte_to_char(b));
+    out.vocab.push_back(tokenizer::byte_to_char(b));
   }
 
   Trainer t;
@@ -152,4 +152,4 @@ TrainedBpe train_byte_level_bpe(const std::vector<std::string_view>& texts,
   return out;
 }
 
-}  // namespace detinfer::tokenizer
+}  // namespace detinfer::devtools

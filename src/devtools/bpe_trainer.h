@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace detinfer::tokenizer {
+namespace detinfer::devtools {
 
 // Llama-3's split pattern: contractions, letters with one leading non-letter, digits in
 // groups of 1-3, punctuation runs, newlines, whitespace.
@@ -45,4 +45,4 @@ struct ByteLevelJsonOptions {
 };
 std::string byte_level_tokenizer_json(const TrainedBpe& bpe, const ByteLevelJsonOptions& opts);
 
-}  // namespace detinfer::tokenizer
+}  // namespace detinfer::devtools

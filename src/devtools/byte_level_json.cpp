@@ -2,7 +2,7 @@
 
 #include "devtools/bpe_trainer.h"
 
-namespace detinfer::tokenizer {
+namespace detinfer::devtools {
 
 namespace {
 nlohmann::ordered_json added_token(std::int64_t id, const std::string& content) {
@@ -67,4 +67,4 @@ std::string byte_level_tokenizer_json(const TrainedBpe& bpe, const ByteLevelJson
   return j.dump(2);
 }
 
-}  // namespace detinfer::tokenizer
+}  // namespace detinfer::devtools

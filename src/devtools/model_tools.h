@@ -10,18 +10,18 @@
 #include "core/dtype.h"
 #include "detinfer/numerics.h"
 
-namespace detinfer {
+namespace detinfer::devtools {
 
 enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
 
 // Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
-DType parse_weight_dtype(const std::string& name);
+core::DType parse_weight_dtype(const std::string& name);
 
 struct TinyModelOptions {
   TinyArch arch = TinyArch::kLlama;
-  DType dtype = DType::kF32;
+  core::DType dtype = core::DType::kF32;
   std::int64_t hidden = 64;           // hidden_size
   std::int64_t intermediate = 128;    // intermediate_size
   std::int64_t layers = 2;            // num_hidden_layers
@@ -64,4 +64,4 @@ struct LogitsResult {
 // Loads the model and runs one prefill over all tokens, returning every position's logits.
 LogitsResult compute_logits(const LogitsRequest& request);
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::devtools {
 
 void write_safetensors(
     const std::string& path, std::vector<TensorEntry> entries,
@@ -19,9 +19,9 @@ void write_safetensors(
   std::uint64_t offset = 0;
   std::vector<std::uint64_t> sizes;
   for (const auto& e : entries) {
-    std::uint64_t bytes = dtype_size(e.dtype);
+    std::uint64_t bytes = core::dtype_size(e.dtype);
     for (const std::int64_t d : e.shape) bytes *= static_cast<std::uint64_t>(d);
-    header[e.name] = {{"dtype", safetensors_name(e.dtype)},
+    header[e.name] = {{"dtype", core::safetensors_name(e.dtype)},
                       {"shape", e.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -81,4 +81,4 @@ std::uint16_t f32_to_f16(float f) {
   return static_cast<std::uint16_t>(sign | ((rebased + 0xfffu + ((ax >> 13) & 1u)) >> 13));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

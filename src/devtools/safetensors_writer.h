@@ -10,11 +10,11 @@
 
 #include "model/safetensors_header.h"
 
-namespace detinfer {
+namespace detinfer::devtools {
 
 struct TensorEntry {
   std::string name;
-  DType dtype = DType::kF32;
+  core::DType dtype = core::DType::kF32;
   std::vector<std::int64_t> shape;
 };
 
@@ -29,4 +29,4 @@ void write_safetensors(
 std::uint16_t f32_to_bf16(float f);
 std::uint16_t f32_to_f16(float f);
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

@@ -1,4 +1,4 @@
-// detinfer::make_tiny_model: a deterministic random model in the Hugging Face layout.
+// detinfer::devtools::make_tiny_model: a deterministic random model in the Hugging Face layout.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "devtools/tiny_tokenizer.h"
 #include "model/weight_loader.h"
 
-namespace detinfer {
+namespace detinfer::devtools {
 namespace {
 
 constexpr std::int64_t kMinTokenizerVocab = 259;
@@ -114,9 +114,9 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
       {"rope_theta", o.rope_theta},
       {"hidden_act", "silu"},
       {"tie_word_embeddings", o.tie_word_embeddings},
-      {"torch_dtype", o.dtype == DType::kF32    ? "float32"
-                      : o.dtype == DType::kBF16 ? "bfloat16"
-                                                : "float16"},
+      {"torch_dtype", o.dtype == core::DType::kF32    ? "float32"
+                      : o.dtype == core::DType::kBF16 ? "bfloat16"
+                                                      : "float16"},
       {"bos_token_id", nullptr},
       {"eos_token_id", eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos.front())},
       {"rope_scaling", nullptr},
@@ -143,8 +143,8 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
 }
 
 // Config the generator's tensors follow (the same required_weights() the loader checks).
-ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_dim) {
-  ModelConfig c;
+model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_dim) {
+  model::ModelConfig c;
   c.vocab_size = o.vocab;
   c.hidden_size = o.hidden;
   c.intermediate_size = o.intermediate;
@@ -159,24 +159,24 @@ ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_dim) {
 }
 
 // Philox draws for tensor `stream`: value e = center + scale * (2u - 1).
-void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t stream, DType dtype,
-                 std::vector<std::uint8_t>& out) {
+void fill_tensor(const model::WeightSpec& spec, std::uint64_t seed, std::uint64_t stream,
+                 core::DType dtype, std::vector<std::uint8_t>& out) {
   float center = 0.0f, scale = 0.0f;
   switch (spec.kind) {
-    case WeightKind::kEmbed:
+    case model::WeightKind::kEmbed:
       scale = 1.0f;
       break;
-    case WeightKind::kFinalNorm:
-    case WeightKind::kInputNorm:
-    case WeightKind::kPostNorm:
-    case WeightKind::kQNorm:
-    case WeightKind::kKNorm:
+    case model::WeightKind::kFinalNorm:
+    case model::WeightKind::kInputNorm:
+    case model::WeightKind::kPostNorm:
+    case model::WeightKind::kQNorm:
+    case model::WeightKind::kKNorm:
       center = 1.0f;
       scale = 0.1f;
       break;
-    case WeightKind::kQBias:
-    case WeightKind::kKBias:
-    case WeightKind::kVBias:
+    case model::WeightKind::kQBias:
+    case model::WeightKind::kKBias:
+    case model::WeightKind::kVBias:
       scale = 0.1f;
       break;
     default:  // linear [out][in]: uniform with variance 1 / fan_in
@@ -185,17 +185,17 @@ void fill_tensor(const WeightSpec& spec, std::uint64_t seed, std::uint64_t strea
   }
   std::int64_t n = 1;
   for (const std::int64_t d : spec.shape) n *= d;
-  out.resize(static_cast<std::size_t>(n) * dtype_size(dtype));
+  out.resize(static_cast<std::size_t>(n) * core::dtype_size(dtype));
   PhiloxCounter block{};
   for (std::int64_t e = 0; e < n; ++e) {
     if (e % 4 == 0) block = philox_block(seed, stream, static_cast<std::uint64_t>(e / 4));
     const float u = uniform01(block[static_cast<std::size_t>(e % 4)]);
     const float v = center + scale * (2.0f * u - 1.0f);
-    std::uint8_t* dst = out.data() + static_cast<std::size_t>(e) * dtype_size(dtype);
-    if (dtype == DType::kF32) {
+    std::uint8_t* dst = out.data() + static_cast<std::size_t>(e) * core::dtype_size(dtype);
+    if (dtype == core::DType::kF32) {
       std::memcpy(dst, &v, 4);
     } else {
-      const std::uint16_t b = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      const std::uint16_t b = dtype == core::DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
       std::memcpy(dst, &b, 2);
     }
   }
@@ -219,8 +219,8 @@ TinyArch parse_tiny_arch(const std::string& name) {
        "' (llama, mistral, qwen2, qwen3)");
 }
 
-DType parse_weight_dtype(const std::string& name) {
-  if (const auto d = parse_dtype(name)) return *d;
+core::DType parse_weight_dtype(const std::string& name) {
+  if (const auto d = core::parse_dtype(name)) return *d;
   fail(ErrorCode::kInvalidArgument, "unknown weight dtype '", name, "' (f32, bf16, f16)");
 }
 
@@ -241,8 +241,9 @@ void make_tiny_model(const TinyModelOptions& o) {
   gen["eos_token_id"] = eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos);
   write_text(dir + "/generation_config.json", gen.dump(2) + "\n");
 
-  const std::vector<WeightSpec> specs = required_weights(model_config_of(o, head_dim));
-  const DType dtype = o.dtype;
+  const std::vector<model::WeightSpec> specs =
+      model::required_weights(model_config_of(o, head_dim));
+  const core::DType dtype = o.dtype;
   if (o.shards > static_cast<std::int64_t>(specs.size())) {
     fail(ErrorCode::kInvalidArgument, "shards = ", o.shards, " exceeds the ", specs.size(),
          " tensors");
@@ -254,14 +255,14 @@ void make_tiny_model(const TinyModelOptions& o) {
     const std::int64_t begin = s * n / o.shards, end = (s + 1) * n / o.shards;
     std::vector<TensorEntry> entries;
     for (std::int64_t i = begin; i < end; ++i) {
-      const WeightSpec& w = specs[static_cast<std::size_t>(i)];
+      const model::WeightSpec& w = specs[static_cast<std::size_t>(i)];
       entries.push_back({w.name, dtype, w.shape});
     }
     const std::string file = o.shards == 1 ? "model.safetensors" : shard_name(s, o.shards);
     write_safetensors(dir + "/" + file, entries,
                       [&](const TensorEntry& e, std::vector<std::uint8_t>& bytes) {
                         for (std::int64_t i = begin; i < end; ++i) {
-                          const WeightSpec& w = specs[static_cast<std::size_t>(i)];
+                          const model::WeightSpec& w = specs[static_cast<std::size_t>(i)];
                           if (w.name == e.name) {
                             fill_tensor(w, o.seed, static_cast<std::uint64_t>(i), dtype, bytes);
                           }
@@ -274,7 +275,7 @@ void make_tiny_model(const TinyModelOptions& o) {
   } else {
     std::int64_t total = 0;
     for (const auto& w : specs) {
-      std::int64_t k = static_cast<std::int64_t>(dtype_size(dtype));
+      std::int64_t k = static_cast<std::int64_t>(core::dtype_size(dtype));
       for (const std::int64_t d : w.shape) k *= d;
       total += k;
     }
@@ -284,4 +285,4 @@ void make_tiny_model(const TinyModelOptions& o) {
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "devtools/bpe_trainer.h"
 
-namespace detinfer {
+namespace detinfer::devtools {
 
 namespace {
 constexpr std::int64_t kNumBytes = 256;
@@ -20,11 +20,11 @@ void check_vocab_size(std::int64_t vocab_size) {
   }
 }
 
-tokenizer::TrainedBpe train(std::int64_t vocab_size) {
-  tokenizer::BpeTrainerOptions opts;
+TrainedBpe train(std::int64_t vocab_size) {
+  BpeTrainerOptions opts;
   opts.num_merges = vocab_size - kNumBytes - kNumSpecial;
   opts.min_frequency = 2;
-  return tokenizer::train_byte_level_bpe({tiny_corpus()}, opts);
+  return train_byte_level_bpe({tiny_corpus()}, opts);
 }
 
 }  // namespace
@@ -37,10 +37,10 @@ TinySpecialIds tiny_special_ids(std::int64_t vocab_size) {
 
 std::string make_tiny_tokenizer_json(std::int64_t vocab_size) {
   check_vocab_size(vocab_size);
-  tokenizer::ByteLevelJsonOptions opts;
+  ByteLevelJsonOptions opts;
   opts.special_tokens.assign(std::begin(kSpecial), std::end(kSpecial));
   opts.vocab_size = vocab_size;
-  return tokenizer::byte_level_tokenizer_json(train(vocab_size), opts);
+  return byte_level_tokenizer_json(train(vocab_size), opts);
 }
 
 std::string make_tiny_tokenizer_config_json() {
@@ -62,4 +62,4 @@ std::string make_tiny_tokenizer_config_json() {
   return j.dump(2);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

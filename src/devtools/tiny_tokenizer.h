@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace detinfer {
+namespace detinfer::devtools {
 
 // The text the tiny tokenizer is trained on (data/tiny_corpus.txt, embedded at build time).
 std::string_view tiny_corpus();
@@ -35,4 +35,4 @@ struct TinySpecialIds {
 };
 TinySpecialIds tiny_special_ids(std::int64_t vocab_size);
 
-}  // namespace detinfer
+}  // namespace detinfer::devtools

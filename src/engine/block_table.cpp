@@ -2,15 +2,16 @@
 
 #include "model/model.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
-void ensure_blocks(KvCachePool& pool, std::vector<std::int32_t>& table, std::int64_t tokens) {
+void ensure_blocks(model::KvCachePool& pool, std::vector<std::int32_t>& table,
+                   std::int64_t tokens) {
   const std::int64_t bs = pool.block_size();
   while (static_cast<std::int64_t>(table.size()) * bs < tokens) table.push_back(pool.allocate());
 }
 
-std::vector<std::int32_t> fork_blocks(KvCachePool& pool, const std::vector<std::int32_t>& table,
-                                      std::int64_t tokens) {
+std::vector<std::int32_t> fork_blocks(model::KvCachePool& pool,
+                                      const std::vector<std::int32_t>& table, std::int64_t tokens) {
   const std::int64_t bs = pool.block_size();
   const std::int64_t full = tokens / bs;
   std::vector<std::int32_t> child;
@@ -30,9 +31,9 @@ std::vector<std::int32_t> fork_blocks(KvCachePool& pool, const std::vector<std::
   return child;
 }
 
-void release_blocks(KvCachePool& pool, std::vector<std::int32_t>& table) {
+void release_blocks(model::KvCachePool& pool, std::vector<std::int32_t>& table) {
   for (const std::int32_t b : table) pool.release(b);
   table.clear();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

@@ -1,8 +1,8 @@
 #include "engine/engine_impl.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
-Engine::Engine(Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
+Engine::Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
     : impl_(std::make_unique<Impl>(model, tokenizer, options)) {
   impl_->waker->engine = impl_.get();
   impl_->thread = std::thread([this] { impl_->loop(); });
@@ -291,7 +291,7 @@ void Engine::Impl::build_batch(Batch& b) {
     if (g.req.score_row && !scored) n = std::min(n, g.req.score_from - g.prefilled);
     SeqState& s = g.seqs[0];
     ensure_blocks(pool, s.blocks, g.prefilled + n);
-    SequenceStep st;
+    model::SequenceStep st;
     st.tokens.assign(g.req.prompt.begin() + g.prefilled, g.req.prompt.begin() + g.prefilled + n);
     st.start_pos = g.prefilled;
     st.block_table = s.blocks;
@@ -304,4 +304,4 @@ void Engine::Impl::build_batch(Batch& b) {
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

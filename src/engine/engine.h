@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "detinfer/generation.h"
-#include "detinfer/session.h"
 #include "detinfer/tokenizer.h"
 #include "engine/engine_hooks.h"
 
-namespace detinfer {
-
+namespace detinfer::model {
 class Model;
+}  // namespace detinfer::model
+
+namespace detinfer::engine {
 
 struct EngineOptions {
   std::int32_t max_batch = 32;              // sequences decoded together per step
@@ -56,14 +57,21 @@ struct EngineRequest {
   std::int64_t score_from = 0;
 };
 
-// The session reports the engine's counters as they are.
-using EngineStats = SessionStats;
+// The scheduler's counters; the session reports them as its SessionStats (the engine does
+// not include the session's facade).
+struct EngineStats {
+  std::int64_t queued = 0;   // waiting for admission
+  std::int64_t running = 0;  // admitted, generating
+  std::int64_t kv_blocks_in_use = 0;
+  std::int64_t kv_blocks_capacity = 0;
+  std::int64_t steps = 0;  // batched forward passes so far
+};
 
 class Engine {
  public:
   // `tokenizer` may be null (then results carry no text and stop strings never match).
   // Starts the scheduler thread.
-  Engine(Model& model, const Tokenizer* tokenizer, const EngineOptions& options);
+  Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -99,4 +107,4 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

@@ -9,9 +9,11 @@
 #include "detinfer/error.h"
 #include "detinfer/generation.h"
 
-namespace detinfer {
-
+namespace detinfer::model {
 class KvCachePool;
+}  // namespace detinfer::model
+
+namespace detinfer::engine {
 struct EngineRequest;
 
 // What the scheduler did in one step (for metrics).
@@ -53,9 +55,9 @@ class EngineObserver {
 class PrefixProvider {
  public:
   virtual ~PrefixProvider() = default;
-  virtual std::int64_t restore(const EngineRequest& request, KvCachePool& pool,
+  virtual std::int64_t restore(const EngineRequest& request, model::KvCachePool& pool,
                                std::vector<std::int32_t>& block_table) = 0;
-  virtual void publish(const EngineRequest& request, const KvCachePool& pool,
+  virtual void publish(const EngineRequest& request, const model::KvCachePool& pool,
                        const std::vector<std::int32_t>& block_table) = 0;
   // When a sample finishes (multi-turn reuse, docs/chat.md): `tokens` is the prompt plus
   // the generated tokens whose K/V are in block_table, so that the next turn's prompt
@@ -63,8 +65,8 @@ class PrefixProvider {
   // bit for bit, so a hit stays identical to a cold run.
   virtual void publish_sequence(const EngineRequest& /*request*/,
                                 const std::vector<std::int32_t>& /*tokens*/,
-                                const KvCachePool& /*pool*/,
+                                const model::KvCachePool& /*pool*/,
                                 const std::vector<std::int32_t>& /*block_table*/) {}
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

@@ -21,7 +21,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 namespace engine_internal {
 
 inline double ms_between(EngineClock::time_point a, EngineClock::time_point b) {
@@ -76,7 +76,7 @@ struct BatchEntry {
 
 // One step's forward batch: entries[i] describes steps[i] and logits row i.
 struct Batch {
-  std::vector<SequenceStep> steps;
+  std::vector<model::SequenceStep> steps;
   std::vector<BatchEntry> entries;
   StepStats stats;
 };
@@ -100,10 +100,10 @@ using engine_internal::ms_between;
 using engine_internal::SeqState;
 
 struct Engine::Impl {
-  Model& model;
+  model::Model& model;
   const Tokenizer* tokenizer;
   EngineOptions options;
-  KvCachePool pool;
+  model::KvCachePool pool;
   std::int64_t vocab;
   std::vector<std::shared_ptr<EngineObserver>> observers;
   std::shared_ptr<PrefixProvider> prefix;
@@ -140,7 +140,7 @@ struct Engine::Impl {
   std::once_flag shutdown_once;
   std::shared_ptr<engine_internal::Waker> waker = std::make_shared<engine_internal::Waker>();
 
-  Impl(Model& m, const Tokenizer* t, const EngineOptions& o)
+  Impl(model::Model& m, const Tokenizer* t, const EngineOptions& o)
       : model(m),
         tokenizer(t),
         options(o),
@@ -203,4 +203,4 @@ struct Engine::Impl {
   void emit(Group& g, const TokenEvent& ev);
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

@@ -2,7 +2,7 @@
 // search, streamed events, results and their release (engine_impl.h).
 #include "engine/engine_impl.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
 void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const float* logits) {
   // Beam groups need all their rows at once; everything else is handled per row.
@@ -351,4 +351,4 @@ void Engine::Impl::fail_group(Group& g, const Error& e) {
   failed_promises.push_back(std::move(g.promise));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

@@ -4,7 +4,7 @@
 // text, so outputs stay a pure function of the request, alone or batched.
 #include "engine/engine_impl.h"
 
-namespace detinfer {
+namespace detinfer::engine {
 
 namespace {
 
@@ -79,4 +79,4 @@ bool Engine::Impl::advance_structure(const Group& g, SeqState& s, std::int32_t t
   return s.json->done();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::engine

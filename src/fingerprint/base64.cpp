@@ -1,6 +1,6 @@
 #include "fingerprint/base64.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 namespace {
 const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -54,4 +54,4 @@ std::optional<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
   return out;
 }
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
 
 std::string base64_encode(const std::uint8_t* data, std::size_t size);
 // nullopt for anything that is not canonical padded base64.
 std::optional<std::vector<std::uint8_t>> base64_decode(std::string_view text);
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

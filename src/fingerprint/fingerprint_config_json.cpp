@@ -7,7 +7,12 @@
 #include "core/generation_fields.h"
 #include "core/vocabulary.h"
 
-namespace detinfer::fingerprint_detail {
+namespace detinfer::fingerprint {
+
+using core::as_array;
+using core::as_integer;
+using core::as_string;
+using core::ObjectReader;
 
 namespace {
 
@@ -33,8 +38,7 @@ struct ReadField {
       // round back to the same float.
       const double d = r.number(key);
       if (d > std::numeric_limits<float>::max() || d < -std::numeric_limits<float>::max()) {
-        fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of(key), ": ", d,
-             " is outside the float range");
+        fail(r.policy().code, r.path_of(key), ": ", d, " is outside the float range");
       }
       v = static_cast<float>(d);
     } else if constexpr (std::is_same_v<T, std::int32_t>) {
@@ -45,11 +49,11 @@ struct ReadField {
       const json& stop = r.required(key);
       if (stop.is_null()) return;
       const std::string p = r.path_of(key);
-      const json& a = as_array(stop, p);
+      const json& a = as_array(stop, p, r.policy().code);
       std::vector<std::int32_t> ids;
       for (std::size_t i = 0; i < a.size(); ++i) {
-        ids.push_back(static_cast<std::int32_t>(
-            as_integer(a[i], p + "[" + std::to_string(i) + "]", kI32Min, kI32Max)));
+        ids.push_back(static_cast<std::int32_t>(as_integer(a[i], p + "[" + std::to_string(i) + "]",
+                                                           kI32Min, kI32Max, r.policy().code)));
       }
       v = std::move(ids);
     } else if constexpr (std::is_same_v<T, ResponseFormat>) {
@@ -59,7 +63,7 @@ struct ReadField {
       ObjectReader o = r.object(key);
       const std::string type = o.string("type");
       const auto t = core::parse_response_format_type(type);
-      if (!t) fail(ErrorCode::kCorrupt, "fingerprint field ", o.path_of("type"), ": '", type, "'");
+      if (!t) fail(o.policy().code, o.path_of("type"), ": '", type, "'");
       v.type = *t;
       v.json_schema = o.string("json_schema");
       o.done();
@@ -95,12 +99,13 @@ json config_to_json(const GenerationConfig& c) {
   return j;
 }
 
-GenerationConfig config_from_json(const json& j, const std::string& path) {
-  ObjectReader r(j, path);
+GenerationConfig config_from_json(const json& j, const std::string& path,
+                                  const core::JsonReadPolicy& policy) {
+  ObjectReader r(j, path, policy);
   GenerationConfig c;
   core::for_each_field(c, ReadField{r});
   r.done();
   return c;
 }
 
-}  // namespace detinfer::fingerprint_detail
+}  // namespace detinfer::fingerprint

@@ -8,7 +8,7 @@
 
 namespace detinfer {
 
-using fingerprint_detail::json;
+using fingerprint::json;
 
 const char* to_string(FingerprintGroup g) {
   switch (g) {
@@ -109,8 +109,7 @@ std::vector<GroupDifference> compare_groups(const RunFingerprint& a, const RunFi
   }
   prompt.add_to(out);
   GroupCompare(FingerprintGroup::kConfig)
-      .object("", fingerprint_detail::config_to_json(ra.config),
-              fingerprint_detail::config_to_json(rb.config))
+      .object("", fingerprint::config_to_json(ra.config), fingerprint::config_to_json(rb.config))
       .add_to(out);
   GroupCompare(FingerprintGroup::kSeed).num("seed", ra.seed, rb.seed).add_to(out);
   const auto& na = a.numerics;

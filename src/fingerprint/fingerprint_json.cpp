@@ -4,22 +4,22 @@
 #include <sstream>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_fields.h"
+#include "core/json_parse.h"
 #include "core/vocabulary.h"
 #include "detinfer/fingerprint.h"
 #include "detinfer/numerics.h"
 #include "fingerprint/base64.h"
 #include "fingerprint/fingerprint_config_json.h"
-#include "fingerprint/json_reader.h"
 
 namespace detinfer {
 
-using fingerprint_detail::as_array;
-using fingerprint_detail::as_hex64;
-using fingerprint_detail::as_integer;
-using fingerprint_detail::as_string;
-using fingerprint_detail::json;
-using fingerprint_detail::ObjectReader;
+using core::as_array;
+using core::as_hex64;
+using core::as_integer;
+using core::as_string;
+using core::json;
+using core::ObjectReader;
 
 namespace {
 // The deepest valid fingerprint is a few levels; 32 leaves room and bounds every walk.
@@ -42,14 +42,13 @@ std::string encode_logits(const std::vector<float>& row) {
     std::memcpy(&b, &row[i], 4);
     for (int k = 0; k < 4; ++k) bytes[4 * i + k] = static_cast<std::uint8_t>(b >> (8 * k));
   }
-  return fingerprint_detail::base64_encode(bytes.data(), bytes.size());
+  return fingerprint::base64_encode(bytes.data(), bytes.size());
 }
 
 std::vector<float> decode_logits(const json& v, const std::string& path) {
-  const auto bytes = fingerprint_detail::base64_decode(as_string(v, path));
+  const auto bytes = fingerprint::base64_decode(as_string(v, path));
   if (!bytes || bytes->empty() || bytes->size() % 4 != 0) {
-    fail(ErrorCode::kCorrupt, "fingerprint field ", path,
-         ": expected base64 of a non-empty little-endian fp32 array");
+    fail(ErrorCode::kCorrupt, path, ": expected base64 of a non-empty little-endian fp32 array");
   }
   std::vector<float> row(bytes->size() / 4);
   for (std::size_t i = 0; i < row.size(); ++i) {
@@ -111,7 +110,7 @@ json to_json_object(const RunFingerprint& fp) {
   const auto& r = fp.request;
   json req = {{"prompt_hash", hex64(r.prompt_hash)},
               {"prompt_length", r.prompt_length},
-              {"config", fingerprint_detail::config_to_json(r.config)},
+              {"config", fingerprint::config_to_json(r.config)},
               {"seed", std::to_string(r.seed)}};
   if (r.prompt_tokens) req["prompt_tokens"] = *r.prompt_tokens;
   j["request"] = std::move(req);
@@ -142,7 +141,7 @@ void check_schema(ObjectReader& top) {
          "' is not supported by this build of detinfer (it reads ", kFingerprintSchema,
          " only); use the detinfer release that wrote it");
   }
-  fail(ErrorCode::kCorrupt, "fingerprint field .schema: '", schema,
+  fail(ErrorCode::kCorrupt, "fingerprint.schema: '", schema,
        "' is not a detinfer fingerprint schema (expected ", kFingerprintSchema, ")");
 }
 
@@ -154,12 +153,12 @@ void read_request(ObjectReader r, RunFingerprint& fp) {
     req.prompt_tokens = token_list(*p, r.path_of("prompt_tokens"));
     if (static_cast<std::int64_t>(req.prompt_tokens->size()) != req.prompt_length ||
         prompt_hash(*req.prompt_tokens) != req.prompt_hash) {
-      fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("prompt_tokens"),
+      fail(ErrorCode::kCorrupt, r.path_of("prompt_tokens"),
            ": the ids do not match prompt_length/prompt_hash");
     }
   }
-  req.config = fingerprint_detail::config_from_json(r.required("config"), r.path_of("config"));
-  req.seed = fingerprint_detail::as_decimal_u64(r.required("seed"), r.path_of("seed"));
+  req.config = fingerprint::config_from_json(r.required("config"), r.path_of("config"));
+  req.seed = core::as_decimal_u64(r.required("seed"), r.path_of("seed"));
   r.done();
 }
 
@@ -167,8 +166,7 @@ RecordLevel parse_level(const std::string& s, const std::string& path) {
   for (RecordLevel l : {RecordLevel::kFinal, RecordLevel::kSteps, RecordLevel::kLogits}) {
     if (s == to_string(l)) return l;
   }
-  fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": '", s,
-       "' is not one of final, steps, logits");
+  fail(ErrorCode::kCorrupt, path, ": '", s, "' is not one of final, steps, logits");
 }
 
 FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
@@ -177,7 +175,7 @@ FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
   const std::string reason = r.string("finish_reason");
   const auto parsed = core::parse_finish_reason(reason);
   if (!parsed) {
-    fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("finish_reason"), ": '", reason,
+    fail(ErrorCode::kCorrupt, r.path_of("finish_reason"), ": '", reason,
          "' is not one of length, stop, cancelled");
   }
   s.finish_reason = *parsed;
@@ -189,11 +187,11 @@ FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
       s.step_digests.push_back(as_hex64(a[i], path + "[" + std::to_string(i) + "]"));
     }
     if (s.step_digests.size() != s.tokens.size()) {
-      fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": ", s.step_digests.size(),
-           " digests for ", s.tokens.size(), " tokens");
+      fail(ErrorCode::kCorrupt, path, ": ", s.step_digests.size(), " digests for ", s.tokens.size(),
+           " tokens");
     }
     if (chain_digest(s.step_digests) != s.chain_digest) {
-      fail(ErrorCode::kCorrupt, "fingerprint field ", r.path_of("chain_digest"),
+      fail(ErrorCode::kCorrupt, r.path_of("chain_digest"),
            ": does not match the chain over step_digests");
     }
   }
@@ -203,18 +201,16 @@ FingerprintSequence read_sequence(ObjectReader r, RecordLevel level) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       s.logits.push_back(decode_logits(a[i], path + "[" + std::to_string(i) + "]"));
       if (s.logits.back().size() != s.logits.front().size()) {
-        fail(ErrorCode::kCorrupt, "fingerprint field ", path, "[", i,
-             "]: rows differ in vocab size");
+        fail(ErrorCode::kCorrupt, path, "[", i, "]: rows differ in vocab size");
       }
       if (i < s.step_digests.size() &&
           logits_digest(s.logits[i].data(), s.logits[i].size()) != s.step_digests[i]) {
-        fail(ErrorCode::kCorrupt, "fingerprint field ", path, "[", i,
-             "]: the row does not match step_digests[", i, "]");
+        fail(ErrorCode::kCorrupt, path, "[", i, "]: the row does not match step_digests[", i, "]");
       }
     }
     if (s.logits.size() != s.tokens.size()) {
-      fail(ErrorCode::kCorrupt, "fingerprint field ", path, ": ", s.logits.size(),
-           " logits rows for ", s.tokens.size(), " tokens");
+      fail(ErrorCode::kCorrupt, path, ": ", s.logits.size(), " logits rows for ", s.tokens.size(),
+           " tokens");
     }
   }
   r.done();
@@ -226,7 +222,7 @@ void read_numerics(ObjectReader n, FingerprintNumerics& out) {
   try {
     parse_numerics_mode(out.mode);  // the one list of mode names
   } catch (const Error&) {
-    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.mode: '", out.mode,
+    fail(ErrorCode::kCorrupt, "fingerprint.numerics.mode: '", out.mode,
          "' is not one of canonical, fast, device_invariant");
   }
   out.spec_version = static_cast<int>(n.integer("spec_version", 0, kI32Max));
@@ -234,13 +230,13 @@ void read_numerics(ObjectReader n, FingerprintNumerics& out) {
   out.threads = static_cast<int>(n.integer("threads", 1, 1 << 20));
   out.device = n.string("device");
   if (out.device != "cpu" && out.device != "cuda") {
-    fail(ErrorCode::kCorrupt, "fingerprint field .numerics.device: '", out.device,
+    fail(ErrorCode::kCorrupt, "fingerprint.numerics.device: '", out.device,
          "' is not one of cpu, cuda");
   }
   if (n.has("kv_dtype")) {  // absent = f32
     out.kv_dtype = n.string("kv_dtype");
     if (out.kv_dtype != "f32" && out.kv_dtype != "bf16" && out.kv_dtype != "f16") {
-      fail(ErrorCode::kCorrupt, "fingerprint field .numerics.kv_dtype: '", out.kv_dtype,
+      fail(ErrorCode::kCorrupt, "fingerprint.numerics.kv_dtype: '", out.kv_dtype,
            "' is not one of f32, bf16, f16");
     }
   }
@@ -252,7 +248,8 @@ void read_device(ObjectReader d, FingerprintDevice& out) {
   out.cpu_model = d.string("cpu_model");
   const json& flags = d.array("cpu_flags");
   for (std::size_t i = 0; i < flags.size(); ++i) {
-    out.cpu_flags.push_back(as_string(flags[i], ".device.cpu_flags[" + std::to_string(i) + "]"));
+    out.cpu_flags.push_back(
+        as_string(flags[i], "fingerprint.device.cpu_flags[" + std::to_string(i) + "]"));
   }
   out.hardware_threads = static_cast<std::uint32_t>(
       d.integer("hardware_threads", 0, std::numeric_limits<std::uint32_t>::max()));
@@ -275,7 +272,7 @@ void read_environment(ObjectReader e, FingerprintEnvironment& out) {
   }
   vars.done();
   if (e.hex64("hash") != out.hash()) {
-    fail(ErrorCode::kCorrupt, "fingerprint field .environment.hash: does not match the ",
+    fail(ErrorCode::kCorrupt, "fingerprint.environment.hash: does not match the ",
          "environment fields");
   }
   e.done();
@@ -286,13 +283,15 @@ void read_output(ObjectReader o, RunFingerprint& fp) {
   const json& seqs = o.array("sequences");
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     fp.sequences.push_back(read_sequence(
-        ObjectReader(seqs[i], ".output.sequences[" + std::to_string(i) + "]"), fp.level));
+        ObjectReader(seqs[i], "fingerprint.output.sequences[" + std::to_string(i) + "]",
+                     fingerprint::kFingerprintPolicy),
+        fp.level));
   }
   o.done();
 }
 
 RunFingerprint from_json_object(const json& j) {
-  ObjectReader top(j, "");
+  ObjectReader top(j, "fingerprint", fingerprint::kFingerprintPolicy);
   check_schema(top);
   RunFingerprint fp;
   {
@@ -346,7 +345,7 @@ std::uint64_t RunFingerprint::request_key() const {
   h.update_field("detinfer.request_key/1");
   h.update_hash(model.fingerprint).update_hash(tokenizer_hash);
   h.update_u64(request.prompt_hash).update_i64(request.prompt_length);
-  h.update_field(fingerprint_detail::config_to_json(request.config).dump());
+  h.update_field(fingerprint::config_to_json(request.config).dump());
   h.update_u64(request.seed);
   return h.digest64();
 }

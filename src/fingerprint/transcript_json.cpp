@@ -4,22 +4,27 @@
 #include <limits>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_fields.h"
+#include "core/json_parse.h"
 #include "core/vocabulary.h"
 #include "detinfer/fingerprint.h"
 #include "detinfer/transcript.h"
 #include "fingerprint/fingerprint_config_json.h"
-#include "fingerprint/json_reader.h"
 
 namespace detinfer {
 
-using fingerprint_detail::as_array;
-using fingerprint_detail::as_hex64;
-using fingerprint_detail::as_integer;
-using fingerprint_detail::json;
-using fingerprint_detail::ObjectReader;
+using core::as_array;
+using core::as_hex64;
+using core::as_integer;
+using core::json;
+using core::ObjectReader;
 
 namespace {
+// A transcript is a caller's input: kInvalidArgument, no unknown fields.
+constexpr core::JsonReadPolicy kTranscriptPolicy{ErrorCode::kInvalidArgument, true, false,
+                                                 kTranscriptFormat};
+constexpr ErrorCode kCode = kTranscriptPolicy.code;
+
 // A valid transcript nests 4 levels (top, samples, sample, list); 16 bounds every walk.
 constexpr std::int32_t kMaxTranscriptDepth = 16;
 constexpr std::size_t kMaxTranscriptBytes = std::size_t{16} << 20;
@@ -27,10 +32,9 @@ constexpr std::size_t kMaxListLength = std::size_t{1} << 20;
 constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
 
 const json& bounded_array(const json& v, const std::string& path) {
-  const json& a = as_array(v, path);
+  const json& a = as_array(v, path, kCode);
   if (a.size() > kMaxListLength) {
-    fail(ErrorCode::kInvalidArgument, "transcript field ", path, " has ", a.size(),
-         " entries; at most ", kMaxListLength, " are accepted");
+    fail(kCode, path, " has ", a.size(), " entries; at most ", kMaxListLength, " are accepted");
   }
   return a;
 }
@@ -41,7 +45,7 @@ std::vector<std::int32_t> ids(const json& v, const std::string& path) {
   out.reserve(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     out.push_back(static_cast<std::int32_t>(
-        as_integer(a[i], path + "[" + std::to_string(i) + "]", 0, kI32Max)));
+        as_integer(a[i], path + "[" + std::to_string(i) + "]", 0, kI32Max, kCode)));
   }
   return out;
 }
@@ -51,7 +55,7 @@ std::vector<std::uint64_t> digests(const json& v, const std::string& path) {
   std::vector<std::uint64_t> out;
   out.reserve(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
-    out.push_back(as_hex64(a[i], path + "[" + std::to_string(i) + "]"));
+    out.push_back(as_hex64(a[i], path + "[" + std::to_string(i) + "]", kCode));
   }
   return out;
 }
@@ -61,15 +65,15 @@ TranscriptSample read_sample(ObjectReader r) {
   s.tokens = ids(r.required("tokens"), r.path_of("tokens"));
   s.step_digests = digests(r.required("step_digests"), r.path_of("step_digests"));
   if (s.step_digests.size() != s.tokens.size()) {
-    fail(ErrorCode::kInvalidArgument, "transcript field ", r.path_of("step_digests"), " has ",
-         s.step_digests.size(), " digests for ", s.tokens.size(), " tokens (one per token)");
+    fail(kCode, r.path_of("step_digests"), " has ", s.step_digests.size(), " digests for ",
+         s.tokens.size(), " tokens (one per token)");
   }
   s.chain_digest = r.hex64("chain_digest");
   const std::string reason = r.string("finish_reason");
   const auto parsed = core::parse_finish_reason(reason);
   if (!parsed) {
-    fail(ErrorCode::kInvalidArgument, "transcript field ", r.path_of("finish_reason"), ": '",
-         reason, "' is not one of length, stop, cancelled");
+    fail(kCode, r.path_of("finish_reason"), ": '", reason,
+         "' is not one of length, stop, cancelled");
   }
   s.finish_reason = *parsed;
   r.done();
@@ -83,13 +87,13 @@ void check_format(ObjectReader& top) {
     fail(ErrorCode::kUnsupported, "transcript format '", format,
          "' is not supported by this build of detinfer (it reads ", kTranscriptFormat, " only)");
   }
-  fail(ErrorCode::kInvalidArgument, "transcript field .format: '", format,
+  fail(ErrorCode::kInvalidArgument, "transcript.format: '", format,
        "' is not a detinfer transcript format (expected ", kTranscriptFormat, ")");
 }
 
 Transcript read_transcript(const json& j) {
   Transcript t;
-  ObjectReader top(j, "");
+  ObjectReader top(j, "transcript", kTranscriptPolicy);
   check_format(top);
   ObjectReader model = top.object("model");
   t.model_fingerprint = model.hex128("fingerprint");
@@ -101,19 +105,20 @@ Transcript read_transcript(const json& j) {
   t.kv_dtype = numerics.string("kv_dtype");
   numerics.done();
   t.tokenizer_hash = top.hex128("tokenizer_hash");
-  t.prompt_tokens = ids(top.required("prompt_tokens"), ".prompt_tokens");
-  t.config = fingerprint_detail::config_from_json(top.required("config"), ".config");
-  t.seed = fingerprint_detail::as_decimal_u64(top.required("seed"), ".seed");
-  const json& samples = bounded_array(top.required("samples"), ".samples");
+  t.prompt_tokens = ids(top.required("prompt_tokens"), top.path_of("prompt_tokens"));
+  t.config = fingerprint::config_from_json(top.required("config"), top.path_of("config"),
+                                           kTranscriptPolicy);
+  t.seed = core::as_decimal_u64(top.required("seed"), top.path_of("seed"), kCode);
+  const json& samples = bounded_array(top.required("samples"), top.path_of("samples"));
   // n samples (or n best beams); a request cancelled before its first token has one.
   const auto most = std::max(t.config.num_return_sequences, t.config.num_beams);
   if (samples.empty() || static_cast<std::int64_t>(samples.size()) > most) {
-    fail(ErrorCode::kInvalidArgument, "transcript field .samples has ", samples.size(),
+    fail(ErrorCode::kInvalidArgument, "transcript.samples has ", samples.size(),
          " samples; config.num_return_sequences allows 1 to ", most);
   }
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    t.samples.push_back(
-        read_sample(ObjectReader(samples[i], ".samples[" + std::to_string(i) + "]")));
+    t.samples.push_back(read_sample(ObjectReader(
+        samples[i], top.path_of("samples") + "[" + std::to_string(i) + "]", kTranscriptPolicy)));
   }
   top.done();
   return t;
@@ -128,7 +133,7 @@ std::string Transcript::to_json(int indent) const {
       {"mode", numerics_mode}, {"spec_version", numerics_spec}, {"kv_dtype", kv_dtype}};
   j["tokenizer_hash"] = tokenizer_hash.hex();
   j["prompt_tokens"] = prompt_tokens;
-  j["config"] = fingerprint_detail::config_to_json(config);
+  j["config"] = fingerprint::config_to_json(config);
   j["seed"] = std::to_string(seed);
   json samples_json = json::array();
   for (const TranscriptSample& s : samples) {
@@ -148,20 +153,7 @@ Transcript Transcript::from_json(std::string_view text) {
   limits.max_depth = kMaxTranscriptDepth;
   limits.max_bytes = kMaxTranscriptBytes;
   const json j = core::parse_json(text, limits, ErrorCode::kInvalidArgument, "transcript");
-  try {
-    return read_transcript(j);
-  } catch (const Error& e) {
-    // The shared field readers speak of fingerprints and kCorrupt (files); a transcript is
-    // a caller's input.
-    if (e.code() != ErrorCode::kCorrupt) throw;
-    std::string message = e.message();
-    const std::string from = "fingerprint field ";
-    if (message.rfind(from, 0) == 0) message = "transcript field " + message.substr(from.size());
-    const std::string schema = "detinfer.fingerprint/1";
-    const std::size_t at = message.find(schema);
-    if (at != std::string::npos) message.replace(at, schema.size(), kTranscriptFormat);
-    throw Error(ErrorCode::kInvalidArgument, message, e.field());
-  }
+  return read_transcript(j);
 }
 
 Transcript transcript_of(const RunFingerprint& fp) {

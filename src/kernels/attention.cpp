@@ -95,7 +95,7 @@ void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, fl
 }
 
 // Tasks of `per` consecutive kv heads of a row (per divides kv_heads).
-void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, ThreadPool* pool) {
+void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::ThreadPool* pool) {
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     const std::int64_t G = job.group;
     // Uninitialized: the kernels write every scratch float before reading it.
@@ -115,7 +115,7 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, ThreadPool*
 }
 
 // Chunks of the pairs split into `parts` ranges each: three parallel regions.
-void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, ThreadPool& pool) {
+void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, core::ThreadPool& pool) {
   const std::int64_t G = job.group, d = job.d, lds = job.lds;
   const std::int64_t max_chunks = lds / kChunk - 1;  // chunks of the longest row
   std::vector<float> S(static_cast<std::size_t>(pairs * G * lds));
@@ -182,14 +182,15 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, ThreadPoo
 
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
-               std::int64_t ldo, ThreadPool* pool) {
+               std::int64_t ldo, core::ThreadPool* pool) {
   if (rows <= 0) return;
   if (kv.num_kv_heads <= 0 || kv.head_dim <= 0 || kv.block_size <= 0 || num_heads <= 0 ||
       num_heads % kv.num_kv_heads != 0)
     fail(ErrorCode::kInvalidArgument, "attention: num_heads=", num_heads,
          " num_kv_heads=", kv.num_kv_heads, " head_dim=", kv.head_dim,
          " block_size=", kv.block_size);
-  if (kv.kv_dtype != DType::kF32 && kv.kv_dtype != DType::kBF16 && kv.kv_dtype != DType::kF16)
+  if (kv.kv_dtype != core::DType::kF32 && kv.kv_dtype != core::DType::kBF16 &&
+      kv.kv_dtype != core::DType::kF16)
     fail(ErrorCode::kInvalidArgument, "attention: kv_dtype ", static_cast<int>(kv.kv_dtype),
          " is not f32, bf16 or f16");
   std::int64_t max_keys = 0;

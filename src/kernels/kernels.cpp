@@ -46,30 +46,30 @@ std::uint16_t f32_to_f16_rne(float x) {
   return half_round::f16_from_bits(u);
 }
 
-void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype) {
+void round_to_dtype(const float* x, float* y, std::int64_t n, core::DType dtype) {
   switch (dtype) {
-    case DType::kF32:
+    case core::DType::kF32:
       if (x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(float));
       return;
-    case DType::kBF16:
+    case core::DType::kBF16:
       for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(f32_to_bf16_rne(x[i]));
       return;
-    case DType::kF16:
+    case core::DType::kF16:
       for (std::int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(f32_to_f16_rne(x[i]));
       return;
   }
 }
 
-void store_as_dtype(const float* x, void* y, std::int64_t n, DType dtype) {
+void store_as_dtype(const float* x, void* y, std::int64_t n, core::DType dtype) {
   switch (dtype) {
-    case DType::kF32:
+    case core::DType::kF32:
       std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
       return;
-    case DType::kBF16:
+    case core::DType::kBF16:
       for (std::int64_t i = 0; i < n; ++i)
         static_cast<std::uint16_t*>(y)[i] = f32_to_bf16_rne(x[i]);
       return;
-    case DType::kF16:
+    case core::DType::kF16:
       for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(y)[i] = f32_to_f16_rne(x[i]);
       return;
   }
@@ -90,7 +90,7 @@ const char* to_string(Isa isa) {
 }
 
 bool isa_supported(Isa isa) {
-  const CpuFeatures& f = cpu_features();
+  const core::CpuFeatures& f = core::cpu_features();
   switch (isa) {
     case Isa::kScalar:
       return true;
@@ -205,7 +205,7 @@ void mean_rows(const float* x, std::int64_t ldx, std::int64_t rows, std::int64_t
 }
 
 void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
-              std::int64_t ldy, std::int64_t rows, std::int64_t n, ThreadPool* pool) {
+              std::int64_t ldy, std::int64_t rows, std::int64_t n, core::ThreadPool* pool) {
   const cpu::DotFn dot_fn = cpu::active_kernels().dot;
   auto body = [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {

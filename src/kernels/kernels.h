@@ -16,16 +16,11 @@
 
 #include "core/dtype.h"
 
-namespace detinfer {
+namespace detinfer::core {
 class ThreadPool;
 }
 
 namespace detinfer::kernels {
-
-// The weight element type lives in core (core/dtype.h); re-exported for kernel callers.
-using detinfer::DType;
-using detinfer::dtype_size;
-using detinfer::to_string;
 
 // Exact widening conversions.
 float bf16_to_f32(std::uint16_t bits);
@@ -37,10 +32,10 @@ std::uint16_t f32_to_bf16_rne(float x);
 std::uint16_t f32_to_f16_rne(float x);
 // y[i] = x[i] rounded to `dtype` (as above) and widened back exactly; kF32: a copy.
 // x and y may alias.
-void round_to_dtype(const float* x, float* y, std::int64_t n, DType dtype);
+void round_to_dtype(const float* x, float* y, std::int64_t n, core::DType dtype);
 // y (n elements of `dtype`, dtype_size(dtype) bytes each) = x rounded to `dtype` as above:
 // f32 a copy, bf16/f16 the bit patterns. Widening y exactly gives round_to_dtype(x).
-void store_as_dtype(const float* x, void* y, std::int64_t n, DType dtype);
+void store_as_dtype(const float* x, void* y, std::int64_t n, core::DType dtype);
 
 // Instruction set of the optimized CPU kernels. Chosen once by cpuid, overridable with
 // DETINFER_CPU_ISA=scalar|avx2|avx512 (a request the CPU cannot run is an error).
@@ -67,7 +62,7 @@ void exp_n(const float* x, float* y, std::int64_t n);
 
 // y = x * (1 / sqrt(dot(x,x)/n + eps)) * w, over `rows` rows of length n.
 void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
-              std::int64_t ldy, std::int64_t rows, std::int64_t n, ThreadPool* pool);
+              std::int64_t ldy, std::int64_t rows, std::int64_t n, core::ThreadPool* pool);
 
 // out[i] = g[i] / (1 + exp(-g[i])) * u[i]
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n);
@@ -111,12 +106,12 @@ class PackedLinear {
 
   // `weights` points to N*K elements of `dtype`; they are copied (the source may be
   // unmapped afterwards). `bias` (N floats) is optional.
-  static PackedLinear pack(const void* weights, DType dtype, std::int64_t n, std::int64_t k,
+  static PackedLinear pack(const void* weights, core::DType dtype, std::int64_t n, std::int64_t k,
                            const float* bias = nullptr);
 
   std::int64_t n() const;
   std::int64_t k() const;
-  DType dtype() const;
+  core::DType dtype() const;
   // Bytes this object keeps (packed weights + bias).
   std::size_t packed_bytes() const;
   // Row j of W (K elements) widened exactly to f32: the values run() multiplies by, read
@@ -125,7 +120,7 @@ class PackedLinear {
 
   // y[m][n] = dot(x[m], W[n], K) (+ bias[n]) for m in [0, M). Rows are independent.
   void run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
-           ThreadPool* pool) const;
+           core::ThreadPool* pool) const;
 
   // Column panels of 64 outputs (the last may be partial), and the same product for the
   // columns of panels [p0, p1) only, on the calling thread.
@@ -147,14 +142,14 @@ struct LinearOut {
   std::int64_t ldy = 0;
 };
 void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t ldx, std::int64_t m,
-                 ThreadPool* pool);
+                 core::ThreadPool* pool);
 
 // The MLP's first half in one parallel region: g = x Wg^T, u = x Wu^T, a = silu_mul(g, u)
 // (g, u and a: m rows of gate.n() floats). Each thread takes the same column panels of
 // both and applies silu_mul to its columns. Same bits as two run() calls and silu_mul().
 void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const float* x,
                       std::int64_t ldx, std::int64_t m, float* g, float* u, float* a,
-                      ThreadPool* pool);
+                      core::ThreadPool* pool);
 
 // --- attention over a paged KV cache --------------------------------------------------
 // The K and V pools hold blocks of `block_size` tokens; token t of a sequence lives in
@@ -172,7 +167,7 @@ struct PagedKvView {
   std::int64_t block_size = 16;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
-  DType kv_dtype = DType::kF32;  // element type of k_pool and v_pool
+  core::DType kv_dtype = core::DType::kF32;  // element type of k_pool and v_pool
 };
 
 // Causal GQA attention for `rows` query rows of one sequence. Row r sees keys
@@ -184,6 +179,6 @@ struct PagedKvView {
 // not f32/bf16/f16.
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
-               std::int64_t ldo, ThreadPool* pool);
+               std::int64_t ldo, core::ThreadPool* pool);
 
 }  // namespace detinfer::kernels

@@ -69,23 +69,23 @@ PackedLinear::~PackedLinear() = default;
 PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
 
-PackedLinear PackedLinear::pack(const void* weights, DType dtype, std::int64_t n, std::int64_t k,
-                                const float* bias) {
+PackedLinear PackedLinear::pack(const void* weights, core::DType dtype, std::int64_t n,
+                                std::int64_t k, const float* bias) {
   if (weights == nullptr) fail(ErrorCode::kInvalidArgument, "PackedLinear::pack: null weights");
   if (n <= 0 || k <= 0)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::pack: shape must be positive, got n=", n,
          " k=", k);
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+  if (dtype != core::DType::kF32 && dtype != core::DType::kBF16 && dtype != core::DType::kF16)
     fail(ErrorCode::kUnsupported, "PackedLinear::pack: dtype ", static_cast<int>(dtype));
   PackedLinear out;
   out.impl_ = std::make_unique<Impl>();
   Impl& im = *out.impl_;
   const std::int64_t panels = (n + cpu::kPanel - 1) / cpu::kPanel;
-  const std::size_t esize = dtype_size(dtype);
+  const std::size_t esize = core::dtype_size(dtype);
   im.data_bytes = static_cast<std::size_t>(panels * cpu::kPanel * k) * esize;
   im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
   std::memset(im.data.get(), 0, im.data_bytes);
-  if (dtype == DType::kF32) {
+  if (dtype == core::DType::kF32) {
     pack_panels(static_cast<const float*>(weights), reinterpret_cast<float*>(im.data.get()), n, k);
   } else {
     pack_panels(static_cast<const std::uint16_t*>(weights),
@@ -103,13 +103,13 @@ PackedLinear PackedLinear::pack(const void* weights, DType dtype, std::int64_t n
 
 std::int64_t PackedLinear::n() const { return impl_ ? impl_->view.n : 0; }
 std::int64_t PackedLinear::k() const { return impl_ ? impl_->view.k : 0; }
-DType PackedLinear::dtype() const { return impl_ ? impl_->view.dtype : DType::kF32; }
+core::DType PackedLinear::dtype() const { return impl_ ? impl_->view.dtype : core::DType::kF32; }
 std::size_t PackedLinear::packed_bytes() const {
   return impl_ ? impl_->data_bytes + impl_->bias.size() * sizeof(float) : 0;
 }
 
 void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
-                       ThreadPool* pool) const {
+                       core::ThreadPool* pool) const {
   if (!impl_) fail(ErrorCode::kInvalidArgument, "PackedLinear::run on an empty PackedLinear");
   const cpu::PackedWeights& w = impl_->view;
   if (m <= 0) return;
@@ -152,13 +152,13 @@ void PackedLinear::widen_row(std::int64_t j, float* dst) const {
   const cpu::PackedWeights& w = impl_->view;
   // Element i of row j sits at (panel * k + i) * kPanel + lane (see pack_panels).
   const std::int64_t base = (j / cpu::kPanel) * w.k * cpu::kPanel + j % cpu::kPanel;
-  if (w.dtype == DType::kF32) {
+  if (w.dtype == core::DType::kF32) {
     const float* src = static_cast<const float*>(w.data) + base;
     for (std::int64_t i = 0; i < w.k; ++i) dst[i] = src[i * cpu::kPanel];
     return;
   }
   const std::uint16_t* src = static_cast<const std::uint16_t*>(w.data) + base;
-  if (w.dtype == DType::kBF16) {
+  if (w.dtype == core::DType::kBF16) {
     for (std::int64_t i = 0; i < w.k; ++i) dst[i] = bf16_to_f32(src[i * cpu::kPanel]);
   } else {
     for (std::int64_t i = 0; i < w.k; ++i) dst[i] = f16_to_f32(src[i * cpu::kPanel]);
@@ -180,7 +180,7 @@ void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, 
 }
 
 void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t ldx, std::int64_t m,
-                 ThreadPool* pool) {
+                 core::ThreadPool* pool) {
   std::int64_t total = 0;
   for (int i = 0; i < count; ++i) total += outs[i].w->panels();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
@@ -209,7 +209,7 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
 
 void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const float* x,
                       std::int64_t ldx, std::int64_t m, float* g, float* u, float* a,
-                      ThreadPool* pool) {
+                      core::ThreadPool* pool) {
   const std::int64_t n = gate.n();
   if (up.n() != n || up.k() != gate.k())
     fail(ErrorCode::kInvalidArgument, "run_gate_up_silu: gate is ", n, "x", gate.k(), ", up is ",

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace detinfer::metrics_detail {
+namespace detinfer::metrics {
 
 inline std::uint64_t double_bits(double v) {
   std::uint64_t b;
@@ -58,4 +58,4 @@ struct HistogramCell {
   AtomicDouble sum;
 };
 
-}  // namespace detinfer::metrics_detail
+}  // namespace detinfer::metrics

@@ -11,9 +11,9 @@
 
 namespace detinfer {
 
-using metrics_detail::CounterCell;
-using metrics_detail::GaugeCell;
-using metrics_detail::HistogramCell;
+using metrics::CounterCell;
+using metrics::GaugeCell;
+using metrics::HistogramCell;
 
 // --- handles ------------------------------------------------------------------------
 void Counter::inc(std::uint64_t n) const {
@@ -99,12 +99,12 @@ struct MetricsRegistry::Impl {
 
   Series& find_or_add(const std::string& name, const std::string& help, Kind kind,
                       const MetricLabels& labels, const std::vector<double>& buckets) {
-    if (!prometheus::valid_metric_name(name)) {
+    if (!metrics::valid_metric_name(name)) {
       fail(ErrorCode::kInvalidArgument, "metric name '", name,
            "' is invalid (must match [a-zA-Z_:][a-zA-Z0-9_:]*)");
     }
     for (const auto& [label, value] : labels) {
-      if (!prometheus::valid_label_name(label) || (kind == Kind::kHistogram && label == "le")) {
+      if (!metrics::valid_label_name(label) || (kind == Kind::kHistogram && label == "le")) {
         fail(ErrorCode::kInvalidArgument, "metric ", name, ": label name '", label,
              "' is invalid (must match [a-zA-Z_][a-zA-Z0-9_]*, not start with __, "
              "and not be 'le' on a histogram)");
@@ -172,12 +172,12 @@ Histogram MetricsRegistry::histogram(const std::string& name, const std::string&
 const char* MetricsRegistry::content_type() { return "text/plain; version=0.0.4; charset=utf-8"; }
 
 std::string MetricsRegistry::render() const {
-  using prometheus::format_labels;
-  using prometheus::format_value;
+  using metrics::format_labels;
+  using metrics::format_value;
   std::string out;
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [name, f] : impl_->families) {
-    out += "# HELP " + name + " " + prometheus::escape_help(f.help) + "\n";
+    out += "# HELP " + name + " " + metrics::escape_help(f.help) + "\n";
     out += "# TYPE " + name + " " + kind_name(f.kind) + "\n";
     for (const Series& s : f.series) {
       if (f.kind == Kind::kCounter) {

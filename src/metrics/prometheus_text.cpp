@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace detinfer::prometheus {
+namespace detinfer::metrics {
 
 namespace {
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -87,4 +87,4 @@ std::string format_labels(const MetricLabels& labels, std::string_view extra_nam
   return out;
 }
 
-}  // namespace detinfer::prometheus
+}  // namespace detinfer::metrics

@@ -7,7 +7,7 @@
 
 #include "detinfer/metrics.h"
 
-namespace detinfer::prometheus {
+namespace detinfer::metrics {
 
 // [a-zA-Z_:][a-zA-Z0-9_:]*
 bool valid_metric_name(std::string_view name);
@@ -28,4 +28,4 @@ std::string format_value(double v);
 std::string format_labels(const MetricLabels& labels, std::string_view extra_name = {},
                           std::string_view extra_value = {});
 
-}  // namespace detinfer::prometheus
+}  // namespace detinfer::metrics

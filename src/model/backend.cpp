@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 BackendBuffer::~BackendBuffer() {
   if (owner_ != nullptr && ptr_ != nullptr) owner_->free(ptr_);
@@ -54,4 +54,4 @@ void Backend::mlp_gate_up(const BackendLinear& wgate, const BackendLinear& wup, 
   silu_mul(g, u, a, m * wgate.n());
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -22,7 +22,7 @@
 #include "detinfer/numerics.h"
 #include "kernels/kernels.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 class Backend;
 class RopeTable;
@@ -96,7 +96,7 @@ struct KvLayer {
   std::int64_t head_dim = 0;
   // The pools' element type: kv_write rounds K and V to it (nearest-even) and stores the
   // bf16/f16 bits; attention widens them back exactly.
-  kernels::DType kv_dtype = kernels::DType::kF32;
+  core::DType kv_dtype = core::DType::kF32;
 };
 
 // The kernels' view of one sequence's blocks (num_blocks ids at block_table) in a layer.
@@ -134,7 +134,7 @@ class Backend {
 
   // --- weights, prepared once at load ---
   // W is [n][k] row-major in `dtype` (host memory, copied); bias (n floats) optional.
-  virtual std::unique_ptr<BackendLinear> make_linear(const void* w, kernels::DType dtype,
+  virtual std::unique_ptr<BackendLinear> make_linear(const void* w, core::DType dtype,
                                                      std::int64_t n, std::int64_t k,
                                                      const float* bias) = 0;
 
@@ -142,8 +142,8 @@ class Backend {
   // Stages the step's index arrays (and the RoPE rows it needs) for the ops below.
   virtual void begin_step(const BatchPlan& plan, const RopeTable& rope) = 0;
   // x[r] = widen(table[tokens[r]]) for every row of the step; table is [vocab][dim].
-  virtual void embedding(const void* table, kernels::DType dtype, std::int64_t vocab,
-                         std::int64_t dim, float* x) = 0;
+  virtual void embedding(const void* table, core::DType dtype, std::int64_t vocab, std::int64_t dim,
+                         float* x) = 0;
   // Whether embedding_from_linear() can read rows back from a prepared linear: then a
   // model with tied embeddings keeps one copy of the table (the lm_head) instead of two.
   virtual bool linear_serves_rows() const { return false; }
@@ -189,4 +189,4 @@ class Backend {
 // The CPU backend over kernels:: with `threads` kernel threads (canonical numerics).
 std::shared_ptr<Backend> make_cpu_backend(int threads);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -2,7 +2,7 @@
 #include "model/cuda_backend.h"
 #include "model/model_factories.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 std::shared_ptr<Backend> make_backend(const ModelOptions& options) {
   if (options.device.type == Device::kCuda) {
@@ -17,4 +17,4 @@ std::shared_ptr<Backend> make_backend(const ModelOptions& options) {
   return make_cpu_backend(options.threads);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

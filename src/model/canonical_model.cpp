@@ -9,7 +9,7 @@
 #include "model/model_factories.h"
 #include "model/transformer_base.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 struct Layer {
@@ -22,7 +22,7 @@ struct LayerBiases {
   std::vector<float> q, k, v;
 };
 
-std::vector<float> to_f32(const WeightSpec& spec, DType dtype, const void* data) {
+std::vector<float> to_f32(const WeightSpec& spec, core::DType dtype, const void* data) {
   std::int64_t n = 1;
   for (const std::int64_t d : spec.shape) n *= d;
   std::vector<float> out(static_cast<std::size_t>(n));
@@ -65,13 +65,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   DeviceInfo device_info() const override { return backend_->device_info(); }
 
  private:
-  BackendBuffer upload_f32(const WeightSpec& s, DType dtype, const void* data) {
+  BackendBuffer upload_f32(const WeightSpec& s, core::DType dtype, const void* data) {
     const std::vector<float> v = to_f32(s, dtype, data);
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
   }
 
-  void take(const WeightSpec& s, DType dtype, const void* data) override {
-    const kernels::DType kd = dtype;
+  void take(const WeightSpec& s, core::DType dtype, const void* data) override {
+    const core::DType kd = dtype;
     const auto li = static_cast<std::size_t>(s.layer);
     auto pack = [&](const std::vector<float>* bias) {
       const bool with_bias = bias != nullptr && config_.attention_bias;
@@ -88,7 +88,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         // One copy of a tied table: rows are read back from the lm_head when it can.
         if (!config_.tie_word_embeddings || !backend_->linear_serves_rows()) {
           embed_ = backend_->upload_new(
-              data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * dtype_size(dtype));
+              data, static_cast<std::size_t>(s.shape[0] * s.shape[1]) * core::dtype_size(dtype));
         }
         break;
       case WeightKind::kLmHead:
@@ -239,7 +239,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   std::vector<Layer> layers_;
   std::vector<LayerBiases> biases_;
   BackendBuffer embed_;
-  kernels::DType embed_dtype_ = kernels::DType::kF32;
+  core::DType embed_dtype_ = core::DType::kF32;
   BackendBuffer final_norm_;
   std::unique_ptr<BackendLinear> lm_head_;
   Activations act_;
@@ -254,4 +254,4 @@ std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
   return std::make_unique<CanonicalModel>(config, store, options, std::move(backend));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

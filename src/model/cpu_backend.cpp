@@ -10,7 +10,7 @@
 #include "model/rope_table.h"
 #include "model/weight_loader.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 class CpuLinear final : public BackendLinear {
@@ -40,7 +40,7 @@ class CpuBackend final : public Backend {
     std::memcpy(dst, src, bytes);
   }
 
-  std::unique_ptr<BackendLinear> make_linear(const void* w, kernels::DType dtype, std::int64_t n,
+  std::unique_ptr<BackendLinear> make_linear(const void* w, core::DType dtype, std::int64_t n,
                                              std::int64_t k, const float* bias) override {
     return std::make_unique<CpuLinear>(kernels::PackedLinear::pack(w, dtype, n, k, bias));
   }
@@ -50,9 +50,9 @@ class CpuBackend final : public Backend {
     rope_ = &rope;
   }
 
-  void embedding(const void* table, kernels::DType dtype, std::int64_t vocab, std::int64_t dim,
+  void embedding(const void* table, core::DType dtype, std::int64_t vocab, std::int64_t dim,
                  float* x) override {
-    const std::size_t row_bytes = static_cast<std::size_t>(dim) * kernels::dtype_size(dtype);
+    const std::size_t row_bytes = static_cast<std::size_t>(dim) * core::dtype_size(dtype);
     const auto* base = static_cast<const std::uint8_t*>(table);
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
       const std::int32_t t = plan_->tokens[static_cast<std::size_t>(r)];
@@ -105,7 +105,7 @@ class CpuBackend final : public Backend {
 
   void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
     const std::int64_t stride = kv.num_kv_heads * kv.head_dim;
-    const auto bytes = static_cast<std::int64_t>(kernels::dtype_size(kv.kv_dtype));
+    const auto bytes = static_cast<std::int64_t>(core::dtype_size(kv.kv_dtype));
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
       const std::int64_t at = plan_->kv_slots[static_cast<std::size_t>(r)] * stride * bytes;
       kernels::store_as_dtype(k + r * ld, static_cast<char*>(kv.k_pool) + at, stride, kv.kv_dtype);
@@ -122,7 +122,7 @@ class CpuBackend final : public Backend {
                  float scale, float* out, std::int64_t ldo) override {
     std::int64_t key_heads = 0;
     for (const std::int64_t n : plan_->num_keys) key_heads += n * num_heads;
-    ThreadPool* pool = key_heads >= kMinParallelKeyHeads ? &pool_ : nullptr;
+    core::ThreadPool* pool = key_heads >= kMinParallelKeyHeads ? &pool_ : nullptr;
     for (const BatchPlan::Seq& s : plan_->seqs) {
       const kernels::PagedKvView view = paged_view(kv, s.block_table, s.num_blocks);
       kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
@@ -160,7 +160,7 @@ class CpuBackend final : public Backend {
   void free(void* ptr) noexcept override { std::free(ptr); }
 
  private:
-  ThreadPool pool_;
+  core::ThreadPool pool_;
   const BatchPlan* plan_ = nullptr;
   const RopeTable* rope_ = nullptr;
 };
@@ -171,4 +171,4 @@ std::shared_ptr<Backend> make_cpu_backend(int threads) {
   return std::make_shared<CpuBackend>(threads);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

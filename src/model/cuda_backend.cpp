@@ -15,7 +15,7 @@
 #include "model/rope_table.h"
 #include "model/weight_loader.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 class CudaLinear final : public BackendLinear {
@@ -26,7 +26,7 @@ class CudaLinear final : public BackendLinear {
 
   BackendBuffer w;     // [n][k]: the stored dtype (canonical) or bf16 (tensor cores)
   BackendBuffer bias;  // n floats, or empty
-  kernels::DType dtype = kernels::DType::kF32;
+  core::DType dtype = core::DType::kF32;
   std::int64_t n_ = 0;
   std::int64_t k_ = 0;
 };
@@ -51,7 +51,7 @@ class CudaBackend final : public Backend {
   }
   void copy(void* dst, const void* src, std::size_t bytes) override { ops_->copy(dst, src, bytes); }
 
-  std::unique_ptr<BackendLinear> make_linear(const void* w, kernels::DType dtype, std::int64_t n,
+  std::unique_ptr<BackendLinear> make_linear(const void* w, core::DType dtype, std::int64_t n,
                                              std::int64_t k, const float* bias) override {
     auto l = std::make_unique<CudaLinear>();
     l->n_ = n;
@@ -60,7 +60,7 @@ class CudaBackend final : public Backend {
     const std::int64_t count = n * k;
     if (canonical_) {
       l->dtype = dtype;
-      l->w = upload_new(w, static_cast<std::size_t>(count) * kernels::dtype_size(dtype));
+      l->w = upload_new(w, static_cast<std::size_t>(count) * core::dtype_size(dtype));
       return l;
     }
     if (k % 8 != 0) {
@@ -71,7 +71,7 @@ class CudaBackend final : public Backend {
     std::vector<float> wide(static_cast<std::size_t>(count));
     widen_to_f32(dtype, w, count, wide.data());
     const BackendBuffer staged = upload_new(wide.data(), wide.size() * sizeof(float));
-    l->dtype = kernels::DType::kBF16;
+    l->dtype = core::DType::kBF16;
     l->w = alloc(static_cast<std::size_t>(count) * 2);
     ops_->f32_to_bf16(staged.as<float>(), l->w.as<std::uint16_t>(), count);
     ops_->synchronize();  // before `staged` is freed
@@ -98,7 +98,7 @@ class CudaBackend final : public Backend {
     stage_rope(rope);
   }
 
-  void embedding(const void* table, kernels::DType dtype, std::int64_t vocab, std::int64_t dim,
+  void embedding(const void* table, core::DType dtype, std::int64_t vocab, std::int64_t dim,
                  float* x) override {
     ops_->embedding(tokens_.as<std::int32_t>(), plan_->rows, table, dtype, vocab, dim, x, dim);
   }
@@ -244,4 +244,4 @@ std::shared_ptr<Backend> make_cuda_backend_over(std::shared_ptr<CudaOps> ops, Nu
   return std::make_shared<CudaBackend>(std::move(ops), mode, std::move(name));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -6,7 +6,7 @@
 #include "model/backend.h"
 #include "model/cuda_ops.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 // A backend on CUDA device `device` in `mode` (kCanonical: bitwise = CPU;
 // kDeviceInvariant or kFast: tensor cores). Error(kUnavailable, field "device") naming
@@ -19,4 +19,4 @@ std::shared_ptr<Backend> make_cuda_backend(int device, NumericsMode mode);
 std::shared_ptr<Backend> make_cuda_backend_over(std::shared_ptr<CudaOps> ops, NumericsMode mode,
                                                 std::string name);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

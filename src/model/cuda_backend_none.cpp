@@ -2,7 +2,7 @@
 #include "core/check.h"
 #include "model/cuda_backend.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 std::shared_ptr<Backend> make_cuda_backend(int device, NumericsMode /*mode*/) {
   throw Error(ErrorCode::kUnavailable,
@@ -12,4 +12,4 @@ std::shared_ptr<Backend> make_cuda_backend(int device, NumericsMode /*mode*/) {
               "device");
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

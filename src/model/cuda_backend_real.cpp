@@ -5,7 +5,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "model/cuda_backend.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 namespace kc = kernels::cuda;
@@ -51,9 +51,8 @@ class RealCudaOps final : public CudaOps {
     kc::synchronize(nullptr);
   }
 
-  void embedding(const std::int32_t* ids, std::int64_t rows, const void* table,
-                 kernels::DType dtype, std::int64_t vocab, std::int64_t dim, float* out,
-                 std::int64_t ldo) override {
+  void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, core::DType dtype,
+                 std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo) override {
     bind();
     kc::embedding(ids, rows, table, dtype, vocab, dim, out, ldo, nullptr, nullptr);
   }
@@ -62,7 +61,7 @@ class RealCudaOps final : public CudaOps {
     bind();
     kc::rms_norm(x, ldx, w, eps, y, ldy, rows, n, nullptr);
   }
-  void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, kernels::DType dtype,
+  void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, core::DType dtype,
               std::int64_t n, std::int64_t k, const float* bias, float* y,
               std::int64_t ldy) override {
     bind();
@@ -76,8 +75,7 @@ class RealCudaOps final : public CudaOps {
   }
   void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                 std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-                std::int64_t kv_stride, void* k_pool, void* v_pool,
-                kernels::DType kv_dtype) override {
+                std::int64_t kv_stride, void* k_pool, void* v_pool, core::DType kv_dtype) override {
     bind();
     kc::kv_write(k, v, ld, rows, start_pos, block_table, block_size, kv_stride, k_pool, v_pool,
                  kv_dtype, nullptr);
@@ -151,4 +149,4 @@ std::shared_ptr<Backend> make_cuda_backend(int device, NumericsMode mode) {
                                 "cuda:" + std::to_string(device));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

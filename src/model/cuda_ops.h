@@ -14,7 +14,7 @@
 #include "kernels/kernels.h"
 #include "model/backend.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 class CudaOps {
  public:
@@ -35,12 +35,12 @@ class CudaOps {
 
   // --- canonical kernels (bitwise = kernels::ref) ---
   virtual void embedding(const std::int32_t* ids, std::int64_t rows, const void* table,
-                         kernels::DType dtype, std::int64_t vocab, std::int64_t dim, float* out,
+                         core::DType dtype, std::int64_t vocab, std::int64_t dim, float* out,
                          std::int64_t ldo) = 0;
   virtual void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
                         std::int64_t ldy, std::int64_t rows, std::int64_t n) = 0;
   virtual void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w,
-                      kernels::DType dtype, std::int64_t n, std::int64_t k, const float* bias,
+                      core::DType dtype, std::int64_t n, std::int64_t k, const float* bias,
                       float* y, std::int64_t ldy) = 0;
   virtual void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads,
                     std::int64_t ldh, std::int64_t d, const float* cos, const float* sin,
@@ -48,7 +48,7 @@ class CudaOps {
   virtual void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                         std::int64_t start_pos, const std::int32_t* block_table,
                         std::int64_t block_size, std::int64_t kv_stride, void* k_pool, void* v_pool,
-                        kernels::DType kv_dtype) = 0;
+                        core::DType kv_dtype) = 0;
   virtual void attention(const float* q, std::int64_t ldq, std::int64_t rows,
                          const std::int64_t* num_keys, std::int64_t num_heads,
                          const kernels::PagedKvView& kv, float scale, float* out,
@@ -73,4 +73,4 @@ class CudaOps {
                                std::size_t workspace_bytes) = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -15,7 +15,7 @@
 // independent of at::set_num_threads; weak so that a libtorch on another BLAS still links.
 extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 struct Layer {
@@ -45,7 +45,7 @@ class FastModel final : public TransformerBase, private WeightSink {
   }
 
  private:
-  void take(const WeightSpec& s, DType dtype, const void* data) override {
+  void take(const WeightSpec& s, core::DType dtype, const void* data) override {
     // Weights are widened to f32 once; libtorch's CPU bf16/f16 matmuls are slow.
     at::Tensor t = at::empty(s.shape, at::kFloat);
     widen_to_f32(dtype, data, t.numel(), t.data_ptr<float>());
@@ -220,4 +220,4 @@ std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
   return std::make_unique<FastModel>(config, store, options);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

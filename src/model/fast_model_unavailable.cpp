@@ -4,7 +4,7 @@
 #include "core/check.h"
 #include "model/model_factories.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& /*config*/,
                                                  const TensorStore& /*store*/,
@@ -15,4 +15,4 @@ std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& /*config*/,
               "mode");
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -4,7 +4,7 @@
 #include "core/check.h"
 #include "model/model.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 namespace {
 
@@ -18,15 +18,15 @@ std::shared_ptr<Backend> host_memory() {
 
 KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
                          std::int64_t budget_bytes, std::shared_ptr<Backend> backend,
-                         kernels::DType kv_dtype)
+                         core::DType kv_dtype)
     : block_size_(block_size),
       capacity_(0),
       num_layers_(config.num_layers),
       num_kv_heads_(config.num_kv_heads),
       head_dim_(config.head_dim),
       kv_dtype_(kv_dtype) {
-  if (kv_dtype != kernels::DType::kF32 && kv_dtype != kernels::DType::kBF16 &&
-      kv_dtype != kernels::DType::kF16) {
+  if (kv_dtype != core::DType::kF32 && kv_dtype != core::DType::kBF16 &&
+      kv_dtype != core::DType::kF16) {
     throw Error(
         ErrorCode::kInvalidArgument,
         str_cat("KV pool: kv_dtype ", static_cast<int>(kv_dtype), " is not f32, bf16 or f16"),
@@ -126,4 +126,4 @@ void KvCachePool::import_block(std::int32_t block, const void* src) {
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -10,7 +10,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 // [offset, offset+size) widened to whole pages inside the mapping.
@@ -65,4 +65,4 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t size) const {
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

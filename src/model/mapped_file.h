@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace detinfer {
+namespace detinfer::model {
 
 class MappedFile {
  public:
@@ -31,4 +31,4 @@ class MappedFile {
   std::uint64_t size_ = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

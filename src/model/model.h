@@ -13,9 +13,11 @@
 #include "model/backend.h"
 #include "model/model_config.h"
 
-namespace detinfer {
-
+namespace detinfer::core {
 class ThreadPool;
+}  // namespace detinfer::core
+
+namespace detinfer::model {
 
 struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
@@ -23,7 +25,7 @@ struct ModelOptions {
   DeviceSpec device;                             // where weights, KV and kernels live (cpu)
   // K/V storage in the cache: f32, or bf16/f16 rounded to nearest even on write and
   // stored in 2 bytes (canonical mode; CPU and CUDA backends).
-  kernels::DType kv_dtype = kernels::DType::kF32;
+  core::DType kv_dtype = core::DType::kF32;
 };
 
 // Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are
@@ -36,16 +38,15 @@ class KvCachePool {
   // capacity = budget / block_bytes(). The pools live in `backend`'s memory (host memory
   // when null). A kv_dtype that is not f32/bf16/f16 is Error(kInvalidArgument, kv_dtype).
   KvCachePool(const ModelConfig& config, std::int64_t block_size, std::int64_t budget_bytes,
-              std::shared_ptr<Backend> backend = nullptr,
-              kernels::DType kv_dtype = kernels::DType::kF32);
+              std::shared_ptr<Backend> backend = nullptr, core::DType kv_dtype = core::DType::kF32);
 
   std::int64_t block_size() const { return block_size_; }
   std::int64_t capacity() const { return capacity_; }
   std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
   // Bytes of K+V for one block across all layers (as stored: elem_bytes() per element).
   std::int64_t block_bytes() const;
-  kernels::DType kv_dtype() const { return kv_dtype_; }
-  std::int64_t elem_bytes() const { return static_cast<std::int64_t>(dtype_size(kv_dtype_)); }
+  core::DType kv_dtype() const { return kv_dtype_; }
+  std::int64_t elem_bytes() const { return static_cast<std::int64_t>(core::dtype_size(kv_dtype_)); }
 
   // Takes a free block with refcount 1; throws Error(kResourceExhausted) when none.
   std::int32_t allocate();
@@ -75,7 +76,7 @@ class KvCachePool {
   std::int64_t num_layers_;
   std::int64_t num_kv_heads_;
   std::int64_t head_dim_;
-  kernels::DType kv_dtype_;
+  core::DType kv_dtype_;
   std::shared_ptr<Backend> backend_;
   std::vector<BackendBuffer> k_;  // per layer: capacity * block_size * kv_stride elements
   std::vector<BackendBuffer> v_;
@@ -125,7 +126,7 @@ class Model {
   // Where the KV pool must live for forward() (null: host memory).
   virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }
   // The element type forward() expects of the KV pool (ModelOptions::kv_dtype).
-  virtual kernels::DType kv_dtype() const { return kernels::DType::kF32; }
+  virtual core::DType kv_dtype() const { return core::DType::kF32; }
   // The device the forward pass runs on (recorded in run fingerprints).
   virtual DeviceInfo device_info() const { return {}; }
 
@@ -137,4 +138,4 @@ class Model {
                        std::vector<float>& logits) = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

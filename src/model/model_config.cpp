@@ -8,10 +8,11 @@
 #include <sstream>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_fields.h"
+#include "core/json_parse.h"
 #include "core/log.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 using nlohmann::json;
@@ -22,162 +23,105 @@ constexpr core::JsonLimits kConfigLimits{/*max_depth=*/32, /*max_bytes=*/std::si
 
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;  // bound on any size field
 
-class Fields {
- public:
-  Fields(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
+// config.json holds many fields this reader does not use, and null means absent.
+constexpr core::JsonReadPolicy kConfigPolicy{ErrorCode::kCorrupt, /*reject_unknown=*/false,
+                                             /*null_is_absent=*/true, "config.json"};
 
-  bool has(const char* key) const {
-    const auto it = j_.find(key);
-    return it != j_.end() && !it->is_null();
-  }
-  const json& at(const char* key) const { return *j_.find(key); }
+using Fields = core::ObjectReader;
 
-  std::int64_t int_field(const char* key, std::int64_t lo, std::int64_t hi) const {
-    if (!has(key)) fail(ErrorCode::kCorrupt, where_, ": missing field '", key, "'");
-    return int_value(key, lo, hi);
-  }
-  std::int64_t int_field(const char* key, std::int64_t lo, std::int64_t hi,
-                         std::int64_t dflt) const {
-    return has(key) ? int_value(key, lo, hi) : dflt;
-  }
-  double num_field(const char* key, double lo, double hi, double dflt) const {
-    if (!has(key)) return dflt;
-    const json& v = at(key);
-    if (!v.is_number()) fail(ErrorCode::kCorrupt, where_, ": field '", key, "' is not a number");
-    const double d = v.get<double>();
-    if (!(d >= lo && d <= hi)) {
-      fail(ErrorCode::kCorrupt, where_, ": field '", key, "' = ", d, " is outside [", lo, ", ", hi,
-           "]");
+// An int, a list of ints, or null/absent (empty).
+std::vector<std::int32_t> token_ids(Fields& f, const char* key) {
+  std::vector<std::int32_t> out;
+  const json* v = f.optional(key);
+  if (v == nullptr) return out;
+  const std::string path = f.path_of(key);
+  if (v->is_array()) {
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      out.push_back(static_cast<std::int32_t>(core::as_integer(
+          (*v)[i], path + "[" + std::to_string(i) + "]", 0, 0x7fffffff, kConfigPolicy.code)));
     }
-    return d;
+  } else {
+    out.push_back(
+        static_cast<std::int32_t>(core::as_integer(*v, path, 0, 0x7fffffff, kConfigPolicy.code)));
   }
-  bool bool_field(const char* key, bool dflt) const {
-    if (!has(key)) return dflt;
-    if (!at(key).is_boolean())
-      fail(ErrorCode::kCorrupt, where_, ": field '", key, "' is not a boolean");
-    return at(key).get<bool>();
-  }
-  std::string string_field(const char* key, const std::string& dflt) const {
-    if (!has(key)) return dflt;
-    if (!at(key).is_string())
-      fail(ErrorCode::kCorrupt, where_, ": field '", key, "' is not a string");
-    return at(key).get<std::string>();
-  }
-  // An int, a list of ints, or null/absent (empty).
-  std::vector<std::int32_t> token_ids(const char* key) const {
-    std::vector<std::int32_t> out;
-    if (!has(key)) return out;
-    const json& v = at(key);
-    auto one = [&](const json& x) {
-      if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
-          x.get<std::int64_t>() > std::int64_t{0x7fffffff}) {
-        fail(ErrorCode::kCorrupt, where_, ": field '", key, "' holds an invalid token id");
-      }
-      out.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
-    };
-    if (v.is_array()) {
-      for (const auto& x : v) one(x);
-    } else {
-      one(v);
-    }
-    return out;
-  }
-  const std::string& where() const { return where_; }
+  return out;
+}
 
- private:
-  std::int64_t int_value(const char* key, std::int64_t lo, std::int64_t hi) const {
-    const json& v = at(key);
-    if (!v.is_number_integer())
-      fail(ErrorCode::kCorrupt, where_, ": field '", key, "' is not an integer");
-    const std::int64_t x = v.get<std::int64_t>();
-    if (x < lo || x > hi) {
-      fail(ErrorCode::kCorrupt, where_, ": field '", key, "' = ", x, " is outside [", lo, ", ", hi,
-           "]");
-    }
-    return x;
-  }
-
-  const json& j_;
-  std::string where_;
-};
-
-Architecture parse_architecture(const Fields& f) {
+Architecture parse_architecture(Fields& f) {
   std::string name;
   if (f.has("architectures")) {
-    const json& a = f.at("architectures");
+    const json& a = *f.optional("architectures");
     if (!a.is_array() || a.size() != 1 || !a[0].is_string()) {
-      fail(ErrorCode::kUnsupported, f.where(), ": 'architectures' must list exactly one class");
+      fail(ErrorCode::kUnsupported, f.path(), ": 'architectures' must list exactly one class");
     }
     name = a[0].get<std::string>();
   } else {
-    const std::string mt = f.string_field("model_type", "");
+    const std::string mt = f.string_or("model_type", "");
     if (mt == "llama") name = "LlamaForCausalLM";
     if (mt == "mistral") name = "MistralForCausalLM";
     if (mt == "qwen2") name = "Qwen2ForCausalLM";
     if (mt == "qwen3") name = "Qwen3ForCausalLM";
     if (name.empty())
-      fail(ErrorCode::kUnsupported, f.where(), ": unsupported model_type '", mt, "'");
+      fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
   for (Architecture a :
        {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3}) {
     if (name == to_string(a)) return a;
   }
-  fail(ErrorCode::kUnsupported, f.where(), ": unsupported architecture '", name,
+  fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
 }
 
-void parse_rope_scaling(const Fields& f, ModelConfig& c) {
+void parse_rope_scaling(Fields& f, ModelConfig& c) {
   if (!f.has("rope_scaling")) return;
-  const json& rs = f.at("rope_scaling");
-  if (!rs.is_object()) fail(ErrorCode::kCorrupt, f.where(), ": 'rope_scaling' is not an object");
-  const Fields r(rs, f.where() + " rope_scaling");
-  std::string type = r.string_field("rope_type", r.string_field("type", ""));
+  Fields r = f.object("rope_scaling");
+  std::string type = r.string_or("rope_type", r.string_or("type", ""));
   if (type == "default") return;
   if (type != "llama3") {
-    fail(ErrorCode::kUnsupported, f.where(), ": rope_scaling type '", type,
+    fail(ErrorCode::kUnsupported, f.path(), ": rope_scaling type '", type,
          "' is not supported (supported: llama3)");
   }
   c.rope_scaling.type = type;
-  c.rope_scaling.factor = r.num_field("factor", 1.0, 1e6, 8.0);
-  c.rope_scaling.low_freq_factor = r.num_field("low_freq_factor", 1e-6, 1e6, 1.0);
-  c.rope_scaling.high_freq_factor = r.num_field("high_freq_factor", 1e-6, 1e6, 4.0);
+  c.rope_scaling.factor = r.number_or("factor", 1.0, 1e6, 8.0);
+  c.rope_scaling.low_freq_factor = r.number_or("low_freq_factor", 1e-6, 1e6, 1.0);
+  c.rope_scaling.high_freq_factor = r.number_or("high_freq_factor", 1e-6, 1e6, 4.0);
   c.rope_scaling.original_max_position_embeddings =
-      r.int_field("original_max_position_embeddings", 1, kMaxDim * 16, 8192);
+      r.integer_or("original_max_position_embeddings", 1, kMaxDim * 16, 8192);
   if (!(c.rope_scaling.high_freq_factor > c.rope_scaling.low_freq_factor)) {
-    fail(ErrorCode::kCorrupt, f.where(),
+    fail(ErrorCode::kCorrupt, f.path(),
          ": rope_scaling high_freq_factor must exceed low_freq_factor");
   }
 }
 
-void reject_unsupported(const Fields& f, const ModelConfig& c) {
-  const std::string act = f.string_field("hidden_act", "silu");
+void reject_unsupported(Fields& f, const ModelConfig& c) {
+  const std::string act = f.string_or("hidden_act", "silu");
   if (act != "silu")
-    fail(ErrorCode::kUnsupported, f.where(), ": hidden_act '", act, "' (only silu)");
+    fail(ErrorCode::kUnsupported, f.path(), ": hidden_act '", act, "' (only silu)");
   if (f.has("quantization_config")) {
-    fail(ErrorCode::kUnsupported, f.where(), ": quantized checkpoints are not supported");
+    fail(ErrorCode::kUnsupported, f.path(), ": quantized checkpoints are not supported");
   }
-  if (f.bool_field("mlp_bias", false)) {
-    fail(ErrorCode::kUnsupported, f.where(), ": mlp_bias = true is not supported");
+  if (f.boolean_or("mlp_bias", false)) {
+    fail(ErrorCode::kUnsupported, f.path(), ": mlp_bias = true is not supported");
   }
   // Llama and Qwen3 put attention_bias on o_proj as well; only Qwen2's q/k/v-only biases
   // are implemented.
-  if (c.architecture != Architecture::kQwen2 && f.bool_field("attention_bias", false)) {
-    fail(ErrorCode::kUnsupported, f.where(), ": attention_bias = true is not supported for ",
+  if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
+    fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
   }
 }
 
-void apply_sliding_window(const Fields& f, ModelConfig& c) {
+void apply_sliding_window(Fields& f, ModelConfig& c) {
   bool applies = false;
   if (c.architecture == Architecture::kMistral) applies = f.has("sliding_window");
   if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
-    applies = f.bool_field("use_sliding_window", false) && f.has("sliding_window");
+    applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
   }
   if (!applies) return;
-  c.sliding_window = f.int_field("sliding_window", 1, kMaxDim * 16);
+  c.sliding_window = f.integer("sliding_window", 1, kMaxDim * 16);
   if (c.sliding_window < c.max_position_embeddings) {
     logger().info("{}: sliding_window {} < max_position_embeddings {}: context limited to {}",
-                  f.where(), c.sliding_window, c.max_position_embeddings, c.sliding_window);
+                  f.path(), c.sliding_window, c.max_position_embeddings, c.sliding_window);
     c.max_position_embeddings = c.sliding_window;
   }
 }
@@ -210,21 +154,21 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
                                const std::string& where) {
   const json j = core::parse_json(config_json, kConfigLimits, ErrorCode::kCorrupt, where);
   if (!j.is_object()) fail(ErrorCode::kCorrupt, where, ": not a JSON object");
-  const Fields f(j, where);
+  Fields f(j, where, kConfigPolicy);
   ModelConfig c;
   c.architecture = parse_architecture(f);
-  c.vocab_size = f.int_field("vocab_size", 1, std::int64_t{1} << 24);
-  c.hidden_size = f.int_field("hidden_size", 1, kMaxDim);
-  c.intermediate_size = f.int_field("intermediate_size", 1, kMaxDim);
-  c.num_layers = f.int_field("num_hidden_layers", 1, 1024);
-  c.num_heads = f.int_field("num_attention_heads", 1, 4096);
-  c.num_kv_heads = f.int_field("num_key_value_heads", 1, 4096, c.num_heads);
+  c.vocab_size = f.integer("vocab_size", 1, std::int64_t{1} << 24);
+  c.hidden_size = f.integer("hidden_size", 1, kMaxDim);
+  c.intermediate_size = f.integer("intermediate_size", 1, kMaxDim);
+  c.num_layers = f.integer("num_hidden_layers", 1, 1024);
+  c.num_heads = f.integer("num_attention_heads", 1, 4096);
+  c.num_kv_heads = f.integer_or("num_key_value_heads", 1, 4096, c.num_heads);
   if (c.num_heads % c.num_kv_heads != 0) {
     fail(ErrorCode::kCorrupt, where, ": num_attention_heads ", c.num_heads,
          " is not a multiple of num_key_value_heads ", c.num_kv_heads);
   }
   if (f.has("head_dim")) {
-    c.head_dim = f.int_field("head_dim", 2, 4096);
+    c.head_dim = f.integer("head_dim", 2, 4096);
   } else {
     if (c.hidden_size % c.num_heads != 0) {
       fail(ErrorCode::kCorrupt, where, ": hidden_size ", c.hidden_size,
@@ -233,25 +177,25 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
-  c.max_position_embeddings = f.int_field("max_position_embeddings", 1, kMaxDim * 16);
-  const double eps = f.num_field("rms_norm_eps", 0.0, 1.0, 1e-6);
+  c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxDim * 16);
+  const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
-  c.rope_theta = f.num_field("rope_theta", 1.0, 1e12, 10000.0);
-  c.tie_word_embeddings = f.bool_field("tie_word_embeddings", false);
+  c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, 10000.0);
+  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2;
   c.qk_norm = c.architecture == Architecture::kQwen3;
   reject_unsupported(f, c);
   parse_rope_scaling(f, c);
   apply_sliding_window(f, c);
-  c.bos_token_ids = f.token_ids("bos_token_id");
-  c.eos_token_ids = f.token_ids("eos_token_id");
+  c.bos_token_ids = token_ids(f, "bos_token_id");
+  c.eos_token_ids = token_ids(f, "eos_token_id");
   if (!generation_json.empty()) {
     const std::string gwhere = where + " (generation_config.json)";
     const json g = core::parse_json(generation_json, kConfigLimits, ErrorCode::kCorrupt, gwhere);
     if (!g.is_object()) fail(ErrorCode::kCorrupt, gwhere, ": not a JSON object");
-    const Fields gf(g, gwhere);
-    if (gf.has("bos_token_id")) c.bos_token_ids = gf.token_ids("bos_token_id");
-    if (gf.has("eos_token_id")) c.eos_token_ids = gf.token_ids("eos_token_id");
+    Fields gf(g, gwhere, kConfigPolicy);
+    if (gf.has("bos_token_id")) c.bos_token_ids = token_ids(gf, "bos_token_id");
+    if (gf.has("eos_token_id")) c.eos_token_ids = token_ids(gf, "eos_token_id");
   }
   for (const auto* ids : {&c.bos_token_ids, &c.eos_token_ids}) {
     for (const std::int32_t id : *ids) {
@@ -311,4 +255,4 @@ std::string canonical_config_text(const ModelConfig& c) {
   return os.str();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -7,7 +7,7 @@
 
 #include "kernels/kernels.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
 const char* to_string(Architecture a);  // the Hugging Face class name
@@ -40,7 +40,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2)
   bool qk_norm = false;         // per-head q_norm/k_norm (Qwen3)
-  kernels::DType weight_dtype = kernels::DType::kF32;
+  core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
 };
@@ -60,4 +60,4 @@ ModelConfig load_model_config(const std::string& dir);
 // a fixed order; floating-point values as exact hex bit patterns.
 std::string canonical_config_text(const ModelConfig& config);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -7,7 +7,7 @@
 #include "model/tensor_store.h"
 #include "model/transformer_base.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 // `backend` null: make_backend(options).
 std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
@@ -28,4 +28,4 @@ std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
                                                  const TensorStore& store,
                                                  const ModelOptions& options);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -4,7 +4,7 @@
 #include "model/model.h"
 #include "model/model_factories.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -12,9 +12,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   const TensorStore store = TensorStore::open(dir);
   // Fast mode on the CPU is libtorch; on CUDA it is the backend's tensor-core kernels.
   const bool torch = options.mode == NumericsMode::kFast && options.device.type == Device::kCpu;
-  if (options.kv_dtype != kernels::DType::kF32 && options.mode != NumericsMode::kCanonical) {
+  if (options.kv_dtype != core::DType::kF32 && options.mode != NumericsMode::kCanonical) {
     throw Error(ErrorCode::kUnsupported,
-                str_cat("kv_dtype ", kernels::to_string(options.kv_dtype),
+                str_cat("kv_dtype ", core::to_string(options.kv_dtype),
                         " is a canonical-mode option; mode is ", to_string(options.mode)),
                 "kv_dtype");
   }
@@ -32,4 +32,4 @@ std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions&
   return make_canonical_model(config, store, options, std::move(backend));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer::rope_math {
+namespace detinfer::model::rope_math {
 namespace {
 
 // An unevaluated sum hi + lo with |lo| <= ulp(hi) / 2 (double-double).
@@ -235,4 +235,4 @@ void sincos_f(double x, float* sin_x, float* cos_x) {
   *cos_x = static_cast<float>(cc);
 }
 
-}  // namespace detinfer::rope_math
+}  // namespace detinfer::model::rope_math

@@ -6,7 +6,7 @@
 // except when the exact value lies within about 2^-90 (relative) of a rounding boundary.
 #pragma once
 
-namespace detinfer::rope_math {
+namespace detinfer::model::rope_math {
 
 // base^e for base in [1, 2^64) and e in [0, 1].
 double pow(double base, double e);
@@ -20,4 +20,4 @@ void sincos(double x, double* sin_x, double* cos_x);
 // result always equals float(sincos(x)).
 void sincos_f(double x, float* sin_x, float* cos_x);
 
-}  // namespace detinfer::rope_math
+}  // namespace detinfer::model::rope_math

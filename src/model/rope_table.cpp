@@ -2,7 +2,7 @@
 
 #include "model/rope_math.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 RopeTable::RopeTable(const ModelConfig& c) : half_(c.head_dim / 2) {
   const double pi = 3.14159265358979323846;
@@ -43,4 +43,4 @@ void RopeTable::ensure(std::int64_t n) {
   size_ = n;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -9,7 +9,7 @@
 
 #include "model/model_config.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 class RopeTable {
  public:
@@ -38,4 +38,4 @@ class RopeTable {
   std::vector<float> sin_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 // The deepest valid header is root -> tensor -> shape (3); anything deeper is hostile.
@@ -48,7 +48,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::ui
   const auto dt = e.find("dtype");
   if (dt == e.end() || !dt->is_string()) corrupt(file, where + " has no string 'dtype'");
   const std::string dtype = dt->get<std::string>();
-  if (const auto d = parse_safetensors_dtype(dtype)) {
+  if (const auto d = core::parse_safetensors_dtype(dtype)) {
     t.dtype = *d;
   } else {
     if (known_unsupported_dtype(dtype)) {
@@ -62,7 +62,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::ui
   if (sh->size() > 8) corrupt(file, where + " has more than 8 dimensions");
   // Overflow-safe element count: every partial product stays below 2^62 bytes.
   constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 62;
-  std::uint64_t bytes = dtype_size(t.dtype);
+  std::uint64_t bytes = core::dtype_size(t.dtype);
   for (const auto& d : *sh) {
     if (!d.is_number_unsigned()) corrupt(file, where + " has a shape entry that is not a count");
     const std::uint64_t v = d.get<std::uint64_t>();
@@ -156,4 +156,4 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* prefix, std::size
   return h;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

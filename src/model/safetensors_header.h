@@ -12,7 +12,7 @@
 
 #include "core/dtype.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 // Upper bound on N. Real headers are a few hundred KB; the bound stops a hostile length
 // from making us allocate or parse gigabytes.
@@ -20,7 +20,7 @@ inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100ull * 1000 * 1000
 
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::kF32;  // the dtypes detinfer reads; others are kUnsupported
+  core::DType dtype = core::DType::kF32;  // the dtypes detinfer reads; others are kUnsupported
   std::vector<std::int64_t> shape;
   std::uint64_t begin = 0;  // byte offsets into the data section (after the header)
   std::uint64_t end = 0;
@@ -43,4 +43,4 @@ struct SafetensorsHeader {
 SafetensorsHeader parse_safetensors_header(const std::uint8_t* prefix, std::size_t prefix_size,
                                            std::uint64_t file_size, const std::string& file);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

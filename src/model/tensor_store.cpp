@@ -7,9 +7,9 @@
 #include <set>
 
 #include "core/check.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 bool file_exists(const std::string& path) {
@@ -115,4 +115,4 @@ const TensorRef& TensorStore::get(const std::string& name) const {
   return *t;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -11,7 +11,7 @@
 #include "model/mapped_file.h"
 #include "model/safetensors_header.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 struct TensorRef {
   const TensorInfo* info = nullptr;
@@ -47,4 +47,4 @@ class TensorStore {
   std::map<std::string, TensorRef> tensors_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

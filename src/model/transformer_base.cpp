@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 TransformerBase::TransformerBase(const ModelConfig& config, const ModelOptions& options)
     : config_(config),
@@ -85,8 +85,8 @@ void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePoo
   if (kv.kv_dtype() != options_.kv_dtype) {
     throw Error(
         ErrorCode::kInvalidArgument,
-        str_cat("forward: the KV pool stores ", kernels::to_string(kv.kv_dtype()),
-                " but the model was loaded with kv_dtype ", kernels::to_string(options_.kv_dtype)),
+        str_cat("forward: the KV pool stores ", core::to_string(kv.kv_dtype()),
+                " but the model was loaded with kv_dtype ", core::to_string(options_.kv_dtype)),
         "kv_dtype");
   }
   const BatchPlan plan = make_plan(batch, kv);
@@ -97,4 +97,4 @@ void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePoo
   run(plan, kv, logits);
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -11,7 +11,7 @@
 #include "model/rope_table.h"
 #include "model/weight_loader.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 class TransformerBase : public Model {
  public:
@@ -26,7 +26,7 @@ class TransformerBase : public Model {
   }
   std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
-  kernels::DType kv_dtype() const override { return options_.kv_dtype; }
+  core::DType kv_dtype() const override { return options_.kv_dtype; }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
   void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
@@ -63,4 +63,4 @@ class TransformerBase : public Model {
   ModelLoadStats load_stats_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "kernels/kernels.h"
 
-namespace detinfer {
+namespace detinfer::model {
 namespace {
 
 std::string shape_str(const std::vector<std::int64_t>& s) {
@@ -95,7 +95,7 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
     const std::uint8_t* data = t.data();
     // The file may place a tensor at any byte offset; kernels want element alignment.
     const std::uint8_t* sink_data = data;
-    if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(info.dtype) != 0) {
+    if (reinterpret_cast<std::uintptr_t>(data) % core::dtype_size(info.dtype) != 0) {
       aligned.resize(bytes + 8);
       std::uint8_t* p = aligned.data();
       p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
@@ -107,7 +107,7 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
     // fingerprint costs only the hashing itself, not a second read of the file.
     const auto t0 = std::chrono::steady_clock::now();
     h.update_field(info.name);
-    h.update_field(safetensors_name(info.dtype));
+    h.update_field(core::safetensors_name(info.dtype));
     h.update_u64(info.shape.size());
     for (const std::int64_t d : info.shape) h.update_i64(d);
     h.update_u64(bytes);
@@ -122,17 +122,17 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
   return out;
 }
 
-void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* dst) {
+void widen_to_f32(core::DType dtype, const void* src, std::int64_t n, float* dst) {
   switch (dtype) {
-    case kernels::DType::kF32:
+    case core::DType::kF32:
       std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
       return;
-    case kernels::DType::kBF16: {
+    case core::DType::kBF16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(s[i]);
       return;
     }
-    case kernels::DType::kF16: {
+    case core::DType::kF16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(s[i]);
       return;
@@ -140,4 +140,4 @@ void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* 
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::model

@@ -14,7 +14,7 @@
 #include "model/safetensors_header.h"
 #include "model/tensor_store.h"
 
-namespace detinfer {
+namespace detinfer::model {
 
 enum class WeightKind : std::uint8_t {
   kEmbed,
@@ -51,13 +51,13 @@ std::vector<WeightSpec> required_weights(const ModelConfig& config);
 class WeightSink {
  public:
   virtual ~WeightSink() = default;
-  virtual void take(const WeightSpec& spec, DType dtype, const void* data) = 0;
+  virtual void take(const WeightSpec& spec, core::DType dtype, const void* data) = 0;
 };
 
 struct LoadedWeights {
   Hash128 fingerprint;
   std::int64_t weight_bytes = 0;  // bytes of the tensors read, as stored
-  DType embed_dtype = DType::kF32;
+  core::DType embed_dtype = core::DType::kF32;
   double fingerprint_seconds = 0;  // time spent hashing (for the load benchmark)
 };
 
@@ -68,6 +68,6 @@ struct LoadedWeights {
 LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store, WeightSink& sink);
 
 // Widens n elements of dtype to f32 (exact).
-void widen_to_f32(kernels::DType dtype, const void* src, std::int64_t n, float* dst);
+void widen_to_f32(core::DType dtype, const void* src, std::int64_t n, float* dst);
 
-}  // namespace detinfer
+}  // namespace detinfer::model

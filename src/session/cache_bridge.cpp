@@ -9,7 +9,7 @@
 #include "detinfer/numerics.h"
 #include "detinfer/version.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 bool has_cancelled(const GenerationResult& r) {
   for (const Sequence& s : r.sequences) {
@@ -21,7 +21,7 @@ bool has_cancelled(const GenerationResult& r) {
 namespace {
 // Hands a cached result to the caller's callback as the engine hands a finished beam
 // search: every token once, the whole text with the first.
-void stream_cached(const EngineRequest& r, const GenerationResult& result) {
+void stream_cached(const engine::EngineRequest& r, const GenerationResult& result) {
   if (!r.on_token) return;
   for (std::size_t i = 0; i < result.sequences.size(); ++i) {
     const Sequence& s = result.sequences[i];
@@ -38,17 +38,17 @@ void stream_cached(const EngineRequest& r, const GenerationResult& result) {
 }
 }  // namespace
 
-CacheBridge::CacheBridge(const SessionOptions& o, const Model& model,
+CacheBridge::CacheBridge(const SessionOptions& o, const model::Model& model,
                          const NumericsIdentity& numerics, const Hash128& tokenizer_hash)
     : model_(model),
       tokenizer_hash_(tokenizer_hash),
       numerics_(numerics),
       prefix_salt_(prefix_salt(numerics, o.cache_salt)) {
   if (o.cache.prefix.enabled) {
-    prefix_ = std::make_unique<PrefixCache>(o.cache.prefix, o.cache.redis);
+    prefix_ = std::make_unique<cache::PrefixCache>(o.cache.prefix, o.cache.redis);
   }
   if (o.cache.result.enabled) {
-    results_ = std::make_unique<ResultCache>(o.cache.result, o.cache.redis);
+    results_ = std::make_unique<cache::ResultCache>(o.cache.result, o.cache.redis);
     results_->open_model(model.fingerprint());
     serve_results_ = numerics_.mode == NumericsMode::kCanonical;
   }
@@ -56,12 +56,12 @@ CacheBridge::CacheBridge(const SessionOptions& o, const Model& model,
 
 // --- result cache -------------------------------------------------------------------------
 
-Hash128 CacheBridge::result_key(const EngineRequest& r) const {
+Hash128 CacheBridge::result_key(const engine::EngineRequest& r) const {
   return identity_result_key(numerics_, model_.fingerprint(), tokenizer_hash_, r.prompt,
-                             canonical_generation_config(r.config));
+                             cache::canonical_generation_config(r.config));
 }
 
-std::optional<GenerationResult> CacheBridge::lookup(const EngineRequest& r) {
+std::optional<GenerationResult> CacheBridge::lookup(const engine::EngineRequest& r) {
   if (!serve_results_ || !r.use_caches) return std::nullopt;
   std::optional<GenerationResult> hit;
   Hash128 key;
@@ -92,7 +92,7 @@ void CacheBridge::forget(std::uint64_t id) {
   audits_.erase(id);
 }
 
-void CacheBridge::on_finished(const EngineRequest& r, GenerationResult& result) {
+void CacheBridge::on_finished(const engine::EngineRequest& r, GenerationResult& result) {
   if (!serve_results_ || !r.use_caches) return;
   std::optional<GenerationResult> audited;
   {
@@ -115,30 +115,31 @@ void CacheBridge::on_finished(const EngineRequest& r, GenerationResult& result) 
   }
 }
 
-void CacheBridge::on_failed(const EngineRequest& r, const Error&) { forget(r.id); }
+void CacheBridge::on_failed(const engine::EngineRequest& r, const Error&) { forget(r.id); }
 
 // --- prefix cache -------------------------------------------------------------------------
 
-std::int64_t CacheBridge::restore(const EngineRequest& r, KvCachePool& pool,
+std::int64_t CacheBridge::restore(const engine::EngineRequest& r, model::KvCachePool& pool,
                                   std::vector<std::int32_t>& table) {
   std::call_once(prefix_opened_, [&] {
     prefix_->open(
         prefix_namespace(numerics_, model_.fingerprint(), pool.block_size(), pool.block_bytes()));
   });
   if (!r.use_caches) return 0;  // replays recompute everything: they check the output
-  return restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+  return cache::restore_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
-void CacheBridge::publish(const EngineRequest& r, const KvCachePool& pool,
+void CacheBridge::publish(const engine::EngineRequest& r, const model::KvCachePool& pool,
                           const std::vector<std::int32_t>& table) {
   // restore() always runs first for a request and opens the namespace.
-  if (r.use_caches) publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
+  if (r.use_caches) cache::publish_prefix_blocks(*prefix_, r.prompt, prefix_salt_, pool, table);
 }
 
-void CacheBridge::publish_sequence(const EngineRequest& r, const std::vector<std::int32_t>& tokens,
-                                   const KvCachePool& pool,
+void CacheBridge::publish_sequence(const engine::EngineRequest& r,
+                                   const std::vector<std::int32_t>& tokens,
+                                   const model::KvCachePool& pool,
                                    const std::vector<std::int32_t>& table) {
-  if (r.use_caches) publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
+  if (r.use_caches) cache::publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
 }
 
 // --- stats --------------------------------------------------------------------------------
@@ -155,4 +156,4 @@ void CacheBridge::invalidate() {
   if (results_) results_->invalidate_all();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -6,7 +6,7 @@
 
 #include "engine/engine.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 RowDistribution row_distribution(const float* row, std::int64_t vocab) {
   double m = -std::numeric_limits<double>::infinity();
@@ -42,7 +42,7 @@ DistributionStats::DistributionStats(MetricsRegistry& registry, std::int32_t int
       interval_(std::max(1, interval)),
       ring_(static_cast<std::size_t>(std::max(2, window))) {}
 
-void DistributionStats::on_logits(const EngineRequest& r, std::int32_t, std::int32_t step,
+void DistributionStats::on_logits(const engine::EngineRequest& r, std::int32_t, std::int32_t step,
                                   const float* row, std::int64_t vocab) {
   if (!r.observed || step % interval_ != 0) return;
   const RowDistribution d = row_distribution(row, vocab);
@@ -61,4 +61,4 @@ void DistributionStats::on_logits(const EngineRequest& r, std::int32_t, std::int
   variance_.set(var / static_cast<double>(count_));
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

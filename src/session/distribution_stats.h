@@ -11,7 +11,7 @@
 #include "detinfer/metrics.h"
 #include "engine/engine_hooks.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 // Softmax statistics of one logits row: top-1 probability and entropy (nats).
 struct RowDistribution {
@@ -21,13 +21,13 @@ struct RowDistribution {
 // Computed in double from the row's maximum; -inf entries count as probability 0.
 RowDistribution row_distribution(const float* row, std::int64_t vocab);
 
-class DistributionStats final : public EngineObserver {
+class DistributionStats final : public engine::EngineObserver {
  public:
   // Observes tokens whose step is a multiple of `interval` (>= 1); the variance covers
   // the last `window` (>= 2) observations.
   DistributionStats(MetricsRegistry& registry, std::int32_t interval, std::int32_t window);
   bool wants_logits() const override { return true; }
-  void on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
+  void on_logits(const engine::EngineRequest& r, std::int32_t sample_index, std::int32_t step,
                  const float* row, std::int64_t vocab) override;
 
  private:
@@ -40,4 +40,4 @@ class DistributionStats final : public EngineObserver {
   std::size_t count_ = 0;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -1,18 +1,18 @@
 #include "session/numerics_identity.h"
 
 #include "cache/result_cache.h"
+#include "core/dtype.h"
 #include "detinfer/version.h"
-#include "kernels/kernels.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
-NumericsIdentity build_numerics_identity(const SessionOptions& options, const Model& model) {
-  const DeviceInfo dev = model.device_info();
+NumericsIdentity build_numerics_identity(const SessionOptions& options, const model::Model& model) {
+  const model::DeviceInfo dev = model.device_info();
   NumericsIdentity id;
   id.mode = model.mode();
   id.spec_version = static_cast<std::uint32_t>(kNumericsSpecVersion);
   id.kv_dtype = options.kv_dtype;
-  id.stored_weight_dtype = kernels::to_string(model.config().weight_dtype);
+  id.stored_weight_dtype = core::to_string(model.config().weight_dtype);
   id.weight_format = id.stored_weight_dtype;  // no format is converted at load yet
   id.device_class = dev.device;
   id.gpu_name = dev.name;
@@ -57,9 +57,10 @@ Hash128 result_model_key(const NumericsIdentity& id, const Hash128& model_finger
   return h.digest128();
 }
 
-PrefixNamespace prefix_namespace(const NumericsIdentity& id, const Hash128& model_fingerprint,
-                                 std::int64_t block_size, std::int64_t block_bytes) {
-  PrefixNamespace ns;
+cache::PrefixNamespace prefix_namespace(const NumericsIdentity& id,
+                                        const Hash128& model_fingerprint, std::int64_t block_size,
+                                        std::int64_t block_bytes) {
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = model_fingerprint;
   ns.mode = id.mode;
   ns.spec_version = id.spec_version;
@@ -71,8 +72,8 @@ PrefixNamespace prefix_namespace(const NumericsIdentity& id, const Hash128& mode
 Hash128 identity_result_key(const NumericsIdentity& id, const Hash128& model_fingerprint,
                             const Hash128& tokenizer_hash, const std::vector<std::int32_t>& prompt,
                             std::string_view canonical_config) {
-  return result_cache_key(result_model_key(id, model_fingerprint), id.mode, id.spec_version,
-                          tokenizer_hash, prompt, canonical_config);
+  return cache::result_cache_key(result_model_key(id, model_fingerprint), id.mode, id.spec_version,
+                                 tokenizer_hash, prompt, canonical_config);
 }
 
 void fill_fingerprint(const NumericsIdentity& id, const std::string& gpu_driver,
@@ -91,4 +92,4 @@ void fill_fingerprint(const NumericsIdentity& id, const std::string& gpu_driver,
   }
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -23,7 +23,7 @@
 #include "detinfer/session.h"
 #include "model/model.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 struct NumericsIdentity {
   NumericsMode mode = NumericsMode::kCanonical;
@@ -46,7 +46,7 @@ struct NumericsIdentity {
 };
 
 // The identity of a session opened with `options` (resolved) on `model`.
-NumericsIdentity build_numerics_identity(const SessionOptions& options, const Model& model);
+NumericsIdentity build_numerics_identity(const SessionOptions& options, const model::Model& model);
 
 // The salt of every KV-prefix cache key: the user's cache_salt, then each keyed member.
 // (Prefix roots also hash mode and spec version themselves: cache/prefix_keys.h.)
@@ -55,8 +55,9 @@ std::string prefix_salt(const NumericsIdentity& id, const std::string& cache_sal
 // The namespace of the prefix cache's roots: the model, mode, spec version and block
 // geometry. Its kv_dtype stays "f32": the KV dtype is keyed through the salt (as it was
 // before the identity existed).
-PrefixNamespace prefix_namespace(const NumericsIdentity& id, const Hash128& model_fingerprint,
-                                 std::int64_t block_size, std::int64_t block_bytes);
+cache::PrefixNamespace prefix_namespace(const NumericsIdentity& id,
+                                        const Hash128& model_fingerprint, std::int64_t block_size,
+                                        std::int64_t block_bytes);
 
 // The model key the result cache hashes: the model fingerprint, extended by the keyed
 // members when any is not at its baseline. (Mode and spec version are hashed by
@@ -75,4 +76,4 @@ Hash128 identity_result_key(const NumericsIdentity& id, const Hash128& model_fin
 void fill_fingerprint(const NumericsIdentity& id, const std::string& gpu_driver,
                       RunFingerprint& fp);
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace detinfer {
+namespace detinfer::session {
 
 namespace {
 // Why `original` cannot be re-run on a session with `base`, or "" when it can.
@@ -46,7 +46,7 @@ void judge(const RunFingerprint& original, const RunFingerprint& replayed, Repla
 }
 }  // namespace
 
-Replayer::Replayer(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
+Replayer::Replayer(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
                    const SessionMetrics& metrics)
     : prep_(prep), engine_(engine), base_(base), metrics_(metrics) {}
 
@@ -55,7 +55,7 @@ RunFingerprint Replayer::run(const std::vector<std::int32_t>& prompt,
   RequestPolicy policy;
   policy.use_caches = false;
   policy.observed = false;
-  EngineRequest r = prep_.prepare(Prompt(prompt), config, {}, policy);
+  engine::EngineRequest r = prep_.prepare(Prompt(prompt), config, {}, policy);
   const GenerationConfig normalized = r.config;
   GenerationResult result = engine_.submit(std::move(r)).get();
   return fingerprint_of(base_, normalized, result, true);
@@ -85,4 +85,4 @@ ReplayReport Replayer::replay(const RunFingerprint& original) {
   return rep;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -12,13 +12,13 @@
 #include "engine/engine.h"
 #include "session/request_prep.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 class Replayer {
  public:
   // All four must outlive the replayer. `base` holds the session's host, numerics, model
   // and tokenizer groups; `metrics` gets replay_match / replay_mismatch of replay().
-  Replayer(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
+  Replayer(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
            const SessionMetrics& metrics);
 
   // Runs the request (caches bypassed, unobserved) and returns its untrimmed fingerprint
@@ -32,9 +32,9 @@ class Replayer {
 
  private:
   RequestPrep& prep_;
-  Engine& engine_;
+  engine::Engine& engine_;
   const RunFingerprint& base_;
   const SessionMetrics& metrics_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -4,9 +4,9 @@
 #include "decode/config_check.h"
 #include "detinfer/philox.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
-RequestPrep::RequestPrep(const ModelConfig& config, const Tokenizer* tokenizer,
+RequestPrep::RequestPrep(const model::ModelConfig& config, const Tokenizer* tokenizer,
                          std::uint64_t seed_key)
     : config_(config), tokenizer_(tokenizer), seed_key_(seed_key) {}
 
@@ -37,10 +37,10 @@ std::vector<std::int32_t> RequestPrep::tokenize(const Prompt& prompt) const {
   return ids;
 }
 
-EngineRequest RequestPrep::prepare(const Prompt& prompt, const GenerationConfig& config,
-                                   TokenCallback on_token, RequestPolicy policy) {
+engine::EngineRequest RequestPrep::prepare(const Prompt& prompt, const GenerationConfig& config,
+                                           TokenCallback on_token, RequestPolicy policy) {
   if (closed()) fail(ErrorCode::kUnavailable, "the session is closed");
-  EngineRequest r;
+  engine::EngineRequest r;
   try {
     r.prompt = tokenize(prompt);
   } catch (const Error& e) {
@@ -73,4 +73,4 @@ EngineRequest RequestPrep::prepare(const Prompt& prompt, const GenerationConfig&
   return r;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "model/model_config.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 // What the stages after the engine do with a request (carried on the EngineRequest).
 struct RequestPolicy {
@@ -26,12 +26,12 @@ class RequestPrep {
  public:
   // `config` and `tokenizer` (may be null: token-id prompts only) must outlive this.
   // Seeds drawn for requests without one are the low 53 bits of Philox(seed_key, counter).
-  RequestPrep(const ModelConfig& config, const Tokenizer* tokenizer, std::uint64_t seed_key);
+  RequestPrep(const model::ModelConfig& config, const Tokenizer* tokenizer, std::uint64_t seed_key);
 
   // Errors name the offending field in Error::field() ("prompt", or a GenerationConfig
   // key); Error(kUnavailable) after close().
-  EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,
-                        TokenCallback on_token, RequestPolicy policy = {});
+  engine::EngineRequest prepare(const Prompt& prompt, const GenerationConfig& config,
+                                TokenCallback on_token, RequestPolicy policy = {});
 
   void close() { closed_.store(true); }
   bool closed() const { return closed_.load(); }
@@ -40,7 +40,7 @@ class RequestPrep {
   // The prompt's token ids, checked against the vocabulary and the context.
   std::vector<std::int32_t> tokenize(const Prompt& prompt) const;
 
-  const ModelConfig& config_;
+  const model::ModelConfig& config_;
   const Tokenizer* tokenizer_;
   const std::uint64_t seed_key_;
   std::atomic<std::uint64_t> seed_counter_{0};
@@ -48,4 +48,4 @@ class RequestPrep {
   std::atomic<bool> closed_{false};
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -21,7 +21,7 @@ SessionOptions resolve_options(SessionOptions o) {
   if (o.threads == 0) {
     o.threads = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   }
-  check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
+  session::check_session_ranges(o);  // every ranged row of the table (session/session_fields.h)
   try {
     o.device = to_string(parse_device(o.device));
   } catch (const Error& e) {
@@ -30,14 +30,14 @@ SessionOptions resolve_options(SessionOptions o) {
   return o;
 }
 
-kernels::DType kv_storage_dtype(KvDType d) {
+core::DType kv_storage_dtype(KvDType d) {
   switch (d) {
     case KvDType::kF32:
-      return kernels::DType::kF32;
+      return core::DType::kF32;
     case KvDType::kBF16:
-      return kernels::DType::kBF16;
+      return core::DType::kBF16;
     case KvDType::kF16:
-      return kernels::DType::kF16;
+      return core::DType::kF16;
   }
   throw Error(ErrorCode::kInvalidArgument,
               str_cat("SessionOptions.kv_dtype has the invalid value ", static_cast<int>(d)),
@@ -47,11 +47,11 @@ kernels::DType kv_storage_dtype(KvDType d) {
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
 // this process may use (cgroup limit or physical memory; 256 MiB when both are unknown).
 // The pool is allocated zero-filled by the backend, so untouched blocks cost no RAM.
-std::int64_t auto_kv_budget(const ModelConfig& c, const SessionOptions& o) {
+std::int64_t auto_kv_budget(const model::ModelConfig& c, const SessionOptions& o) {
   // K + V of one token as stored: 4 bytes per element for f32, 2 for bf16/f16.
-  const auto elem = static_cast<std::int64_t>(dtype_size(kv_storage_dtype(o.kv_dtype)));
+  const auto elem = static_cast<std::int64_t>(core::dtype_size(kv_storage_dtype(o.kv_dtype)));
   const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * elem;
-  const std::int64_t limit = memory_limit_bytes();
+  const std::int64_t limit = core::memory_limit_bytes();
   const std::int64_t cap = limit > 0 ? limit / 4 : std::int64_t{256} << 20;
   const std::int64_t want = std::int64_t{o.max_batch} * c.max_position_embeddings * per_token;
   return std::max<std::int64_t>(std::min(want, cap), per_token * o.kv_block_size);
@@ -80,7 +80,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   if (options.log_level) set_log_level(*options.log_level);
   auto impl = std::make_unique<Impl>();
   impl->options = resolve_options(options);
-  ModelOptions mo;
+  model::ModelOptions mo;
   mo.mode = impl->options.mode;
   mo.threads = impl->options.threads;
   mo.device = parse_device(impl->options.device);
@@ -91,10 +91,10 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) {
     impl->tokenizer.emplace(Tokenizer::load(model_dir));
-    release_free_heap();
+    core::release_free_heap();
   }
-  impl->model = Model::load(model_dir, mo);
-  const ModelConfig& mc = impl->model->config();
+  impl->model = model::Model::load(model_dir, mo);
+  const model::ModelConfig& mc = impl->model->config();
   if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
     fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
          " tokens but config.json vocab_size is ", mc.vocab_size);
@@ -103,7 +103,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   if (impl->options.kv_budget_bytes == 0) {
     impl->options.kv_budget_bytes = auto_kv_budget(mc, impl->options);
   }
-  EngineOptions eo;
+  engine::EngineOptions eo;
   eo.max_batch = impl->options.max_batch;
   eo.prefill_chunk_tokens = impl->options.prefill_chunk_tokens;
   eo.max_queue = impl->options.max_queue;
@@ -117,24 +117,26 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   return DeterministicSession(std::move(impl));
 }
 
-void DeterministicSession::Impl::build_pipeline(const EngineOptions& eo, std::uint64_t seed_key) {
-  prep =
-      std::make_unique<RequestPrep>(model->config(), tokenizer ? &*tokenizer : nullptr, seed_key);
-  engine = std::make_unique<Engine>(*model, tokenizer ? &*tokenizer : nullptr, eo);
+void DeterministicSession::Impl::build_pipeline(const engine::EngineOptions& eo,
+                                                std::uint64_t seed_key) {
+  prep = std::make_unique<session::RequestPrep>(model->config(), tokenizer ? &*tokenizer : nullptr,
+                                                seed_key);
+  engine = std::make_unique<engine::Engine>(*model, tokenizer ? &*tokenizer : nullptr, eo);
   if (engine->kv_capacity_blocks() < 1) {
     fail(ErrorCode::kInvalidArgument, "SessionOptions.kv_budget_bytes (", options.kv_budget_bytes,
          ") is smaller than one KV block");
   }
-  numerics = build_numerics_identity(options, *model);
-  caches = std::make_shared<CacheBridge>(options, *model, numerics, tokenizer_hash);
-  telemetry = std::make_shared<Telemetry>(
-      options, session_base_fingerprint(options, *model, numerics, tokenizer_hash), caches);
-  replayer =
-      std::make_unique<Replayer>(*prep, *engine, telemetry->base(), telemetry->session_metrics());
-  verifier = std::make_unique<Verifier>(*prep, *engine, telemetry->base(),
-                                        model->config().vocab_size, options.max_batch);
+  numerics = session::build_numerics_identity(options, *model);
+  caches = std::make_shared<session::CacheBridge>(options, *model, numerics, tokenizer_hash);
+  telemetry = std::make_shared<session::Telemetry>(
+      options, session::session_base_fingerprint(options, *model, numerics, tokenizer_hash),
+      caches);
+  replayer = std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(),
+                                                 telemetry->session_metrics());
+  verifier = std::make_unique<session::Verifier>(*prep, *engine, telemetry->base(),
+                                                 model->config().vocab_size, options.max_batch);
   if (options.consistency.enabled) {
-    Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
+    session::Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
     monitor = std::make_unique<ConsistencyMonitor>(
         options.consistency.monitor, [r](const RunFingerprint& fp) { return r->rerun(fp); },
         options.consistency.alarm, &telemetry->session_metrics());
@@ -145,7 +147,7 @@ void DeterministicSession::Impl::build_pipeline(const EngineOptions& eo, std::ui
   engine->add_observer(caches);
   engine->add_observer(telemetry);
   if (options.distribution_interval > 0) {
-    engine->add_observer(std::make_shared<DistributionStats>(
+    engine->add_observer(std::make_shared<session::DistributionStats>(
         telemetry->registry(), options.distribution_interval, options.distribution_window));
   }
 }
@@ -158,7 +160,7 @@ void DeterministicSession::Impl::shutdown() {
 
 RequestHandle DeterministicSession::submit(const Prompt& prompt, const GenerationConfig& config,
                                            TokenCallback on_token) {
-  EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
+  engine::EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
   RequestHandle h;
   h.id_ = r.id;
   h.cancel_ = impl_->engine->canceller(r.cancelled);
@@ -225,19 +227,28 @@ std::string DeterministicSession::architecture() const {
 }
 const SessionOptions& DeterministicSession::options() const { return impl_->options; }
 
-SessionStats DeterministicSession::stats() const { return impl_->engine->stats(); }
+SessionStats DeterministicSession::stats() const {
+  const engine::EngineStats e = impl_->engine->stats();
+  SessionStats s;
+  s.queued = e.queued;
+  s.running = e.running;
+  s.kv_blocks_in_use = e.kv_blocks_in_use;
+  s.kv_blocks_capacity = e.kv_blocks_capacity;
+  s.steps = e.steps;
+  return s;
+}
 
 ModelFootprint DeterministicSession::footprint() const {
-  const Model& m = *impl_->model;
-  const ModelConfig& c = m.config();
+  const model::Model& m = *impl_->model;
+  const model::ModelConfig& c = m.config();
   ModelFootprint f;
   f.weight_bytes = m.weight_bytes();
   f.resident_bytes = m.resident_bytes();
   f.decode_read_bytes = m.decode_read_bytes();
   // K and V as stored: 4 bytes per element (f32) or 2 (bf16/f16 KV).
   f.kv_bytes_per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim *
-                         static_cast<std::int64_t>(dtype_size(m.kv_dtype()));
-  const EngineStats e = impl_->engine->stats();
+                         static_cast<std::int64_t>(core::dtype_size(m.kv_dtype()));
+  const engine::EngineStats e = impl_->engine->stats();
   const std::int64_t block = f.kv_bytes_per_token * impl_->options.kv_block_size;
   f.kv_reserved_bytes = e.kv_blocks_capacity * block;
   f.kv_in_use_bytes = e.kv_blocks_in_use * block;

@@ -11,7 +11,7 @@
 namespace detinfer {
 
 void DeterministicSession::Impl::load_chat(const std::string& model_dir) {
-  const ModelConfig& mc = model->config();
+  const model::ModelConfig& mc = model->config();
   chat_templates =
       chat::ChatTemplates(chat::load_template_source(model_dir, options.chat_template_path));
   const chat::GenerationDefaults d =

@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 void check_session_ranges(const SessionOptions& options) {
   for_each_session_field(options, [](const SessionFieldSpec& f, const auto& value) {
@@ -22,4 +22,4 @@ void check_session_ranges(const SessionOptions& options) {
   });
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

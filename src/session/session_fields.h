@@ -17,7 +17,7 @@
 
 #include "detinfer/session.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 // How dti_session_options carries a row: a member of the same meaning copied as is (a bool
 // is an int32_t 0/1), converted by hand in capi_options.cpp (an enum code, a NULL-able
@@ -168,4 +168,4 @@ void for_each_session_field(Options& options, Visit&& visit) {
 // range: "SessionOptions.<member> must be in [lo, hi], got v".
 void check_session_ranges(const SessionOptions& options);
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -35,9 +35,9 @@ inline constexpr std::int64_t kChatBudgetBytes = std::int64_t{256} << 20;
 inline constexpr std::int64_t kChatTrimBytes = kChatCostPerByte * (std::int64_t{64} << 10);
 
 struct DeterministicSession::Impl {
-  SessionOptions options;     // resolved
-  NumericsIdentity numerics;  // built at open from the options and the loaded model
-  std::unique_ptr<Model> model;
+  SessionOptions options;              // resolved
+  session::NumericsIdentity numerics;  // built at open from the options and the loaded model
+  std::unique_ptr<model::Model> model;
   std::optional<Tokenizer> tokenizer;
   // Chat templates and generation defaults of the model folder; the tokenizer hash the
   // fingerprints record (with the chat template when it has its own file). session_chat.cpp.
@@ -49,17 +49,17 @@ struct DeterministicSession::Impl {
   void load_chat(const std::string& model_dir);
 
   // The pipeline, in the order a request passes it (all set by build_pipeline()).
-  std::unique_ptr<RequestPrep> prep;
-  std::shared_ptr<CacheBridge> caches;
-  std::unique_ptr<Engine> engine;
-  std::shared_ptr<Telemetry> telemetry;
-  std::unique_ptr<Replayer> replayer;
-  std::unique_ptr<Verifier> verifier;
+  std::unique_ptr<session::RequestPrep> prep;
+  std::shared_ptr<session::CacheBridge> caches;
+  std::unique_ptr<engine::Engine> engine;
+  std::shared_ptr<session::Telemetry> telemetry;
+  std::unique_ptr<session::Replayer> replayer;
+  std::unique_ptr<session::Verifier> verifier;
   std::unique_ptr<ConsistencyMonitor> monitor;  // null when the monitor is off
   // Builds the stages from `options`, model and tokenizer and wires them to the engine.
   // Throws Error(kInvalidArgument) naming an option, Error(kUnavailable) when a recorder
   // file or cache directory cannot be opened.
-  void build_pipeline(const EngineOptions& engine_options, std::uint64_t seed_key);
+  void build_pipeline(const engine::EngineOptions& engine_options, std::uint64_t seed_key);
 
   // Fails queued and running requests and every later one; joins the monitor. Idempotent.
   void shutdown();

@@ -9,7 +9,7 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 namespace {
 // Adds the growth of a monotonic statistic to a counter.
@@ -58,12 +58,12 @@ void export_totals(const CacheMetrics& m, const CacheTotals& now, const CacheTot
 }
 }  // namespace
 
-RunFingerprint session_base_fingerprint(const SessionOptions& o, const Model& model,
+RunFingerprint session_base_fingerprint(const SessionOptions& o, const model::Model& model,
                                         const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash) {
   RunFingerprint b;
   set_host_groups(b);
-  const DeviceInfo dev = model.device_info();
+  const model::DeviceInfo dev = model.device_info();
   fill_fingerprint(numerics, dev.driver, b);
   // Recorded beside the identity: canonical bits do not depend on them.
   b.numerics.kernel_isa = numerics.device_class != "cpu" ? "cuda"
@@ -85,25 +85,25 @@ Telemetry::Telemetry(const SessionOptions& options, RunFingerprint base,
       caches_(std::move(caches)),
       recorder_(options.recorder) {}
 
-void Telemetry::on_step(const StepStats& s) {
+void Telemetry::on_step(const engine::StepStats& s) {
   on_gauges(s);
   const std::int32_t batch = s.decode_sequences + s.prefill_sequences;
   if (batch > 0) metrics_.batch_size.observe(batch);
 }
 
-void Telemetry::on_gauges(const StepStats& s) {
+void Telemetry::on_gauges(const engine::StepStats& s) {
   metrics_.queue_depth.set(static_cast<double>(s.queue_depth));
   metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));
   metrics_.kv_blocks_capacity.set(static_cast<double>(s.kv_blocks_capacity));
 }
 
-void Telemetry::on_abandoned(const EngineRequest& r) {
+void Telemetry::on_abandoned(const engine::EngineRequest& r) {
   // Cancelled before admission: counted with the cancelled requests, nothing else ran.
   if (r.observed) metrics_.requests_cancelled.inc();
 }
 
-void Telemetry::on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
-                          const float* row, std::int64_t vocab) {
+void Telemetry::on_logits(const engine::EngineRequest& r, std::int32_t sample_index,
+                          std::int32_t step, const float* row, std::int64_t vocab) {
   // Beam search reports live beams, not returned sequences: no logits rows for it.
   if (!r.observed || r.config.num_beams > 1) return;
   std::lock_guard<std::mutex> lk(mu_);
@@ -114,7 +114,7 @@ void Telemetry::on_logits(const EngineRequest& r, std::int32_t sample_index, std
   steps[step].assign(row, row + vocab);
 }
 
-void Telemetry::on_finished(const EngineRequest& r, GenerationResult& result) {
+void Telemetry::on_finished(const engine::EngineRequest& r, GenerationResult& result) {
   if (!r.observed) return;
   std::vector<std::vector<std::vector<float>>> logits;
   {
@@ -128,7 +128,7 @@ void Telemetry::on_finished(const EngineRequest& r, GenerationResult& result) {
   complete(r, result, std::move(logits));
 }
 
-void Telemetry::on_failed(const EngineRequest& r, const Error&) {
+void Telemetry::on_failed(const engine::EngineRequest& r, const Error&) {
   if (!r.observed) return;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -137,11 +137,11 @@ void Telemetry::on_failed(const EngineRequest& r, const Error&) {
   metrics_.requests_failed.inc();
 }
 
-void Telemetry::served(const EngineRequest& r, GenerationResult& result) {
+void Telemetry::served(const engine::EngineRequest& r, GenerationResult& result) {
   if (r.observed) complete(r, result, {});
 }
 
-void Telemetry::complete(const EngineRequest& r, GenerationResult& result,
+void Telemetry::complete(const engine::EngineRequest& r, GenerationResult& result,
                          std::vector<std::vector<std::vector<float>>> logits) {
   metrics_.on_finished(result);
   // Untrimmed (prompt ids kept) for the transcript and the monitor; the recorder trims
@@ -183,4 +183,4 @@ std::string Telemetry::metrics_text() {
   return registry_.render();
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -22,16 +22,16 @@
 #include "session/cache_bridge.h"
 #include "session/numerics_identity.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 // The groups of a session's fingerprints that do not depend on the request: host,
 // numerics (from `numerics`), model and tokenizer (`tokenizer_hash` zero without a
 // tokenizer).
-RunFingerprint session_base_fingerprint(const SessionOptions& options, const Model& model,
+RunFingerprint session_base_fingerprint(const SessionOptions& options, const model::Model& model,
                                         const NumericsIdentity& numerics,
                                         const Hash128& tokenizer_hash);
 
-class Telemetry final : public EngineObserver {
+class Telemetry final : public engine::EngineObserver {
  public:
   // Opens the recorder (Error(kUnavailable) naming its file). `caches` may be null.
   Telemetry(const SessionOptions& options, RunFingerprint base,
@@ -42,17 +42,17 @@ class Telemetry final : public EngineObserver {
   void set_monitor(ConsistencyMonitor* monitor) { monitor_ = monitor; }
 
   // EngineObserver (engine thread).
-  void on_step(const StepStats& s) override;
-  void on_gauges(const StepStats& s) override;
-  void on_abandoned(const EngineRequest& r) override;
+  void on_step(const engine::StepStats& s) override;
+  void on_gauges(const engine::StepStats& s) override;
+  void on_abandoned(const engine::EngineRequest& r) override;
   bool wants_logits() const override { return recorder_.wants_logits(); }
-  void on_logits(const EngineRequest& r, std::int32_t sample_index, std::int32_t step,
+  void on_logits(const engine::EngineRequest& r, std::int32_t sample_index, std::int32_t step,
                  const float* row, std::int64_t vocab) override;
-  void on_finished(const EngineRequest& r, GenerationResult& result) override;
-  void on_failed(const EngineRequest& r, const Error& e) override;
+  void on_finished(const engine::EngineRequest& r, GenerationResult& result) override;
+  void on_failed(const engine::EngineRequest& r, const Error& e) override;
 
   // A result the cache stage served without the engine (caller's thread).
-  void served(const EngineRequest& r, GenerationResult& result);
+  void served(const engine::EngineRequest& r, GenerationResult& result);
 
   const RunFingerprint& base() const { return base_; }
   const SessionMetrics& session_metrics() const { return metrics_; }
@@ -62,7 +62,7 @@ class Telemetry final : public EngineObserver {
 
  private:
   // Metrics, fingerprint and monitor of a result handed to the caller.
-  void complete(const EngineRequest& r, GenerationResult& result,
+  void complete(const engine::EngineRequest& r, GenerationResult& result,
                 std::vector<std::vector<std::vector<float>>> logits);
   void sync_cache_metrics();
 
@@ -80,4 +80,4 @@ class Telemetry final : public EngineObserver {
   CacheStats last_cache_stats_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "decode/sampler.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 namespace {
 // One sample's teacher-forced check: the engine calls step() for every generated
@@ -137,14 +137,14 @@ std::string describe(const VerifyDivergence& d) {
 }
 // The teacher-forced request of sample k of transcript i, checked by `c` (no score_row
 // when the sample has no step to recompute).
-EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i, std::size_t k,
-                             std::int64_t vocab, SampleCheck& c) {
+engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i,
+                                     std::size_t k, std::int64_t vocab, SampleCheck& c) {
   RequestPolicy policy;
   policy.use_caches = false;
   policy.observed = false;
   GenerationConfig config = t.config;
   config.seed = t.seed;
-  EngineRequest r = prep.prepare(Prompt(t.prompt_tokens), config, {}, policy);
+  engine::EngineRequest r = prep.prepare(Prompt(t.prompt_tokens), config, {}, policy);
   const TranscriptSample& s = t.samples[k];
   for (std::size_t j = 0; j < s.tokens.size(); ++j) {
     if (s.tokens[j] >= vocab) {
@@ -163,7 +163,7 @@ EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t
   // Steps past max_new_tokens are a structural break, never recomputed.
   const std::size_t limit =
       std::min<std::size_t>(s.tokens.size(), static_cast<std::size_t>(config.max_new_tokens));
-  if (limit == 0) return EngineRequest{};
+  if (limit == 0) return engine::EngineRequest{};
   r.score_from = static_cast<std::int64_t>(t.prompt_tokens.size()) - 1;
   r.prompt.insert(r.prompt.end(), s.tokens.begin(), s.tokens.begin() + (limit - 1));
   r.config.num_return_sequences = 1;
@@ -177,7 +177,8 @@ EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t
 // Runs the requests in waves of at most `wave` (they batch together in the engine). Every
 // submitted request is waited for before anything is thrown: the callbacks point into
 // the caller's checks.
-void run_waves(Engine& engine, std::vector<EngineRequest>& requests, std::size_t wave) {
+void run_waves(engine::Engine& engine, std::vector<engine::EngineRequest>& requests,
+               std::size_t wave) {
   for (std::size_t begin = 0; begin < requests.size(); begin += wave) {
     const std::size_t end = std::min(requests.size(), begin + wave);
     std::vector<std::future<GenerationResult>> futures;
@@ -203,7 +204,7 @@ void run_waves(Engine& engine, std::vector<EngineRequest>& requests, std::size_t
 
 }  // namespace
 
-Verifier::Verifier(RequestPrep& prep, Engine& engine, const RunFingerprint& base,
+Verifier::Verifier(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
                    std::int64_t vocab, std::int32_t wave)
     : prep_(prep), engine_(engine), base_(base), vocab_(vocab), wave_(std::max(wave, 1)) {}
 
@@ -213,7 +214,7 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
          base_.numerics.mode, "): only canonical numerics make prefill and decode logits equal");
   }
   std::vector<std::unique_ptr<SampleCheck>> checks;
-  std::vector<EngineRequest> requests;
+  std::vector<engine::EngineRequest> requests;
   for (std::size_t i = 0; i < transcripts.size(); ++i) {
     check_identity(transcripts[i], base_, i);
     for (std::size_t k = 0; k < transcripts[i].samples.size(); ++k) {
@@ -239,4 +240,4 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
   return results;
 }
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -13,14 +13,14 @@
 #include "engine/engine.h"
 #include "session/request_prep.h"
 
-namespace detinfer {
+namespace detinfer::session {
 
 class Verifier {
  public:
   // All must outlive the verifier. `base` holds the session's numerics and model groups;
   // at most `wave` requests are queued at once.
-  Verifier(RequestPrep& prep, Engine& engine, const RunFingerprint& base, std::int64_t vocab,
-           std::int32_t wave);
+  Verifier(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
+           std::int64_t vocab, std::int32_t wave);
 
   // Throws Error(kInvalidArgument) naming the field when a transcript names another
   // model, weight format, numerics spec, mode or KV format than this session's, or is
@@ -30,10 +30,10 @@ class Verifier {
 
  private:
   RequestPrep& prep_;
-  Engine& engine_;
+  engine::Engine& engine_;
   const RunFingerprint& base_;
   std::int64_t vocab_;
   std::int32_t wave_;
 };
 
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -10,15 +10,15 @@
 
 namespace detinfer::torch_ops {
 
-ThreadPool* kernel_pool() {
-  static const std::unique_ptr<ThreadPool> pool = [] {
+core::ThreadPool* kernel_pool() {
+  static const std::unique_ptr<core::ThreadPool> pool = [] {
     int threads = at::get_num_threads();
     if (const char* env = std::getenv("DETINFER_TORCH_THREADS")) {
       threads = std::atoi(env);
     }
     if (threads < 1) threads = 1;
     if (threads > 256) threads = 256;
-    return std::make_unique<ThreadPool>(threads);
+    return std::make_unique<core::ThreadPool>(threads);
   }();
   return pool.get();
 }
@@ -37,14 +37,14 @@ void check_cpu_float(const at::Tensor& t, const char* op, const char* what) {
 
 at::Tensor to_f32_contiguous(const at::Tensor& t) { return t.to(at::kFloat).contiguous(); }
 
-kernels::DType kernel_dtype(at::ScalarType t) {
+core::DType kernel_dtype(at::ScalarType t) {
   switch (t) {
     case at::kBFloat16:
-      return kernels::DType::kBF16;
+      return core::DType::kBF16;
     case at::kHalf:
-      return kernels::DType::kF16;
+      return core::DType::kF16;
     default:
-      return kernels::DType::kF32;
+      return core::DType::kF32;
   }
 }
 

@@ -12,7 +12,7 @@
 #include "detinfer/error.h"
 #include "kernels/kernels.h"
 
-namespace detinfer {
+namespace detinfer::core {
 class ThreadPool;
 }
 
@@ -20,7 +20,7 @@ namespace detinfer::torch_ops {
 
 // Threads of the kernels behind the operators: DETINFER_TORCH_THREADS, else
 // at::get_num_threads() at first use. Results never depend on it (spec v1).
-ThreadPool* kernel_pool();
+core::ThreadPool* kernel_pool();
 
 // Floating dtypes the canonical kernels take (computed in binary32, widening exactly).
 bool is_kernel_dtype(at::ScalarType t);
@@ -32,7 +32,7 @@ void check_cpu_float(const at::Tensor& t, const char* op, const char* what);
 at::Tensor to_f32_contiguous(const at::Tensor& t);
 
 // The kernel dtype of a weight tensor (f32, bf16 or f16).
-kernels::DType kernel_dtype(at::ScalarType t);
+core::DType kernel_dtype(at::ScalarType t);
 
 // Runs fn, turning a detinfer::Error into a c10::Error (Python: RuntimeError) that names
 // the operator.

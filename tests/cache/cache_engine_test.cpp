@@ -24,7 +24,7 @@ namespace detinfer {
 namespace {
 
 struct Workload {
-  std::vector<EngineRequest> requests;
+  std::vector<engine::EngineRequest> requests;
 };
 
 Workload make_workload() {
@@ -41,7 +41,7 @@ Workload make_workload() {
   for (int i = 0; i < 12; ++i) {
     const auto& base = bases[static_cast<std::size_t>(i) % bases.size()];
     const std::size_t shared = static_cast<std::size_t>(next(base.size() + 1));
-    EngineRequest r;
+    engine::EngineRequest r;
     r.prompt.assign(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(shared));
     const std::uint64_t tail = 1 + next(30);
     for (std::uint64_t t = 0; t < tail; ++t) {
@@ -65,12 +65,12 @@ class CacheEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    TinyModelOptions o;
+    devtools::TinyModelOptions o;
     o.out_dir = dir_->path() + "/model";
     o.vocab = 512;
     o.seed = 7;
-    make_tiny_model(o);
-    model_ = Model::load(o.out_dir, ModelOptions{}).release();
+    devtools::make_tiny_model(o);
+    model_ = model::Model::load(o.out_dir, model::ModelOptions{}).release();
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -79,12 +79,12 @@ class CacheEngine : public ::testing::Test {
 
   // Runs the workload in order (later prompts can reuse earlier prompts' blocks);
   // `before(i)` runs before request i. Returns the results.
-  std::vector<GenerationResult> run(std::shared_ptr<PrefixCache> cache,
+  std::vector<GenerationResult> run(std::shared_ptr<cache::PrefixCache> cache,
                                     const std::function<void(std::size_t)>& before = {}) {
-    EngineOptions eo;
+    engine::EngineOptions eo;
     eo.kv_block_size = 16;
     eo.prefill_chunk_tokens = 48;
-    Engine engine(*model_, nullptr, eo);
+    engine::Engine engine(*model_, nullptr, eo);
     if (cache)
       engine.set_prefix_provider(std::make_shared<testing::CachePrefixProvider>(cache, *model_));
     std::vector<GenerationResult> out;
@@ -104,7 +104,7 @@ class CacheEngine : public ::testing::Test {
   void expect_identical(const std::vector<GenerationResult>& got, const std::string& what) {
     ASSERT_EQ(got.size(), reference().size());
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const ResultComparison c = compare_results(reference()[i], got[i]);
+      const cache::ResultComparison c = cache::compare_results(reference()[i], got[i]);
       EXPECT_TRUE(c.equal) << what << ", request " << i << ": " << c.first_difference;
     }
   }
@@ -115,18 +115,18 @@ class CacheEngine : public ::testing::Test {
   }
 
   static testing::TempDir* dir_;
-  static Model* model_;
+  static model::Model* model_;
   Workload workload_ = make_workload();
   std::vector<GenerationResult> reference_;
 };
 testing::TempDir* CacheEngine::dir_ = nullptr;
-Model* CacheEngine::model_ = nullptr;
+model::Model* CacheEngine::model_ = nullptr;
 
 TEST_F(CacheEngine, MemoryColdAndWarmGiveIdenticalOutputs) {
   EXPECT_EQ(cached_tokens(reference()), 0);
   PrefixCacheOptions o;
   o.memory.budget_bytes = 64 << 20;
-  auto cache = std::make_shared<PrefixCache>(o);
+  auto cache = std::make_shared<cache::PrefixCache>(o);
   const auto cold = run(cache);
   expect_identical(cold, "memory, cold");
   const auto warm = run(cache);
@@ -141,8 +141,8 @@ TEST_F(CacheEngine, DiskAfterRestartGivesIdenticalOutputs) {
   PrefixCacheOptions o;
   o.memory.enabled = false;
   o.disk.directory = kv.path();
-  expect_identical(run(std::make_shared<PrefixCache>(o)), "disk, cold");
-  auto restarted = std::make_shared<PrefixCache>(o);
+  expect_identical(run(std::make_shared<cache::PrefixCache>(o)), "disk, cold");
+  auto restarted = std::make_shared<cache::PrefixCache>(o);
   const auto warm = run(restarted);
   expect_identical(warm, "disk, after restart");
   EXPECT_GT(cached_tokens(warm), 0);
@@ -165,14 +165,14 @@ TEST_F(CacheEngine, RedisSharedAndKilledMidRunGiveIdenticalOutputs) {
   PrefixCacheOptions o;
   o.memory.enabled = false;
   o.redis.enabled = true;
-  expect_identical(run(std::make_shared<PrefixCache>(o, ro)), "redis, cold");
-  auto second = std::make_shared<PrefixCache>(o, ro);  // another connection
+  expect_identical(run(std::make_shared<cache::PrefixCache>(o, ro)), "redis, cold");
+  auto second = std::make_shared<cache::PrefixCache>(o, ro);  // another connection
   const auto warm = run(second);
   expect_identical(warm, "redis, warm from another instance");
   EXPECT_GT(cached_tokens(warm), 0);
   EXPECT_GT(second->stats().redis.hits, 0);
   // Killed in the middle of the run: every request still succeeds, same bits.
-  auto third = std::make_shared<PrefixCache>(o, ro);
+  auto third = std::make_shared<cache::PrefixCache>(o, ro);
   const auto killed = run(third, [&](std::size_t i) {
     if (i == workload_.requests.size() / 2) server.kill();
   });
@@ -180,7 +180,7 @@ TEST_F(CacheEngine, RedisSharedAndKilledMidRunGiveIdenticalOutputs) {
   EXPECT_GT(third->stats().redis.backend_errors, 0);
   // Restarted (empty): caching resumes.
   ASSERT_TRUE(server.start(ro.port));
-  auto fourth = std::make_shared<PrefixCache>(o, ro);
+  auto fourth = std::make_shared<cache::PrefixCache>(o, ro);
   expect_identical(run(fourth), "redis restarted, cold");
   EXPECT_GT(fourth->stats().redis.insertions, 0);
   const auto resumed = run(fourth);

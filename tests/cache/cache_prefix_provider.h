@@ -17,27 +17,28 @@
 
 namespace detinfer::testing {
 
-class CachePrefixProvider final : public PrefixProvider {
+class CachePrefixProvider final : public engine::PrefixProvider {
  public:
-  CachePrefixProvider(std::shared_ptr<PrefixCache> cache, const Model& model, std::string salt = {})
+  CachePrefixProvider(std::shared_ptr<cache::PrefixCache> cache, const model::Model& model,
+                      std::string salt = {})
       : cache_(std::move(cache)), model_(model), salt_(std::move(salt)) {}
 
-  std::int64_t restore(const EngineRequest& r, KvCachePool& pool,
+  std::int64_t restore(const engine::EngineRequest& r, model::KvCachePool& pool,
                        std::vector<std::int32_t>& table) override {
     open_once(pool);
-    return restore_prefix_blocks(*cache_, r.prompt, salt_, pool, table);
+    return cache::restore_prefix_blocks(*cache_, r.prompt, salt_, pool, table);
   }
-  void publish(const EngineRequest& r, const KvCachePool& pool,
+  void publish(const engine::EngineRequest& r, const model::KvCachePool& pool,
                const std::vector<std::int32_t>& table) override {
     open_once(pool);
-    publish_prefix_blocks(*cache_, r.prompt, salt_, pool, table);
+    cache::publish_prefix_blocks(*cache_, r.prompt, salt_, pool, table);
   }
 
  private:
   // The pool (hence block_bytes) is created by the engine: open on first use.
-  void open_once(const KvCachePool& pool) {
+  void open_once(const model::KvCachePool& pool) {
     std::call_once(opened_, [&] {
-      PrefixNamespace ns;
+      cache::PrefixNamespace ns;
       ns.model_fingerprint = model_.fingerprint();
       ns.mode = model_.mode();
       ns.block_size = pool.block_size();
@@ -46,8 +47,8 @@ class CachePrefixProvider final : public PrefixProvider {
     });
   }
 
-  std::shared_ptr<PrefixCache> cache_;
-  const Model& model_;
+  std::shared_ptr<cache::PrefixCache> cache_;
+  const model::Model& model_;
   std::string salt_;
   std::once_flag opened_;
 };

@@ -26,7 +26,7 @@
 
 namespace detinfer::testing {
 
-class FakeClock final : public CacheClock {
+class FakeClock final : public cache::CacheClock {
  public:
   std::int64_t now_ms() const override { return now_.load(); }
   void advance_ms(std::int64_t ms) { now_ += ms; }
@@ -59,8 +59,8 @@ class TempDir {
 
 // Non-zero pseudo-random bytes determined by (seed, size): the expected content of a
 // block can be recomputed from its key.
-inline BytesPtr make_payload(std::uint64_t seed, std::size_t size) {
-  auto b = std::make_shared<Bytes>(size);
+inline cache::BytesPtr make_payload(std::uint64_t seed, std::size_t size) {
+  auto b = std::make_shared<cache::Bytes>(size);
   std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 0x1234567;
   for (std::size_t i = 0; i < size; ++i) {
     x ^= x << 13;

@@ -18,7 +18,7 @@ namespace {
 constexpr std::int64_t kBlock = 8;
 constexpr std::int64_t kBytes = 512;
 
-BytesPtr block_for(const Hash128& key) { return testing::make_payload(key.low, kBytes); }
+cache::BytesPtr block_for(const Hash128& key) { return testing::make_payload(key.low, kBytes); }
 
 TEST(CacheThreads, SharedPrefixBlocksUnderConcurrency) {
   testing::TempDir dir;
@@ -27,8 +27,8 @@ TEST(CacheThreads, SharedPrefixBlocksUnderConcurrency) {
   o.memory.budget_bytes = 40 * kBytes;
   o.disk.directory = dir.path();
   o.disk.budget_bytes = 100 * (kBytes + 48);
-  PrefixCache cache(o);
-  PrefixNamespace ns;
+  cache::PrefixCache cache(o);
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = xxh3_128("model");
   ns.block_size = kBlock;
   ns.block_bytes = kBytes;
@@ -49,7 +49,7 @@ TEST(CacheThreads, SharedPrefixBlocksUnderConcurrency) {
       for (std::size_t i = 0; i < tail; ++i) {
         tokens.push_back(static_cast<std::int32_t>(seed * 1000 + static_cast<std::uint32_t>(i)));
       }
-      PrefixMatch m = cache.lookup(tokens, (x & 1) != 0 ? "" : "salt");
+      cache::PrefixMatch m = cache.lookup(tokens, (x & 1) != 0 ? "" : "salt");
       for (std::size_t i = 0; i < m.blocks.size(); ++i) {
         if (*m.blocks[i] != *block_for(m.keys[i])) ++wrong;
       }
@@ -94,8 +94,8 @@ TEST(CacheThreads, SharedRedisTierUnderConcurrency) {
   PrefixCacheOptions o;
   o.memory.budget_bytes = 4 * kBytes;
   o.redis.enabled = true;
-  PrefixCache cache(o, ro);
-  PrefixNamespace ns;
+  cache::PrefixCache cache(o, ro);
+  cache::PrefixNamespace ns;
   ns.block_size = kBlock;
   ns.block_bytes = kBytes;
   cache.open(ns);
@@ -107,7 +107,7 @@ TEST(CacheThreads, SharedRedisTierUnderConcurrency) {
       for (std::size_t i = 0; i < tokens.size(); ++i) {
         tokens[i] = static_cast<std::int32_t>((it % 5) * 100 + static_cast<int>(i));
       }
-      PrefixMatch m = cache.lookup(tokens);
+      cache::PrefixMatch m = cache.lookup(tokens);
       for (std::size_t i = 0; i < m.blocks.size(); ++i) {
         if (*m.blocks[i] != *block_for(m.keys[i])) ++wrong;
       }
@@ -131,7 +131,7 @@ TEST(CacheThreads, ResultCacheUnderConcurrency) {
   o.enabled = true;
   o.memory_budget_bytes = 4096;
   o.audit_fraction = 0.5;
-  ResultCache cache(o);
+  cache::ResultCache cache(o);
   std::atomic<int> wrong{0};
   auto worker = [&](int seed) {
     for (int it = 0; it < 300; ++it) {
@@ -143,7 +143,7 @@ TEST(CacheThreads, ResultCacheUnderConcurrency) {
                                    static_cast<std::int32_t>(id));
       const Hash128 k = testing::test_key(id);
       if (auto hit = cache.get(k)) {
-        if (!compare_results(*hit, r).equal) ++wrong;
+        if (!cache::compare_results(*hit, r).equal) ++wrong;
         if (cache.should_audit(k) && !cache.audit(k, *hit, r).equal) ++wrong;
       } else {
         cache.put(k, r);

@@ -20,7 +20,7 @@ using testing::make_payload;
 using testing::TempDir;
 using testing::test_key;
 
-constexpr std::size_t kHeader = kEntryHeaderBytes;
+constexpr std::size_t kHeader = cache::kEntryHeaderBytes;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,7 +35,7 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 TEST(DiskStore, RoundTripAndRestart) {
   TempDir dir;
   {
-    DiskStore d(dir.path(), 1 << 20, kKvBlockMagic);
+    cache::DiskStore d(dir.path(), 1 << 20, cache::kKvBlockMagic);
     for (std::uint64_t i = 0; i < 5; ++i) d.put(test_key(i), make_payload(i, 3000));
     EXPECT_EQ(d.stats().entries, 5);
     EXPECT_EQ(d.stats().bytes, 5 * static_cast<std::int64_t>(3000 + kHeader));
@@ -43,11 +43,11 @@ TEST(DiskStore, RoundTripAndRestart) {
   }
   // Leftover temp file of an interrupted write: removed at start.
   write_all(dir.path() + "/.junk.1.0.tmp", "partial");
-  DiskStore d(dir.path(), 1 << 20, kKvBlockMagic);
+  cache::DiskStore d(dir.path(), 1 << 20, cache::kKvBlockMagic);
   EXPECT_EQ(d.stats().entries, 5);
   EXPECT_FALSE(exists(dir.path() + "/.junk.1.0.tmp"));
   for (std::uint64_t i = 0; i < 5; ++i) {
-    const BytesPtr got = d.get(test_key(i), 3000);
+    const cache::BytesPtr got = d.get(test_key(i), 3000);
     ASSERT_TRUE(got) << i;
     EXPECT_EQ(*got, *make_payload(i, 3000));
   }
@@ -60,7 +60,7 @@ TEST(DiskStore, BudgetAndLruByAccessTimeSurviveRestart) {
   TempDir dir;
   const std::int64_t entry = 1000 + kHeader;
   {
-    DiskStore d(dir.path(), 3 * entry, kKvBlockMagic);
+    cache::DiskStore d(dir.path(), 3 * entry, cache::kKvBlockMagic);
     for (std::uint64_t i = 1; i <= 3; ++i) d.put(test_key(i), make_payload(i, 1000));
     ASSERT_TRUE(d.get(test_key(1), 1000));  // 2 becomes the least recently used
     d.put(test_key(4), make_payload(4, 1000));
@@ -70,7 +70,7 @@ TEST(DiskStore, BudgetAndLruByAccessTimeSurviveRestart) {
     ASSERT_TRUE(d.get(test_key(3), 1000));  // order now (old -> new): 1, 4, 3
   }
   // A restart with a smaller budget evicts by the recorded access times.
-  DiskStore d(dir.path(), 2 * entry, kKvBlockMagic);
+  cache::DiskStore d(dir.path(), 2 * entry, cache::kKvBlockMagic);
   EXPECT_EQ(d.stats().entries, 2);
   EXPECT_FALSE(d.get(test_key(1), 1000));
   EXPECT_TRUE(d.get(test_key(4), 1000));
@@ -80,7 +80,7 @@ TEST(DiskStore, BudgetAndLruByAccessTimeSurviveRestart) {
 TEST(DiskStore, BudgetNeverExceeded) {
   TempDir dir;
   const std::int64_t budget = 50000;
-  DiskStore d(dir.path(), budget, kKvBlockMagic);
+  cache::DiskStore d(dir.path(), budget, cache::kKvBlockMagic);
   std::uint64_t x = 5;
   for (std::uint64_t i = 0; i < 300; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -95,7 +95,7 @@ TEST(DiskStore, BudgetNeverExceeded) {
 class DiskCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = std::make_unique<DiskStore>(dir_.path(), 1 << 20, kKvBlockMagic);
+    store_ = std::make_unique<cache::DiskStore>(dir_.path(), 1 << 20, cache::kKvBlockMagic);
     store_->put(test_key(1), make_payload(1, 2000));
     store_->put(test_key(2), make_payload(2, 2000));
     path_ = store_->path_of(test_key(1));
@@ -107,13 +107,13 @@ class DiskCorruption : public ::testing::Test {
     EXPECT_EQ(store_->stats().corrupt, 1);
     EXPECT_EQ(store_->stats().entries, 1);
     // The healthy neighbour is untouched.
-    const BytesPtr other = store_->get(test_key(2), 2000);
+    const cache::BytesPtr other = store_->get(test_key(2), 2000);
     ASSERT_TRUE(other);
     EXPECT_EQ(*other, *make_payload(2, 2000));
   }
 
   TempDir dir_;
-  std::unique_ptr<DiskStore> store_;
+  std::unique_ptr<cache::DiskStore> store_;
   std::string path_;
 };
 
@@ -171,7 +171,7 @@ TEST_F(DiskCorruption, WrongMagicAndUnexpectedLength) {
 TEST(DiskStore, IoFailureIsCountedNotThrown) {
   TempDir dir;
   const std::string sub = dir.path() + "/cache";
-  DiskStore d(sub, 1 << 20, kKvBlockMagic);
+  cache::DiskStore d(sub, 1 << 20, cache::kKvBlockMagic);
   d.put(test_key(1), make_payload(1, 100));
   // The directory disappears under the store (unmounted disk, removed by an operator).
   std::system(("rm -rf '" + sub + "'").c_str());
@@ -184,19 +184,19 @@ TEST(DiskStore, IoFailureIsCountedNotThrown) {
 
 TEST(DiskStore, InvalidateAllAndInvalidDirectory) {
   TempDir dir;
-  DiskStore d(dir.path(), 1 << 20, kKvBlockMagic);
+  cache::DiskStore d(dir.path(), 1 << 20, cache::kKvBlockMagic);
   d.put(test_key(1), make_payload(1, 100));
   // Written by "another process" sharing the directory.
   {
-    DiskStore other(dir.path(), 1 << 20, kKvBlockMagic);
+    cache::DiskStore other(dir.path(), 1 << 20, cache::kKvBlockMagic);
     other.put(test_key(2), make_payload(2, 100));
   }
   EXPECT_TRUE(d.get(test_key(2), 100));
   d.invalidate_all();
   EXPECT_FALSE(d.get(test_key(1), 100));
   EXPECT_FALSE(d.get(test_key(2), 100));
-  EXPECT_THROW(DiskStore(dir.path() + "/a/b/c", 1, kKvBlockMagic), Error);
-  EXPECT_THROW(DiskStore("", 1, kKvBlockMagic), Error);
+  EXPECT_THROW(cache::DiskStore(dir.path() + "/a/b/c", 1, cache::kKvBlockMagic), Error);
+  EXPECT_THROW(cache::DiskStore("", 1, cache::kKvBlockMagic), Error);
 }
 
 }  // namespace

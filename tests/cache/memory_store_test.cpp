@@ -16,10 +16,10 @@ using testing::make_payload;
 using testing::test_key;
 
 TEST(MemoryStore, StoresAndServesTheSameBytes) {
-  MemoryStore m(1 << 20, 0);
-  const BytesPtr p = make_payload(1, 4096);
+  cache::MemoryStore m(1 << 20, 0);
+  const cache::BytesPtr p = make_payload(1, 4096);
   m.put(test_key(1), p);
-  const BytesPtr got = m.get(test_key(1), 4096);
+  const cache::BytesPtr got = m.get(test_key(1), 4096);
   ASSERT_TRUE(got);
   EXPECT_EQ(*got, *p);
   EXPECT_FALSE(m.get(test_key(2), 0));
@@ -36,7 +36,7 @@ TEST(MemoryStore, StoresAndServesTheSameBytes) {
 // A stream of distinct entries of random sizes: the budget holds after every insertion.
 TEST(MemoryStore, BudgetNeverExceeded) {
   const std::int64_t budget = 100000;
-  MemoryStore m(budget, 0);
+  cache::MemoryStore m(budget, 0);
   std::uint64_t x = 77;
   std::int64_t rejected = 0;
   for (std::uint64_t i = 0; i < 2000; ++i) {
@@ -59,7 +59,7 @@ TEST(MemoryStore, BudgetNeverExceeded) {
 }
 
 TEST(MemoryStore, EvictsLeastRecentlyUsedFirst) {
-  MemoryStore m(3000, 0);
+  cache::MemoryStore m(3000, 0);
   for (std::uint64_t i = 1; i <= 3; ++i) m.put(test_key(i), make_payload(i, 1000));
   ASSERT_TRUE(m.get(test_key(1), 1000));  // 1 becomes most recent; 2 is now the LRU
   m.put(test_key(4), make_payload(4, 1000));
@@ -71,16 +71,16 @@ TEST(MemoryStore, EvictsLeastRecentlyUsedFirst) {
 }
 
 TEST(MemoryStore, ReferencedEntriesAreNotEvicted) {
-  MemoryStore m(2000, 0);
+  cache::MemoryStore m(2000, 0);
   m.put(test_key(1), make_payload(1, 1000));
   m.put(test_key(2), make_payload(2, 1000));
-  const BytesPtr held = m.get(test_key(2), 1000);  // in use by a sequence
-  ASSERT_TRUE(m.get(test_key(1), 1000));           // 2 is now the LRU, but referenced
+  const cache::BytesPtr held = m.get(test_key(2), 1000);  // in use by a sequence
+  ASSERT_TRUE(m.get(test_key(1), 1000));                  // 2 is now the LRU, but referenced
   m.put(test_key(3), make_payload(3, 1000));
   EXPECT_FALSE(m.get(test_key(1), 1000));
   EXPECT_TRUE(m.get(test_key(2), 1000));
   // Everything referenced: the insertion is rejected rather than exceeding the budget.
-  const BytesPtr held3 = m.get(test_key(3), 1000);
+  const cache::BytesPtr held3 = m.get(test_key(3), 1000);
   m.put(test_key(4), make_payload(4, 1000));
   EXPECT_EQ(m.stats().rejected, 1);
   EXPECT_LE(m.stats().bytes, 2000);
@@ -89,7 +89,7 @@ TEST(MemoryStore, ReferencedEntriesAreNotEvicted) {
 
 TEST(MemoryStore, ExpiredEntriesAreNeverServed) {
   auto clock = std::make_shared<FakeClock>();
-  MemoryStore m(1 << 20, 10.0, clock);
+  cache::MemoryStore m(1 << 20, 10.0, clock);
   m.put(test_key(1), make_payload(1, 100));
   clock->advance_ms(9999);
   EXPECT_TRUE(m.get(test_key(1), 100));  // a hit does not extend the TTL
@@ -113,7 +113,7 @@ TEST(MemoryStore, ExpiredEntriesAreNeverServed) {
 
 TEST(MemoryStore, ExpiredEntriesGoBeforeLiveOnesWhenMakingRoom) {
   auto clock = std::make_shared<FakeClock>();
-  MemoryStore m(2000, 10.0, clock);
+  cache::MemoryStore m(2000, 10.0, clock);
   m.put(test_key(1), make_payload(1, 1000));
   clock->advance_ms(6000);
   m.put(test_key(2), make_payload(2, 1000));
@@ -126,7 +126,7 @@ TEST(MemoryStore, ExpiredEntriesGoBeforeLiveOnesWhenMakingRoom) {
 }
 
 TEST(MemoryStore, InvalidateAllAndModelSwitchPurge) {
-  MemoryStore m(1 << 20, 0);
+  cache::MemoryStore m(1 << 20, 0);
   m.open_model(xxh3_128("a"));
   m.put(test_key(1), make_payload(1, 100));
   m.open_model(xxh3_128("a"));  // same model: kept
@@ -141,8 +141,8 @@ TEST(MemoryStore, InvalidateAllAndModelSwitchPurge) {
 }
 
 TEST(MemoryStore, RejectsInvalidOptions) {
-  EXPECT_THROW(MemoryStore(-1, 0), Error);
-  EXPECT_THROW(MemoryStore(10, -1), Error);
+  EXPECT_THROW(cache::MemoryStore(-1, 0), Error);
+  EXPECT_THROW(cache::MemoryStore(10, -1), Error);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ using testing::TempDir;
 constexpr std::int64_t kBlock = 16;
 constexpr std::int64_t kBytes = 2048;
 
-PrefixNamespace ns_for(const char* model) {
-  PrefixNamespace ns;
+cache::PrefixNamespace ns_for(const char* model) {
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = xxh3_128(model);
   ns.block_size = kBlock;
   ns.block_bytes = kBytes;
@@ -40,12 +40,12 @@ std::vector<std::int32_t> prompt(std::size_t n, std::uint32_t seed) {
 
 // What "prefill" would have produced for block i of a match: derived from its key, so
 // that a wrong block can never compare equal.
-BytesPtr block_for(const Hash128& key) { return make_payload(key.low ^ key.high, kBytes); }
+cache::BytesPtr block_for(const Hash128& key) { return make_payload(key.low ^ key.high, kBytes); }
 
 // The engine's side: use the cached chain, "prefill" the rest and insert the new blocks.
-std::int64_t admit(PrefixCache& cache, const std::vector<std::int32_t>& tokens,
+std::int64_t admit(cache::PrefixCache& cache, const std::vector<std::int32_t>& tokens,
                    std::string_view salt = {}) {
-  PrefixMatch m = cache.lookup(tokens, salt);
+  cache::PrefixMatch m = cache.lookup(tokens, salt);
   for (std::size_t i = 0; i < m.blocks.size(); ++i) {
     EXPECT_EQ(*m.blocks[i], *block_for(m.keys[i])) << "block " << i << " has wrong bytes";
   }
@@ -62,7 +62,7 @@ PrefixCacheOptions memory_only() {
 }
 
 TEST(PrefixCache, LongestChainOfFullBlocksLeavingTheLastToken) {
-  PrefixCache cache(memory_only());
+  cache::PrefixCache cache(memory_only());
   cache.open(ns_for("a"));
   const auto p = prompt(100, 1);  // 6 full blocks
   EXPECT_EQ(admit(cache, p), 0);
@@ -86,10 +86,10 @@ TEST(PrefixCache, LongestChainOfFullBlocksLeavingTheLastToken) {
 }
 
 TEST(PrefixCache, ChainStopsAtTheFirstMissingBlock) {
-  auto* memory = new MemoryStore(64 << 20, 0);
-  PrefixCache::Tiers tiers;
+  auto* memory = new cache::MemoryStore(64 << 20, 0);
+  cache::PrefixCache::Tiers tiers;
   tiers.memory.reset(memory);
-  PrefixCache cache(std::move(tiers));
+  cache::PrefixCache cache(std::move(tiers));
   cache.open(ns_for("a"));
   const auto p = prompt(80, 2);
   admit(cache, p);
@@ -104,9 +104,9 @@ TEST(PrefixCache, NearCollisionOfModelsNeverHits) {
   PrefixCacheOptions o;
   o.memory.enabled = false;
   o.disk.directory = dir.path();
-  PrefixCache cache(o);
-  PrefixNamespace a = ns_for("a");
-  PrefixNamespace b = a;
+  cache::PrefixCache cache(o);
+  cache::PrefixNamespace a = ns_for("a");
+  cache::PrefixNamespace b = a;
   b.model_fingerprint.high ^= 1ull << 63;
   const auto p = prompt(64, 3);
   cache.open(a);
@@ -114,7 +114,7 @@ TEST(PrefixCache, NearCollisionOfModelsNeverHits) {
   EXPECT_EQ(cache.lookup(p).cached_tokens(), 48);
   cache.open(b);
   EXPECT_EQ(cache.lookup(p).cached_tokens(), 0);
-  PrefixNamespace c = a;
+  cache::PrefixNamespace c = a;
   c.mode = NumericsMode::kFast;
   cache.open(c);
   EXPECT_EQ(cache.lookup(p).cached_tokens(), 0);
@@ -124,7 +124,7 @@ TEST(PrefixCache, NearCollisionOfModelsNeverHits) {
 }
 
 TEST(PrefixCache, SwitchingModelPurgesMemory) {
-  PrefixCache cache(memory_only());
+  cache::PrefixCache cache(memory_only());
   cache.open(ns_for("a"));
   admit(cache, prompt(64, 4));
   EXPECT_GT(cache.stats().memory.bytes, 0);
@@ -140,11 +140,11 @@ TEST(PrefixCache, DiskHitsArePromotedAndSurviveRestart) {
   o.disk.directory = dir.path();
   const auto p = prompt(70, 5);
   {
-    PrefixCache cache(o);
+    cache::PrefixCache cache(o);
     cache.open(ns_for("a"));
     admit(cache, p);
   }
-  PrefixCache cache(o);  // a "restart": empty memory, same directory
+  cache::PrefixCache cache(o);  // a "restart": empty memory, same directory
   cache.open(ns_for("a"));
   EXPECT_EQ(admit(cache, p), 64);
   PrefixCacheStats s = cache.stats();
@@ -159,15 +159,15 @@ TEST(PrefixCache, DiskHitsArePromotedAndSurviveRestart) {
 }
 
 // A tier that is down: every get is a miss and every put is dropped.
-class DownStore final : public BlockStore {
+class DownStore final : public cache::BlockStore {
  public:
   const char* name() const override { return "down"; }
-  BytesPtr get(const Hash128&, std::size_t) override {
+  cache::BytesPtr get(const Hash128&, std::size_t) override {
     ++stats_.misses;
     ++stats_.backend_errors;
     return nullptr;
   }
-  void put(const Hash128&, const BytesPtr&) override { ++stats_.backend_errors; }
+  void put(const Hash128&, const cache::BytesPtr&) override { ++stats_.backend_errors; }
   void erase(const Hash128&) override {}
   void invalidate_all() override {}
   void open_model(const Hash128&) override {}
@@ -178,11 +178,11 @@ class DownStore final : public BlockStore {
 };
 
 // A buggy tier that serves bytes of the wrong size: never passed on.
-class WrongSizeStore final : public BlockStore {
+class WrongSizeStore final : public cache::BlockStore {
  public:
   const char* name() const override { return "wrong"; }
-  BytesPtr get(const Hash128&, std::size_t) override { return make_payload(1, 10); }
-  void put(const Hash128&, const BytesPtr&) override {}
+  cache::BytesPtr get(const Hash128&, std::size_t) override { return make_payload(1, 10); }
+  void put(const Hash128&, const cache::BytesPtr&) override {}
   void erase(const Hash128&) override {}
   void invalidate_all() override {}
   void open_model(const Hash128&) override {}
@@ -190,11 +190,11 @@ class WrongSizeStore final : public BlockStore {
 };
 
 TEST(PrefixCache, FailingTiersDegradeToMisses) {
-  PrefixCache::Tiers tiers;
-  tiers.memory = std::make_unique<MemoryStore>(64 << 20, 0);
+  cache::PrefixCache::Tiers tiers;
+  tiers.memory = std::make_unique<cache::MemoryStore>(64 << 20, 0);
   tiers.disk = std::make_unique<DownStore>();
   tiers.redis = std::make_unique<WrongSizeStore>();
-  PrefixCache cache(std::move(tiers));
+  cache::PrefixCache cache(std::move(tiers));
   cache.open(ns_for("a"));
   const auto p = prompt(50, 6);
   EXPECT_EQ(admit(cache, p), 0);
@@ -203,21 +203,21 @@ TEST(PrefixCache, FailingTiersDegradeToMisses) {
 }
 
 TEST(PrefixCache, MisuseIsReported) {
-  PrefixCache cache(memory_only());
+  cache::PrefixCache cache(memory_only());
   // Before open(): nothing is cached, nothing fails.
   EXPECT_EQ(cache.lookup(prompt(40, 1)).keys.size(), 0u);
   cache.insert(Hash128{}, make_payload(1, 3));
   cache.open(ns_for("a"));
   EXPECT_THROW(cache.insert(Hash128{}, make_payload(1, 3)), Error);
-  PrefixNamespace bad = ns_for("a");
+  cache::PrefixNamespace bad = ns_for("a");
   bad.block_bytes = 0;
   EXPECT_THROW(cache.open(bad), Error);
   PrefixCacheOptions o;
   o.redis.enabled = true;
-  EXPECT_THROW(PrefixCache{o}, Error);  // Redis tier without a host
+  EXPECT_THROW(cache::PrefixCache{o}, Error);  // Redis tier without a host
   PrefixCacheOptions off;
   off.enabled = false;
-  PrefixCache disabled(off);
+  cache::PrefixCache disabled(off);
   EXPECT_FALSE(disabled.enabled());
   disabled.open(ns_for("a"));
   EXPECT_EQ(admit(disabled, prompt(40, 1)), 0);
@@ -226,10 +226,10 @@ TEST(PrefixCache, MisuseIsReported) {
 
 TEST(PrefixCache, DefaultMemoryBudgetIsAFifthOfPhysicalMemory) {
   PrefixCacheOptions o;
-  PrefixCache cache(o);
+  cache::PrefixCache cache(o);
   EXPECT_TRUE(cache.enabled());
-  EXPECT_GT(memory_limit_bytes(), 0);
-  EXPECT_EQ(cache.stats().memory.budget_bytes, memory_limit_bytes() / 5);
+  EXPECT_GT(core::memory_limit_bytes(), 0);
+  EXPECT_EQ(cache.stats().memory.budget_bytes, core::memory_limit_bytes() / 5);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ class FakePool {
   }
   // "Prefill": deterministic content from the token ids of the block's prefix.
   void fill(std::int32_t b, std::uint64_t seed) {
-    const BytesPtr p = testing::make_payload(seed, static_cast<std::size_t>(bytes_));
+    const cache::BytesPtr p = testing::make_payload(seed, static_cast<std::size_t>(bytes_));
     std::memcpy(at(b), p->data(), p->size());
   }
   const std::uint8_t* at(std::int32_t b) const { return data_.data() + b * bytes_; }
@@ -51,10 +51,10 @@ constexpr std::int64_t kBlock = 4;
 constexpr std::int64_t kBytes = 256;
 
 TEST(PrefixPool, RestoreCopiesExactlyWhatPublishStored) {
-  PrefixCache::Tiers tiers;
-  tiers.memory = std::make_unique<MemoryStore>(1 << 20, 0);
-  PrefixCache cache(std::move(tiers));
-  PrefixNamespace ns;
+  cache::PrefixCache::Tiers tiers;
+  tiers.memory = std::make_unique<cache::MemoryStore>(1 << 20, 0);
+  cache::PrefixCache cache(std::move(tiers));
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = xxh3_128("m");
   ns.block_size = kBlock;
   ns.block_bytes = kBytes;
@@ -64,17 +64,17 @@ TEST(PrefixPool, RestoreCopiesExactlyWhatPublishStored) {
 
   // Request 1: nothing cached; "prefill" 4 blocks, publish the 3 full ones.
   std::vector<std::int32_t> t1;
-  EXPECT_EQ(restore_prefix_blocks(cache, prompt, "", pool, t1), 0);
+  EXPECT_EQ(cache::restore_prefix_blocks(cache, prompt, "", pool, t1), 0);
   for (int i = 0; i < 4; ++i) {
     t1.push_back(pool.allocate());
     pool.fill(t1.back(), 100 + static_cast<std::uint64_t>(i));
   }
-  EXPECT_EQ(publish_prefix_blocks(cache, prompt, "", pool, t1), 3);
-  EXPECT_EQ(publish_prefix_blocks(cache, prompt, "", pool, t1), 0);  // already cached
+  EXPECT_EQ(cache::publish_prefix_blocks(cache, prompt, "", pool, t1), 3);
+  EXPECT_EQ(cache::publish_prefix_blocks(cache, prompt, "", pool, t1), 0);  // already cached
 
   // Request 2, same prompt: 3 blocks restored into fresh pool blocks, bitwise equal.
   std::vector<std::int32_t> t2;
-  EXPECT_EQ(restore_prefix_blocks(cache, prompt, "", pool, t2), 12);
+  EXPECT_EQ(cache::restore_prefix_blocks(cache, prompt, "", pool, t2), 12);
   ASSERT_EQ(t2.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_NE(t2[i], t1[i]);
@@ -82,14 +82,14 @@ TEST(PrefixPool, RestoreCopiesExactlyWhatPublishStored) {
   }
   // Another salt: nothing.
   std::vector<std::int32_t> t3;
-  EXPECT_EQ(restore_prefix_blocks(cache, prompt, "other", pool, t3), 0);
+  EXPECT_EQ(cache::restore_prefix_blocks(cache, prompt, "other", pool, t3), 0);
 }
 
 TEST(PrefixPool, RestoreStopsWhenThePoolIsFull) {
-  PrefixCache::Tiers tiers;
-  tiers.memory = std::make_unique<MemoryStore>(1 << 20, 0);
-  PrefixCache cache(std::move(tiers));
-  PrefixNamespace ns;
+  cache::PrefixCache::Tiers tiers;
+  tiers.memory = std::make_unique<cache::MemoryStore>(1 << 20, 0);
+  cache::PrefixCache cache(std::move(tiers));
+  cache::PrefixNamespace ns;
   ns.block_size = kBlock;
   ns.block_bytes = kBytes;
   cache.open(ns);
@@ -97,10 +97,10 @@ TEST(PrefixPool, RestoreStopsWhenThePoolIsFull) {
   const std::vector<std::int32_t> prompt(4 * kBlock + 1, 3);
   std::vector<std::int32_t> t;
   for (int i = 0; i < 4; ++i) t.push_back(big.allocate());
-  EXPECT_EQ(publish_prefix_blocks(cache, prompt, "", big, t), 4);
+  EXPECT_EQ(cache::publish_prefix_blocks(cache, prompt, "", big, t), 4);
   FakePool small(2, kBytes);
   std::vector<std::int32_t> s;
-  EXPECT_EQ(restore_prefix_blocks(cache, prompt, "", small, s), 2 * kBlock);
+  EXPECT_EQ(cache::restore_prefix_blocks(cache, prompt, "", small, s), 2 * kBlock);
   EXPECT_EQ(small.free_blocks(), 0);
 }
 

@@ -76,9 +76,9 @@ class RedisTier : public ::testing::Test {
     options_.reconnect_backoff_min_ms = 100;
     options_.reconnect_backoff_max_ms = 1000;
   }
-  std::unique_ptr<RedisStore> make_store() {
-    auto s =
-        std::make_unique<RedisStore>(options_, "detinfer:kv:", 3600, kKvBlockMagic, 60.0, clock_);
+  std::unique_ptr<cache::RedisStore> make_store() {
+    auto s = std::make_unique<cache::RedisStore>(options_, "detinfer:kv:", 3600,
+                                                 cache::kKvBlockMagic, 60.0, clock_);
     s->open_model(model_);
     return s;
   }
@@ -91,19 +91,19 @@ class RedisTier : public ::testing::Test {
 
 TEST_F(RedisTier, RoundTripKeyLayoutAndTtl) {
   auto store = make_store();
-  const BytesPtr p = make_payload(1, 5000);
+  const cache::BytesPtr p = make_payload(1, 5000);
   store->put(test_key(1), p);
   const std::string key = "detinfer:kv:" + model_.hex() + ":" + test_key(1).hex();
   EXPECT_EQ(store->redis_key(test_key(1)), key);
   RawRedis raw(server_->port());
   ASSERT_TRUE(raw.ok());
-  EXPECT_EQ(raw.get(key).size(), 5000 + kEntryHeaderBytes);
+  EXPECT_EQ(raw.get(key).size(), 5000 + cache::kEntryHeaderBytes);
   const long long ttl = raw.ttl(key);
   EXPECT_GT(ttl, 3500);
   EXPECT_LE(ttl, 3600);
   // Another process (another connection) sees the entry.
   auto other = make_store();
-  const BytesPtr got = other->get(test_key(1), 5000);
+  const cache::BytesPtr got = other->get(test_key(1), 5000);
   ASSERT_TRUE(got);
   EXPECT_EQ(*got, *p);
   EXPECT_FALSE(other->get(test_key(2), 5000));
@@ -119,11 +119,13 @@ TEST_F(RedisTier, CorruptValuesAreDetectedDeletedAndBypassed) {
   auto store = make_store();
   RawRedis raw(server_->port());
   ASSERT_TRUE(raw.ok());
-  const std::string good = encode_entry(kKvBlockMagic, test_key(1), *make_payload(1, 3000));
+  const std::string good =
+      cache::encode_entry(cache::kKvBlockMagic, test_key(1), *make_payload(1, 3000));
   std::string flipped = good;
-  flipped[kEntryHeaderBytes + 100] ^= 0x04;
+  flipped[cache::kEntryHeaderBytes + 100] ^= 0x04;
   const std::string truncated = good.substr(0, good.size() - 7);
-  const std::string wrong_key = encode_entry(kKvBlockMagic, test_key(2), *make_payload(1, 3000));
+  const std::string wrong_key =
+      cache::encode_entry(cache::kKvBlockMagic, test_key(2), *make_payload(1, 3000));
   const std::string garbage = "not a cache entry";
   int n = 0;
   for (const std::string& bad : {flipped, truncated, wrong_key, garbage}) {
@@ -159,7 +161,7 @@ TEST_F(RedisTier, ServerDownIsAMissAndRestartResumes) {
   ASSERT_TRUE(server_->start(options_.port));
   clock_->advance_ms(options_.reconnect_backoff_max_ms);  // past any backoff
   store->put(test_key(2), make_payload(2, 1000));
-  const BytesPtr got = store->get(test_key(2), 1000);
+  const cache::BytesPtr got = store->get(test_key(2), 1000);
   ASSERT_TRUE(got) << "caching did not resume after the restart";
   EXPECT_EQ(*got, *make_payload(2, 1000));
 }
@@ -177,12 +179,12 @@ TEST_F(RedisTier, UnreachableFromTheStartIsAMiss) {
 // Memory + Redis behind the prefix cache: killing Redis mid-run never turns a lookup or an
 // insertion into an error, and the blocks served are always the inserted ones.
 TEST_F(RedisTier, PrefixCacheSurvivesRedisCrash) {
-  PrefixCache::Tiers tiers;
-  auto* memory = new MemoryStore(1 << 20, 0);
+  cache::PrefixCache::Tiers tiers;
+  auto* memory = new cache::MemoryStore(1 << 20, 0);
   tiers.memory.reset(memory);
   tiers.redis = make_store();
-  PrefixCache cache(std::move(tiers));
-  PrefixNamespace ns;
+  cache::PrefixCache cache(std::move(tiers));
+  cache::PrefixNamespace ns;
   ns.model_fingerprint = model_;
   ns.block_size = 4;
   ns.block_bytes = 512;
@@ -190,7 +192,7 @@ TEST_F(RedisTier, PrefixCacheSurvivesRedisCrash) {
   auto run = [&](std::int32_t base) {
     std::vector<std::int32_t> t(17);
     for (std::size_t i = 0; i < t.size(); ++i) t[i] = base + static_cast<std::int32_t>(i % 8);
-    PrefixMatch m = cache.lookup(t);
+    cache::PrefixMatch m = cache.lookup(t);
     for (std::size_t i = 0; i < m.blocks.size(); ++i) {
       EXPECT_EQ(*m.blocks[i], *make_payload(m.keys[i].low, 512));
     }
@@ -232,7 +234,7 @@ TEST_F(RedisTier, BlocksWrittenByAnotherProcessAreServed) {
   auto reader = make_store();
   for (std::uint64_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(reader->contains(test_key(i)));
-    const BytesPtr got = reader->get(test_key(i), 4096);
+    const cache::BytesPtr got = reader->get(test_key(i), 4096);
     ASSERT_TRUE(got) << i;
     EXPECT_EQ(*got, *make_payload(i, 4096));
   }
@@ -243,8 +245,8 @@ TEST_F(RedisTier, ResultCacheSharedThroughRedis) {
   ResultCacheOptions o;
   o.enabled = true;
   o.use_redis = true;
-  ResultCache a(o, options_, clock_);
-  ResultCache b(o, options_, clock_);
+  cache::ResultCache a(o, options_, clock_);
+  cache::ResultCache b(o, options_, clock_);
   a.open_model(model_);
   b.open_model(model_);
   GenerationResult r;
@@ -258,7 +260,7 @@ TEST_F(RedisTier, ResultCacheSharedThroughRedis) {
   a.put(k, r);
   auto hit = b.get(k);  // from Redis, promoted to b's memory
   ASSERT_TRUE(hit);
-  EXPECT_TRUE(compare_results(*hit, r).equal);
+  EXPECT_TRUE(cache::compare_results(*hit, r).equal);
   EXPECT_TRUE(b.get(k));
   EXPECT_EQ(b.stats().redis.hits, 1);
   EXPECT_EQ(b.stats().memory.hits, 1);
@@ -269,7 +271,7 @@ TEST_F(RedisTier, ResultCacheSharedThroughRedis) {
   ASSERT_NE(value, "<nil>");
   value[value.size() - 1] ^= 0x20;
   raw.set(key, value);
-  ResultCache c(o, options_, clock_);
+  cache::ResultCache c(o, options_, clock_);
   c.open_model(model_);
   EXPECT_FALSE(c.get(k));
   EXPECT_EQ(c.stats().redis.corrupt, 1);

@@ -54,7 +54,8 @@ GenerationResult result() {
 
 Hash128 key_of(const Hash128& model, NumericsMode mode, std::uint32_t spec, const Hash128& tok,
                const std::vector<std::int32_t>& prompt, const GenerationConfig& c) {
-  return result_cache_key(model, mode, spec, tok, prompt, canonical_generation_config(c));
+  return cache::result_cache_key(model, mode, spec, tok, prompt,
+                                 cache::canonical_generation_config(c));
 }
 
 TEST(ResultCacheKey, EveryInputChangesTheKey) {
@@ -135,22 +136,23 @@ TEST(ResultCacheKey, CanonicalConfigNormalizesSetsAndRequiresASeed) {
   b.stop_token_ids = std::vector<std::int32_t>{151645, 151643, 151645};
   b.stop_strings = {"END", "\n\n", "END"};
   b.presence_penalty = -0.0f;
-  EXPECT_EQ(canonical_generation_config(a), canonical_generation_config(b));
+  EXPECT_EQ(cache::canonical_generation_config(a), cache::canonical_generation_config(b));
   GenerationConfig no_seed = config();
   no_seed.seed.reset();
-  EXPECT_THROW(canonical_generation_config(no_seed), Error);
+  EXPECT_THROW(cache::canonical_generation_config(no_seed), Error);
 }
 
 bool same_bits(const GenerationResult& a, const GenerationResult& b) {
-  return serialize_result(a) == serialize_result(b) && compare_results(a, b).equal;
+  return cache::serialize_result(a) == cache::serialize_result(b) &&
+         cache::compare_results(a, b).equal;
 }
 
 TEST(ResultCodec, RoundTripIsBitwise) {
   GenerationResult r = result();
   r.sequences[0].logprobs[0].logprob = std::nanf("0x123");
-  const Bytes b = serialize_result(r);
-  const GenerationResult back = deserialize_result(b);
-  EXPECT_EQ(serialize_result(back), b);
+  const cache::Bytes b = cache::serialize_result(r);
+  const GenerationResult back = cache::deserialize_result(b);
+  EXPECT_EQ(cache::serialize_result(back), b);
   EXPECT_EQ(back.sequences[1].text, std::string("bin\0ary", 7));
   std::uint32_t bits_in, bits_out;
   std::memcpy(&bits_in, &r.sequences[0].logprobs[0].logprob, 4);
@@ -161,33 +163,34 @@ TEST(ResultCodec, RoundTripIsBitwise) {
 }
 
 TEST(ResultCodec, EveryTruncationIsRejected) {
-  const Bytes b = serialize_result(result());
+  const cache::Bytes b = cache::serialize_result(result());
   for (std::size_t n = 0; n < b.size(); ++n) {
-    const Bytes cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
-    EXPECT_THROW(deserialize_result(cut), Error) << "length " << n;
+    const cache::Bytes cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_THROW(cache::deserialize_result(cut), Error) << "length " << n;
   }
-  Bytes longer = b;
+  cache::Bytes longer = b;
   longer.push_back(0);
-  EXPECT_THROW(deserialize_result(longer), Error);
+  EXPECT_THROW(cache::deserialize_result(longer), Error);
 }
 
 TEST(ResultCodec, CompareFindsTheFirstDifference) {
   const GenerationResult a = result();
-  EXPECT_TRUE(compare_results(a, a).equal);
+  EXPECT_TRUE(cache::compare_results(a, a).equal);
   GenerationResult b = a;
   b.sequences[1].tokens[2] = 99;
-  EXPECT_EQ(compare_results(a, b).first_difference, "sequence 1: tokens differ from position 2");
+  EXPECT_EQ(cache::compare_results(a, b).first_difference,
+            "sequence 1: tokens differ from position 2");
   b = a;
   b.sequences[0].logprobs[1].top[0].logprob =
       std::nextafter(b.sequences[0].logprobs[1].top[0].logprob, 0.0f);
-  EXPECT_EQ(compare_results(a, b).first_difference, "sequence 0: logprobs of step 1 differ");
+  EXPECT_EQ(cache::compare_results(a, b).first_difference, "sequence 0: logprobs of step 1 differ");
   b = a;
   b.sequences[0].step_digests[1] ^= 1;
-  EXPECT_EQ(compare_results(a, b).first_difference,
+  EXPECT_EQ(cache::compare_results(a, b).first_difference,
             "sequence 0: logits digest differs from step 1");
   b = a;
   b.timings.total_ms = 99;  // not part of the comparison
-  EXPECT_TRUE(compare_results(a, b).equal);
+  EXPECT_TRUE(cache::compare_results(a, b).equal);
 }
 
 TEST(ResultCache, MemoryHitServesTheSameBitsAndExpires) {
@@ -195,7 +198,7 @@ TEST(ResultCache, MemoryHitServesTheSameBitsAndExpires) {
   ResultCacheOptions o;
   o.enabled = true;
   o.ttl_seconds = 60;
-  ResultCache cache(o, {}, clock);
+  cache::ResultCache cache(o, {}, clock);
   cache.open_model(xxh3_128("model"));
   const Hash128 k = testing::test_key(1);
   EXPECT_FALSE(cache.get(k));
@@ -221,10 +224,10 @@ TEST(ResultCache, MemoryHitServesTheSameBitsAndExpires) {
 }
 
 TEST(ResultCache, AuditIsDeterministicAndSamplesTheFraction) {
-  ResultCache none(std::make_unique<MemoryStore>(1 << 20, 0), nullptr, 0.0);
-  ResultCache all(std::make_unique<MemoryStore>(1 << 20, 0), nullptr, 1.0);
-  ResultCache some(std::make_unique<MemoryStore>(1 << 20, 0), nullptr, 0.25);
-  ResultCache again(std::make_unique<MemoryStore>(1 << 20, 0), nullptr, 0.25);
+  cache::ResultCache none(std::make_unique<cache::MemoryStore>(1 << 20, 0), nullptr, 0.0);
+  cache::ResultCache all(std::make_unique<cache::MemoryStore>(1 << 20, 0), nullptr, 1.0);
+  cache::ResultCache some(std::make_unique<cache::MemoryStore>(1 << 20, 0), nullptr, 0.25);
+  cache::ResultCache again(std::make_unique<cache::MemoryStore>(1 << 20, 0), nullptr, 0.25);
   int audited = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
@@ -236,11 +239,11 @@ TEST(ResultCache, AuditIsDeterministicAndSamplesTheFraction) {
   }
   // Binomial(20000, 0.25): sd ~61; 6 sd of tolerance.
   EXPECT_NEAR(audited, n / 4, 370);
-  EXPECT_THROW(ResultCache(nullptr, nullptr, 1.5), Error);
+  EXPECT_THROW(cache::ResultCache(nullptr, nullptr, 1.5), Error);
 }
 
 TEST(ResultCache, AuditMismatchIsCountedAndTheRecomputedResultReplacesTheEntry) {
-  ResultCache cache(std::make_unique<MemoryStore>(1 << 20, 0), nullptr, 1.0);
+  cache::ResultCache cache(std::make_unique<cache::MemoryStore>(1 << 20, 0), nullptr, 1.0);
   const Hash128 k = testing::test_key(5);
   cache.put(k, result());
   const auto cached = cache.get(k);
@@ -258,17 +261,17 @@ TEST(ResultCache, AuditMismatchIsCountedAndTheRecomputedResultReplacesTheEntry) 
 
 TEST(ResultCache, DisabledAndInvalidOptions) {
   ResultCacheOptions o;  // disabled by default
-  ResultCache cache(o);
+  cache::ResultCache cache(o);
   EXPECT_FALSE(cache.enabled());
   cache.put(testing::test_key(1), result());
   EXPECT_FALSE(cache.get(testing::test_key(1)));
   ResultCacheOptions r;
   r.enabled = true;
   r.use_redis = true;
-  EXPECT_THROW(ResultCache{r}, Error);
+  EXPECT_THROW(cache::ResultCache{r}, Error);
   r.use_redis = false;
   r.audit_fraction = -0.1;
-  EXPECT_THROW(ResultCache{r}, Error);
+  EXPECT_THROW(cache::ResultCache{r}, Error);
 }
 
 }  // namespace

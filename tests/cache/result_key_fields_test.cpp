@@ -52,7 +52,7 @@ GenerationConfig flipped(const GenerationConfig& base, std::size_t index) {
 TEST(ResultKeyFields, EveryOutputAffectingFieldChangesTheKey) {
   GenerationConfig base;
   base.seed = 42;
-  const std::string base_key = canonical_generation_config(base);
+  const std::string base_key = cache::canonical_generation_config(base);
   std::vector<std::string> names;
   std::vector<bool> affects;
   core::for_each_field(base, [&](const core::FieldSpec& f, const auto&) {
@@ -64,7 +64,7 @@ TEST(ResultKeyFields, EveryOutputAffectingFieldChangesTheKey) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     SCOPED_TRACE(names[i]);
     const GenerationConfig c = flipped(base, i);
-    const std::string key = canonical_generation_config(c);
+    const std::string key = cache::canonical_generation_config(c);
     if (affects[i]) {
       EXPECT_NE(key, base_key);
       EXPECT_TRUE(keys.insert(key).second) << "two flips share a key";
@@ -75,7 +75,7 @@ TEST(ResultKeyFields, EveryOutputAffectingFieldChangesTheKey) {
   // first_sample_index is the field version 1 of the key left out.
   GenerationConfig other = base;
   other.first_sample_index = 3;
-  EXPECT_NE(canonical_generation_config(other), base_key);
+  EXPECT_NE(cache::canonical_generation_config(other), base_key);
 }
 
 TEST(ResultKeyFields, SetsAndSignedZerosDoNotChangeTheKey) {
@@ -88,12 +88,12 @@ TEST(ResultKeyFields, SetsAndSignedZerosDoNotChangeTheKey) {
   b.stop_token_ids = std::vector<std::int32_t>{1, 3};
   b.stop_strings = {"a", "b"};
   b.presence_penalty = 0.0f;
-  EXPECT_EQ(canonical_generation_config(a), canonical_generation_config(b));
+  EXPECT_EQ(cache::canonical_generation_config(a), cache::canonical_generation_config(b));
   // Unset stop ids (the model's eos) differ from an empty set.
   b.stop_token_ids = std::nullopt;
   GenerationConfig c = b;
   c.stop_token_ids = std::vector<std::int32_t>{};
-  EXPECT_NE(canonical_generation_config(b), canonical_generation_config(c));
+  EXPECT_NE(cache::canonical_generation_config(b), cache::canonical_generation_config(c));
 }
 
 }  // namespace

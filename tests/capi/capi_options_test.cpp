@@ -184,11 +184,11 @@ class CapiBadField : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const char* tmp = std::getenv("DETINFER_TEST_TMP");
-    TinyModelOptions o;
+    devtools::TinyModelOptions o;
     o.out_dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/capi-options-model-" +
                 std::to_string(static_cast<long>(getpid()));
     o.seed = 3;
-    make_tiny_model(o);
+    devtools::make_tiny_model(o);
     dti_session_options so = dti_session_options_default();
     so.threads = 1;
     so.fingerprint_level = 0;

@@ -16,6 +16,9 @@
 namespace detinfer {
 namespace {
 
+using session::kSessionFields;
+using session::SessionFieldSpec;
+
 // A C value other than the default: a bool member (0/1 in C) is toggled, a number grows.
 template <typename C, typename Cxx>
 void flip(C& c, const Cxx&) {
@@ -99,7 +102,7 @@ TEST(CapiSessionFields, EveryCarriedRowHasATestRow) {
   const auto r = rows();
   std::size_t carried = 0;
   for (const SessionFieldSpec& f : kSessionFields) {
-    if (f.c_field == CField::kNone) continue;
+    if (f.c_field == session::CField::kNone) continue;
     ++carried;
     EXPECT_EQ(r.count(f.key), 1u) << f.key << " (" << f.c_member << ")";
   }

@@ -55,7 +55,7 @@ std::string other_value(const ConfigField& f, const json& v) {
 
 TEST(OptionTable, EveryTableRowIsAFlagThatSetsItsMember) {
   const ToolConfig defaults;
-  for (const detinfer::SessionFieldSpec& spec : detinfer::kSessionFields) {
+  for (const detinfer::session::SessionFieldSpec& spec : detinfer::session::kSessionFields) {
     const ConfigField* f = row_of(spec.key);
     ASSERT_NE(f, nullptr) << spec.key;
     EXPECT_EQ(f->flag, spec.flag);
@@ -81,7 +81,7 @@ TEST(OptionTable, EveryTableRowIsAFlagThatSetsItsMember) {
 }
 
 TEST(OptionTable, EveryTableRowIsAConfigKey) {
-  for (const detinfer::SessionFieldSpec& spec : detinfer::kSessionFields) {
+  for (const detinfer::session::SessionFieldSpec& spec : detinfer::session::kSessionFields) {
     const ConfigField* f = row_of(spec.key);
     ASSERT_NE(f, nullptr) << spec.key;
     ToolConfig c;

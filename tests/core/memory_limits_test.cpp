@@ -27,7 +27,7 @@ class FakeCgroup {
     std::system(("mkdir -p '" + path.substr(0, path.rfind('/')) + "'").c_str());
     std::ofstream(path) << text;
   }
-  CgroupPaths paths() const { return {root_ + "/fs", root_ + "/self_cgroup"}; }
+  core::CgroupPaths paths() const { return {root_ + "/fs", root_ + "/self_cgroup"}; }
 
  private:
   static inline int counter_ = 0;
@@ -40,7 +40,7 @@ TEST(MemoryLimits, CgroupV2ReadsTheSmallestLimitAlongThePath) {
   g.file("fs/kubepods/memory.max", "8589934592\n");
   g.file("fs/kubepods/pod1/memory.max", "1073741824\n");
   g.file("fs/kubepods/pod1/ctr/memory.max", "max\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 1073741824);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 1073741824);
 }
 
 TEST(MemoryLimits, CgroupV2NamespacedRootFile) {
@@ -48,7 +48,7 @@ TEST(MemoryLimits, CgroupV2NamespacedRootFile) {
   FakeCgroup g;
   g.file("self_cgroup", "0::/\n");
   g.file("fs/memory.max", "536870912\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 536870912);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 536870912);
 }
 
 TEST(MemoryLimits, CgroupV1MemoryControllerAndUnlimitedValues) {
@@ -56,32 +56,32 @@ TEST(MemoryLimits, CgroupV1MemoryControllerAndUnlimitedValues) {
   g.file("self_cgroup", "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n");
   g.file("fs/memory/memory.limit_in_bytes", "9223372036854771712\n");  // unlimited
   g.file("fs/memory/docker/abc/memory.limit_in_bytes", "2147483648\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 2147483648);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 2147483648);
   g.file("fs/memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 0);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 0);
 }
 
 TEST(MemoryLimits, HybridUnifiedMountAndGarbage) {
   FakeCgroup g;
   g.file("self_cgroup", "0::/user.slice\n");
   g.file("fs/unified/user.slice/memory.max", "3221225472");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 3221225472);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 3221225472);
   g.file("fs/unified/user.slice/memory.max", "12abc\n");
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 0);
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 0);
 }
 
 TEST(MemoryLimits, NoCgroupFileMeansPhysicalMemory) {
   FakeCgroup g;  // neither self_cgroup nor any limit exists
-  EXPECT_EQ(cgroup_memory_limit_bytes(g.paths()), 0);
-  EXPECT_GT(physical_memory_bytes(), 0);
-  EXPECT_EQ(memory_limit_bytes(g.paths()), physical_memory_bytes());
+  EXPECT_EQ(core::cgroup_memory_limit_bytes(g.paths()), 0);
+  EXPECT_GT(core::physical_memory_bytes(), 0);
+  EXPECT_EQ(core::memory_limit_bytes(g.paths()), core::physical_memory_bytes());
   FakeCgroup small;
   small.file("self_cgroup", "0::/\n");
   small.file("fs/memory.max", "65536\n");
-  EXPECT_EQ(memory_limit_bytes(small.paths()), 65536);
+  EXPECT_EQ(core::memory_limit_bytes(small.paths()), 65536);
   // The real machine: never above physical memory.
-  EXPECT_LE(memory_limit_bytes(), physical_memory_bytes());
-  EXPECT_GT(memory_limit_bytes(), 0);
+  EXPECT_LE(core::memory_limit_bytes(), core::physical_memory_bytes());
+  EXPECT_GT(core::memory_limit_bytes(), 0);
 }
 
 }  // namespace

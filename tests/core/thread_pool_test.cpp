@@ -14,7 +14,7 @@ namespace {
 
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   for (int threads : {1, 2, 3, 8}) {
-    ThreadPool pool(threads);
+    core::ThreadPool pool(threads);
     for (std::int64_t n : {1, 2, 7, 64, 1001}) {
       std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
       pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) {
@@ -26,7 +26,7 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
 }
 
 TEST(ThreadPool, PropagatesExceptions) {
-  ThreadPool pool(4);
+  core::ThreadPool pool(4);
   EXPECT_THROW(pool.parallel_for(100, 1,
                                  [](std::int64_t b, std::int64_t) {
                                    if (b > 0) throw std::runtime_error("boom");
@@ -39,7 +39,7 @@ TEST(ThreadPool, PropagatesExceptions) {
 }
 
 TEST(ThreadPool, NestedCallsRunSerially) {
-  ThreadPool pool(3);
+  core::ThreadPool pool(3);
   std::atomic<int> count{0};
   pool.parallel_for(6, 1, [&](std::int64_t b, std::int64_t e) {
     pool.parallel_for(e - b, 1, [&](std::int64_t ib, std::int64_t ie) { count += int(ie - ib); });
@@ -51,7 +51,7 @@ TEST(ThreadPool, NestedCallsRunSerially) {
 // still spinning from the previous one, and every job sees every index exactly once.
 TEST(ThreadPool, ManyShortJobsBackToBack) {
   for (int threads : {2, 3}) {
-    ThreadPool pool(threads);
+    core::ThreadPool pool(threads);
     std::vector<std::int64_t> sums(2000, 0);
     for (std::size_t job = 0; job < sums.size(); ++job) {
       const std::int64_t n = 1 + static_cast<std::int64_t>(job % 17);
@@ -68,7 +68,7 @@ TEST(ThreadPool, ManyShortJobsBackToBack) {
 // Pools created and destroyed right after a job (workers may still be spinning).
 TEST(ThreadPool, DestroyRightAfterAJob) {
   for (int round = 0; round < 50; ++round) {
-    ThreadPool pool(2 + round % 3);
+    core::ThreadPool pool(2 + round % 3);
     std::atomic<int> count{0};
     pool.parallel_for(8, 1, [&](std::int64_t b, std::int64_t e) { count += int(e - b); });
     ASSERT_EQ(count.load(), 8);
@@ -78,7 +78,7 @@ TEST(ThreadPool, DestroyRightAfterAJob) {
 // More ranges than threads: every index still exactly once, ranges disjoint and whole.
 TEST(ThreadPool, MaxChunksSplitsFinerAndCoversEveryIndex) {
   for (int threads : {2, 3}) {
-    ThreadPool pool(threads);
+    core::ThreadPool pool(threads);
     for (int max_chunks : {1, 2, 5, 16, 100000}) {
       for (std::int64_t n : {1, 7, 64, 1001}) {
         std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
@@ -101,7 +101,7 @@ TEST(ThreadPool, MaxChunksSplitsFinerAndCoversEveryIndex) {
 // caller takes every other chunk (with static assignment this would never finish: the
 // held worker waits for chunks that only it could run).
 TEST(ThreadPool, CallerTakesOverChunksOfABusyWorker) {
-  ThreadPool pool(2);
+  core::ThreadPool pool(2);
   const auto caller = std::this_thread::get_id();
   constexpr int kChunks = 8;
   for (int round = 0; round < 20; ++round) {
@@ -126,8 +126,8 @@ TEST(ThreadPool, CallerTakesOverChunksOfABusyWorker) {
 }
 
 TEST(ThreadPool, RejectsInvalidThreadCounts) {
-  EXPECT_THROW(ThreadPool(0), Error);
-  EXPECT_THROW(ThreadPool(-3), Error);
+  EXPECT_THROW(core::ThreadPool(0), Error);
+  EXPECT_THROW(core::ThreadPool(-3), Error);
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST(CudaEmulation, LinearEqualsReferenceForEveryDtypeAndLoadPath) {
   };
   const Shape shapes[] = {{1, 5, 1}, {3, 9, 65}, {9, 5, 64}, {2, 4, 2049}};
   std::uint64_t seed = 1;
-  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (const core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
     for (const Shape& s : shapes) {
       for (const int offset : {0, 1}) {  // 1: weights not 16-byte aligned -> scalar loads
         ++seed;
@@ -61,35 +61,35 @@ TEST(CudaEmulation, LinearEqualsReferenceForEveryDtypeAndLoadPath) {
         std::vector<float> w32;
         std::vector<std::uint16_t> w16;
         const void* w = nullptr;
-        if (dtype == DType::kF32) {
+        if (dtype == core::DType::kF32) {
           w32 = random_floats(wf.size() + 1, seed + 200);
           for (std::size_t i = 0; i < wf.size(); ++i) wf[i] = w32[i + offset];
           w = w32.data() + offset;
         } else {
-          w16 = dtype == DType::kBF16 ? to_bf16(random_floats(wf.size() + 1, seed + 200))
-                                      : random_f16(wf.size() + 1, seed + 200);
+          w16 = dtype == core::DType::kBF16 ? to_bf16(random_floats(wf.size() + 1, seed + 200))
+                                            : random_f16(wf.size() + 1, seed + 200);
           for (std::size_t i = 0; i < wf.size(); ++i)
-            wf[i] =
-                dtype == DType::kBF16 ? bf16_to_f32(w16[i + offset]) : f16_to_f32(w16[i + offset]);
+            wf[i] = dtype == core::DType::kBF16 ? bf16_to_f32(w16[i + offset])
+                                                : f16_to_f32(w16[i + offset]);
           w = w16.data() + offset;
         }
         std::vector<float> want(s.m * ldy, -7.0f);
         ref::linear(x.data(), ldx, s.m, wf.data(), s.n, s.k, b, want.data(), ldy);
         std::vector<float> got(s.m * ldy, -7.0f);
-        const int vec_elems = dtype == DType::kF32 ? 4 : 8;
+        const int vec_elems = dtype == core::DType::kF32 ? 4 : 8;
         const bool vec = s.k % vec_elems == 0 && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
         const auto blocks = static_cast<unsigned>((s.n + kLinWarps - 1) / kLinWarps);
         const dim3 grid(blocks);
         const dim3 block(kLinWarps * 32);
-        if (dtype == DType::kF32) {
-          emu::launch(grid, block, 0, linear_kernel<DType::kF32>, x.data(), ldx, s.m, w, s.n, s.k,
-                      b, got.data(), ldy, vec);
-        } else if (dtype == DType::kBF16) {
-          emu::launch(grid, block, 0, linear_kernel<DType::kBF16>, x.data(), ldx, s.m, w, s.n, s.k,
-                      b, got.data(), ldy, vec);
+        if (dtype == core::DType::kF32) {
+          emu::launch(grid, block, 0, linear_kernel<core::DType::kF32>, x.data(), ldx, s.m, w, s.n,
+                      s.k, b, got.data(), ldy, vec);
+        } else if (dtype == core::DType::kBF16) {
+          emu::launch(grid, block, 0, linear_kernel<core::DType::kBF16>, x.data(), ldx, s.m, w, s.n,
+                      s.k, b, got.data(), ldy, vec);
         } else {
-          emu::launch(grid, block, 0, linear_kernel<DType::kF16>, x.data(), ldx, s.m, w, s.n, s.k,
-                      b, got.data(), ldy, vec);
+          emu::launch(grid, block, 0, linear_kernel<core::DType::kF16>, x.data(), ldx, s.m, w, s.n,
+                      s.k, b, got.data(), ldy, vec);
         }
         ASSERT_TRUE(same_bits(got, want))
             << to_string(dtype) << " m=" << s.m << " n=" << s.n << " k=" << s.k << " vec=" << vec;
@@ -190,7 +190,7 @@ TEST(CudaEmulation, RopeEmbeddingAndKvWriteEqualReference) {
   std::vector<std::int32_t> ids = {3, 49, 0, 50};  // the last one is out of range
   std::vector<float> out(4 * dim, 0.0f);
   int flag = 0;
-  emu::launch(dim3(4), dim3(32), 0, embedding_kernel<DType::kF16>, ids.data(),
+  emu::launch(dim3(4), dim3(32), 0, embedding_kernel<core::DType::kF16>, ids.data(),
               static_cast<const void*>(table.data()), vocab, dim, out.data(), dim, &flag);
   for (int r = 0; r < 3; ++r)
     for (std::int64_t i = 0; i < dim; ++i)
@@ -204,7 +204,7 @@ TEST(CudaEmulation, RopeEmbeddingAndKvWriteEqualReference) {
   const std::vector<float> v = random_floats(n_new * kv_stride, 55);
   std::vector<float> kp(3 * bs * kv_stride, 0.0f), vp(3 * bs * kv_stride, 0.0f);
   emu::launch(dim3(n_new), dim3(32), 0, kv_write_kernel, k.data(), v.data(), kv_stride, start,
-              blocks.data(), bs, kv_stride, kp.data(), vp.data(), DType::kF32);
+              blocks.data(), bs, kv_stride, kp.data(), vp.data(), core::DType::kF32);
   const PagedKvView view{kp.data(), vp.data(), blocks.data(), 3, bs, 1, kv_stride};
   for (std::int64_t r = 0; r < n_new; ++r) {
     ASSERT_EQ(std::memcmp(ref::kv_row(kp.data(), view, start + r, 0), &k[r * kv_stride], 32), 0);

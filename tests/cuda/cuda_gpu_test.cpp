@@ -79,7 +79,7 @@ TEST_F(CudaGpu, CanonicalLinearEqualsReferenceForEveryDtype) {
                                 {2, 7, 2047},  {17, 3, 2048}, {4, 13, 2049}, {1, 896, 896},
                                 {8, 64, 4100}, {11, 9, 4864}};
   std::uint64_t seed = 100;
-  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (const core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
     for (const LinearShape& s : shapes) {
       ++seed;
       const std::int64_t ldx = s.k + 3;
@@ -89,15 +89,15 @@ TEST_F(CudaGpu, CanonicalLinearEqualsReferenceForEveryDtype) {
       const bool with_bias = seed % 2 == 0;
       std::vector<float> wf(s.n * s.k);
       DeviceBuffer dw;
-      if (dtype == DType::kF32) {
+      if (dtype == core::DType::kF32) {
         wf = random_floats(wf.size(), seed + 2000);
         dw = to_device(wf);
       } else {
-        std::vector<std::uint16_t> w16 = dtype == DType::kBF16
+        std::vector<std::uint16_t> w16 = dtype == core::DType::kBF16
                                              ? to_bf16(random_floats(wf.size(), seed + 2000))
                                              : random_f16(wf.size(), seed + 2000);
         for (std::size_t i = 0; i < wf.size(); ++i)
-          wf[i] = dtype == DType::kBF16 ? bf16_to_f32(w16[i]) : f16_to_f32(w16[i]);
+          wf[i] = dtype == core::DType::kBF16 ? bf16_to_f32(w16[i]) : f16_to_f32(w16[i]);
         dw = to_device(w16);
       }
       std::vector<float> want(s.m * ldy, 0.0f);
@@ -128,7 +128,7 @@ TEST_F(CudaGpu, CanonicalLinearUnalignedWeightsEqualReference) {
   const DeviceBuffer dx = to_device(x);
   const DeviceBuffer dw = to_device(w16);
   DeviceBuffer dy(m * n * sizeof(float));
-  linear(dx.as<float>(), k, m, dw.as<std::uint16_t>() + 1, DType::kBF16, n, k, nullptr,
+  linear(dx.as<float>(), k, m, dw.as<std::uint16_t>() + 1, core::DType::kBF16, n, k, nullptr,
          dy.as<float>(), n, nullptr);
   EXPECT_EQ(first_bit_difference(to_host<float>(dy, m * n), want), -1);
 }
@@ -156,7 +156,7 @@ TEST_F(CudaGpu, AddAndKvWriteAreExact) {
   DeviceBuffer kp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
   DeviceBuffer vp = to_device(std::vector<float>(4 * bs * kv_stride, 0.0f));
   kv_write(dk.as<float>(), dv.as<float>(), ld, rows, start, dt.as<std::int32_t>(), bs, kv_stride,
-           kp.as<float>(), vp.as<float>(), DType::kF32, nullptr);
+           kp.as<float>(), vp.as<float>(), core::DType::kF32, nullptr);
   const std::vector<float> hk = to_host<float>(kp, 4 * bs * kv_stride);
   const std::vector<float> hv = to_host<float>(vp, 4 * bs * kv_stride);
   const PagedKvView view{hk.data(), hv.data(), table.data(), 4, bs, 2, 64};
@@ -288,10 +288,10 @@ TEST_F(CudaGpu, EmbeddingWidensExactlyAndFlagsBadIds) {
   const std::vector<float> tf = random_floats(vocab * dim, 901);
   const std::vector<std::uint16_t> tb = to_bf16(tf);
   const std::vector<std::uint16_t> th = random_f16(vocab * dim, 902);
-  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
-    const DeviceBuffer table = dtype == DType::kF32    ? to_device(tf)
-                               : dtype == DType::kBF16 ? to_device(tb)
-                                                       : to_device(th);
+  for (const core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
+    const DeviceBuffer table = dtype == core::DType::kF32    ? to_device(tf)
+                               : dtype == core::DType::kBF16 ? to_device(tb)
+                                                             : to_device(th);
     const DeviceBuffer did = to_device(ids);
     DeviceBuffer dout(rows * dim * sizeof(float));
     DeviceBuffer flag = to_device(std::vector<std::int32_t>{0});
@@ -301,9 +301,9 @@ TEST_F(CudaGpu, EmbeddingWidensExactlyAndFlagsBadIds) {
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t i = 0; i < dim; ++i) {
         const std::size_t at = ids[r] * dim + i;
-        want[r * dim + i] = dtype == DType::kF32    ? tf[at]
-                            : dtype == DType::kBF16 ? bf16_to_f32(tb[at])
-                                                    : f16_to_f32(th[at]);
+        want[r * dim + i] = dtype == core::DType::kF32    ? tf[at]
+                            : dtype == core::DType::kBF16 ? bf16_to_f32(tb[at])
+                                                          : f16_to_f32(th[at]);
       }
     EXPECT_EQ(first_bit_difference(to_host<float>(dout, want.size()), want), -1)
         << to_string(dtype);

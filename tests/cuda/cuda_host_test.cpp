@@ -118,19 +118,19 @@ float* const kFakeOut = reinterpret_cast<float*>(std::uintptr_t{8192});
 
 TEST(CudaValidation, LinearRejectsBadShapesAndPointers) {
   expect_error(ErrorCode::kInvalidArgument, [] {
-    linear(nullptr, 8, 1, kFake, DType::kF32, 4, 8, nullptr, kFakeOut, 4, nullptr);
+    linear(nullptr, 8, 1, kFake, core::DType::kF32, 4, 8, nullptr, kFakeOut, 4, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [] {
-    linear(kFake, 8, 0, kFake, DType::kF32, 4, 8, nullptr, kFakeOut, 4, nullptr);
+    linear(kFake, 8, 0, kFake, core::DType::kF32, 4, 8, nullptr, kFakeOut, 4, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [] {
-    linear(kFake, 7, 1, kFake, DType::kBF16, 4, 8, nullptr, kFakeOut, 4, nullptr);
+    linear(kFake, 7, 1, kFake, core::DType::kBF16, 4, 8, nullptr, kFakeOut, 4, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [] {
-    linear(kFake, 8, 1, kFake, DType::kF16, 4, 8, nullptr, kFakeOut, 3, nullptr);
+    linear(kFake, 8, 1, kFake, core::DType::kF16, 4, 8, nullptr, kFakeOut, 3, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [] {
-    linear(kFake, 8, 1, kFake, static_cast<DType>(9), 4, 8, nullptr, kFakeOut, 4, nullptr);
+    linear(kFake, 8, 1, kFake, static_cast<core::DType>(9), 4, 8, nullptr, kFakeOut, 4, nullptr);
   });
 }
 
@@ -153,10 +153,11 @@ TEST(CudaValidation, RowOpsRejectBadShapes) {
   expect_error(ErrorCode::kInvalidArgument, [] { add(kFake, nullptr, kFakeOut, 8, nullptr); });
   const auto* table = reinterpret_cast<const std::int32_t*>(kFake);
   expect_error(ErrorCode::kInvalidArgument, [&] {
-    kv_write(kFake, kFake, 64, 1, -1, table, 16, 64, kFakeOut, kFakeOut, DType::kF32, nullptr);
+    kv_write(kFake, kFake, 64, 1, -1, table, 16, 64, kFakeOut, kFakeOut, core::DType::kF32,
+             nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [&] {
-    kv_write(kFake, kFake, 32, 1, 0, table, 16, 64, kFakeOut, kFakeOut, DType::kF32, nullptr);
+    kv_write(kFake, kFake, 32, 1, 0, table, 16, 64, kFakeOut, kFakeOut, core::DType::kF32, nullptr);
   });
 }
 
@@ -168,10 +169,11 @@ TEST(CudaValidation, RopeEmbeddingAndPhiloxRejectBadArguments) {
                [&] { rope(kFakeOut, 1, 100, 2, 64, 64, kFake, kFake, 32, pos, nullptr); });
   expect_error(ErrorCode::kInvalidArgument,
                [&] { rope(kFakeOut, 1, 128, 2, 64, 64, kFake, kFake, 16, pos, nullptr); });
-  expect_error(ErrorCode::kInvalidArgument,
-               [&] { embedding(pos, 1, kFake, DType::kF32, 0, 8, kFakeOut, 8, nullptr, nullptr); });
   expect_error(ErrorCode::kInvalidArgument, [&] {
-    embedding(pos, 1, kFake, DType::kBF16, 10, 8, kFakeOut, 4, nullptr, nullptr);
+    embedding(pos, 1, kFake, core::DType::kF32, 0, 8, kFakeOut, 8, nullptr, nullptr);
+  });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    embedding(pos, 1, kFake, core::DType::kBF16, 10, 8, kFakeOut, 4, nullptr, nullptr);
   });
   expect_error(ErrorCode::kInvalidArgument, [] {
     philox_fill(1, 2, 3, 4, reinterpret_cast<std::uint32_t*>(kFakeOut), 8, nullptr);

@@ -48,12 +48,13 @@ using SeqLogits = std::vector<std::vector<std::vector<float>>>;
 // of each sequence are allocated in `alloc_order` (so layouts differ between runs). When
 // `kv` is given, it receives every sequence's KV blocks in sequence order, as the prefix
 // cache exports them (KvCachePool::export_block).
-SeqLogits run_scenario(Model& model, const std::vector<SeqSpec>& seqs,
+SeqLogits run_scenario(model::Model& model, const std::vector<SeqSpec>& seqs,
                        const std::vector<StepSpec>& steps, std::int64_t block_size,
                        const std::vector<std::size_t>& alloc_order,
                        std::vector<std::vector<std::uint8_t>>* kv = nullptr) {
-  const ModelConfig& c = model.config();
-  KvCachePool pool(c, block_size, std::int64_t{1} << 22, model.kv_backend(), model.kv_dtype());
+  const model::ModelConfig& c = model.config();
+  model::KvCachePool pool(c, block_size, std::int64_t{1} << 22, model.kv_backend(),
+                          model.kv_dtype());
   std::vector<std::vector<std::int32_t>> tables(seqs.size());
   for (const std::size_t s : alloc_order) {
     const std::size_t total = seqs[s].prompt.size() + seqs[s].decode.size();
@@ -65,12 +66,12 @@ SeqLogits run_scenario(Model& model, const std::vector<SeqSpec>& seqs,
   std::vector<std::size_t> fed(seqs.size(), 0);
   SeqLogits out(seqs.size());
   for (const StepSpec& st : steps) {
-    std::vector<SequenceStep> batch;
+    std::vector<model::SequenceStep> batch;
     for (std::size_t i = 0; i < st.order.size(); ++i) {
       const std::size_t s = st.order[i];
       std::vector<std::int32_t> all = seqs[s].prompt;
       all.insert(all.end(), seqs[s].decode.begin(), seqs[s].decode.end());
-      SequenceStep step;
+      model::SequenceStep step;
       step.tokens.assign(all.begin() + static_cast<std::ptrdiff_t>(fed[s]),
                          all.begin() + static_cast<std::ptrdiff_t>(fed[s] + st.feed[i]));
       step.start_pos = static_cast<std::int64_t>(fed[s]);
@@ -150,32 +151,32 @@ Scenario make_scenario(std::int64_t vocab) {
   return sc;
 }
 
-std::string tiny_model(TinyArch arch, DType dtype) {
+std::string tiny_model(devtools::TinyArch arch, core::DType dtype) {
   const std::string dir = scratch_dir("cuda-emu");
-  TinyModelOptions o = tiny_options(arch, dtype, dir, 7);
+  devtools::TinyModelOptions o = tiny_options(arch, dtype, dir, 7);
   o.vocab = 288;
-  make_tiny_model(o);
+  devtools::make_tiny_model(o);
   return dir;
 }
 
-std::unique_ptr<Model> emulated_cuda_model(const std::string& dir, NumericsMode mode) {
-  ModelOptions mo;
+std::unique_ptr<model::Model> emulated_cuda_model(const std::string& dir, NumericsMode mode) {
+  model::ModelOptions mo;
   mo.mode = mode;
   mo.device = parse_device("cuda:0");
-  return load_model_on(dir, mo,
-                       make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(), mode, "cuda:0"));
+  return model::load_model_on(
+      dir, mo, model::make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(), mode, "cuda:0"));
 }
 
 struct Case {
-  TinyArch arch;
-  DType dtype;
+  devtools::TinyArch arch;
+  core::DType dtype;
 };
 
 class CudaModelEmulation : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaModelEmulation, CanonicalForwardEqualsCpuBitForBit) {
   const std::string dir = tiny_model(GetParam().arch, GetParam().dtype);
-  auto cpu = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
   auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
   EXPECT_EQ(gpu->fingerprint().hex(), cpu->fingerprint().hex());
   const Scenario sc = make_scenario(cpu->config().vocab_size);
@@ -200,17 +201,19 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          kDtype[static_cast<int>(info.param.dtype)];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TinyModels, CudaModelEmulation,
-    ::testing::Values(Case{TinyArch::kLlama, DType::kF32}, Case{TinyArch::kLlama, DType::kBF16},
-                      Case{TinyArch::kQwen2, DType::kF32}, Case{TinyArch::kQwen2, DType::kBF16},
-                      Case{TinyArch::kQwen3, DType::kF32}, Case{TinyArch::kQwen3, DType::kBF16}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
+                         ::testing::Values(Case{devtools::TinyArch::kLlama, core::DType::kF32},
+                                           Case{devtools::TinyArch::kLlama, core::DType::kBF16},
+                                           Case{devtools::TinyArch::kQwen2, core::DType::kF32},
+                                           Case{devtools::TinyArch::kQwen2, core::DType::kBF16},
+                                           Case{devtools::TinyArch::kQwen3, core::DType::kF32},
+                                           Case{devtools::TinyArch::kQwen3, core::DType::kBF16}),
+                         case_name);
 
 TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysCloseToCpu) {
-  for (const TinyArch arch : {TinyArch::kQwen2, TinyArch::kQwen3}) {
-    const std::string dir = tiny_model(arch, DType::kBF16);
-    auto cpu = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  for (const devtools::TinyArch arch : {devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3}) {
+    const std::string dir = tiny_model(arch, core::DType::kBF16);
+    auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
     auto gpu = emulated_cuda_model(dir, NumericsMode::kDeviceInvariant);
     const Scenario sc = make_scenario(cpu->config().vocab_size);
     const SeqLogits a =
@@ -236,30 +239,30 @@ TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysClose
 // so canonical logits and the exported KV blocks equal the CPU's bit for bit for each
 // kv_dtype, and differ from f32 KV (the rounding really happens).
 TEST(CudaModelEmulationKvDtype, HalfKvEqualsCpuBitForBit) {
-  const std::string dir = tiny_model(TinyArch::kQwen2, DType::kBF16);
+  const std::string dir = tiny_model(devtools::TinyArch::kQwen2, core::DType::kBF16);
   SeqLogits f32_rows;
-  for (const kernels::DType kv :
-       {kernels::DType::kF32, kernels::DType::kBF16, kernels::DType::kF16}) {
-    ModelOptions cpu_o{NumericsMode::kCanonical, 1, {}};
+  for (const core::DType kv : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
+    model::ModelOptions cpu_o{NumericsMode::kCanonical, 1, {}};
     cpu_o.kv_dtype = kv;
-    auto cpu = Model::load(dir, cpu_o);
-    ModelOptions mo;
+    auto cpu = model::Model::load(dir, cpu_o);
+    model::ModelOptions mo;
     mo.device = parse_device("cuda:0");
     mo.kv_dtype = kv;
-    auto gpu = load_model_on(dir, mo,
-                             make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
-                                                    NumericsMode::kCanonical, "cuda:0"));
+    auto gpu =
+        model::load_model_on(dir, mo,
+                             model::make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
+                                                           NumericsMode::kCanonical, "cuda:0"));
     const Scenario sc = make_scenario(cpu->config().vocab_size);
     std::vector<std::vector<std::uint8_t>> cpu_kv, gpu_kv;
     const SeqLogits want = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1}, &cpu_kv);
     EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}, &gpu_kv), want))
-        << kernels::to_string(kv);
+        << core::to_string(kv);
     ASSERT_EQ(gpu_kv.size(), cpu_kv.size());
     for (std::size_t i = 0; i < cpu_kv.size(); ++i) EXPECT_EQ(gpu_kv[i], cpu_kv[i]) << i;
-    if (kv == kernels::DType::kF32) {
+    if (kv == core::DType::kF32) {
       f32_rows = want;
     } else {
-      EXPECT_FALSE(same_bits(want, f32_rows)) << kernels::to_string(kv) << " KV was not rounded";
+      EXPECT_FALSE(same_bits(want, f32_rows)) << core::to_string(kv) << " KV was not rounded";
     }
   }
 }

@@ -20,20 +20,20 @@
 namespace detinfer {
 namespace {
 
-std::string model_dir(TinyArch arch, DType dtype) {
+std::string model_dir(devtools::TinyArch arch, core::DType dtype) {
   const char* tmp = std::getenv("DETINFER_TEST_TMP");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/cuda-session-" +
                           std::to_string(static_cast<int>(arch)) + "-" +
                           std::to_string(static_cast<int>(dtype)) + "-" +
                           std::to_string(static_cast<long>(getpid()));
-  TinyModelOptions o;
+  devtools::TinyModelOptions o;
   o.arch = arch;
   o.dtype = dtype;
   o.seed = 11;
   o.out_dir = dir;
-  if (arch == TinyArch::kQwen3) o.head_dim = 32;
-  if (arch == TinyArch::kQwen2) o.tie_word_embeddings = true;
-  make_tiny_model(o);
+  if (arch == devtools::TinyArch::kQwen3) o.head_dim = 32;
+  if (arch == devtools::TinyArch::kQwen2) o.tie_word_embeddings = true;
+  devtools::make_tiny_model(o);
   return dir;
 }
 
@@ -105,9 +105,9 @@ class CudaSessionGpu : public ::testing::Test {
 };
 
 TEST_F(CudaSessionGpu, CanonicalGenerationEqualsCpuTokenForTokenAndDigestForDigest) {
-  for (const auto& [arch, dtype] :
-       {std::pair{TinyArch::kLlama, DType::kF32}, std::pair{TinyArch::kQwen2, DType::kBF16},
-        std::pair{TinyArch::kQwen3, DType::kBF16}}) {
+  for (const auto& [arch, dtype] : {std::pair{devtools::TinyArch::kLlama, core::DType::kF32},
+                                    std::pair{devtools::TinyArch::kQwen2, core::DType::kBF16},
+                                    std::pair{devtools::TinyArch::kQwen3, core::DType::kBF16}}) {
     const std::string dir = model_dir(arch, dtype);
     auto cpu = DeterministicSession::open(dir, options("cpu", NumericsMode::kCanonical));
     auto gpu = DeterministicSession::open(dir, options("cuda:0", NumericsMode::kCanonical));
@@ -130,7 +130,7 @@ TEST_F(CudaSessionGpu, CanonicalGenerationEqualsCpuTokenForTokenAndDigestForDige
 }
 
 TEST_F(CudaSessionGpu, DeviceInvariantOutputIgnoresBatchingChunkingAndCacheHits) {
-  const std::string dir = model_dir(TinyArch::kQwen2, DType::kBF16);
+  const std::string dir = model_dir(devtools::TinyArch::kQwen2, core::DType::kBF16);
   const std::vector<Request> rs = requests();
   SessionOptions alone_opts = options("cuda", NumericsMode::kDeviceInvariant);
   alone_opts.cache.prefix.enabled = false;

@@ -20,11 +20,10 @@
 namespace detinfer::testing {
 
 namespace kc = kernels::cuda;
-using kernels::DType;
 
-class EmulatedCudaOps final : public CudaOps {
+class EmulatedCudaOps final : public model::CudaOps {
  public:
-  DeviceInfo device_info() const override {
+  model::DeviceInfo device_info() const override {
     return {"cuda", "CUDA emulator (CPU threads)", "emulated", "none"};
   }
 
@@ -47,19 +46,19 @@ class EmulatedCudaOps final : public CudaOps {
   }
   void synchronize() override {}
 
-  void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
+  void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, core::DType dtype,
                  std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo) override {
     std::int32_t* flag = nullptr;
     const dim3 grid(static_cast<unsigned>(rows));
-    if (dtype == DType::kF32) {
-      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kF32>, ids, table, vocab,
-                  dim, out, ldo, flag);
-    } else if (dtype == DType::kBF16) {
-      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kBF16>, ids, table, vocab,
-                  dim, out, ldo, flag);
+    if (dtype == core::DType::kF32) {
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<core::DType::kF32>, ids, table,
+                  vocab, dim, out, ldo, flag);
+    } else if (dtype == core::DType::kBF16) {
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<core::DType::kBF16>, ids, table,
+                  vocab, dim, out, ldo, flag);
     } else {
-      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<DType::kF16>, ids, table, vocab,
-                  dim, out, ldo, flag);
+      emu::launch(grid, dim3(kThreads), 0, kc::embedding_kernel<core::DType::kF16>, ids, table,
+                  vocab, dim, out, ldo, flag);
     }
   }
   void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float* y,
@@ -67,21 +66,21 @@ class EmulatedCudaOps final : public CudaOps {
     emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), chunk_bytes(n),
                 kc::rms_norm_kernel, x, ldx, w, eps, y, ldy, n);
   }
-  void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
+  void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, core::DType dtype,
               std::int64_t n, std::int64_t k, const float* bias, float* y,
               std::int64_t ldy) override {
     const dim3 grid(static_cast<unsigned>((n + kc::kLinWarps - 1) / kc::kLinWarps));
     const dim3 block(kc::kLinWarps * 32);
     const bool aligned = reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
-    if (dtype == DType::kF32) {
-      emu::launch(grid, block, 0, kc::linear_kernel<DType::kF32>, x, ldx, m, w, n, k, bias, y, ldy,
-                  k % kc::kVecElems<DType::kF32> == 0 && aligned);
-    } else if (dtype == DType::kBF16) {
-      emu::launch(grid, block, 0, kc::linear_kernel<DType::kBF16>, x, ldx, m, w, n, k, bias, y, ldy,
-                  k % kc::kVecElems<DType::kBF16> == 0 && aligned);
+    if (dtype == core::DType::kF32) {
+      emu::launch(grid, block, 0, kc::linear_kernel<core::DType::kF32>, x, ldx, m, w, n, k, bias, y,
+                  ldy, k % kc::kVecElems<core::DType::kF32> == 0 && aligned);
+    } else if (dtype == core::DType::kBF16) {
+      emu::launch(grid, block, 0, kc::linear_kernel<core::DType::kBF16>, x, ldx, m, w, n, k, bias,
+                  y, ldy, k % kc::kVecElems<core::DType::kBF16> == 0 && aligned);
     } else {
-      emu::launch(grid, block, 0, kc::linear_kernel<DType::kF16>, x, ldx, m, w, n, k, bias, y, ldy,
-                  k % kc::kVecElems<DType::kF16> == 0 && aligned);
+      emu::launch(grid, block, 0, kc::linear_kernel<core::DType::kF16>, x, ldx, m, w, n, k, bias, y,
+                  ldy, k % kc::kVecElems<core::DType::kF16> == 0 && aligned);
     }
   }
   void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
@@ -92,8 +91,7 @@ class EmulatedCudaOps final : public CudaOps {
   }
   void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
                 std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-                std::int64_t kv_stride, void* k_pool, void* v_pool,
-                kernels::DType kv_dtype) override {
+                std::int64_t kv_stride, void* k_pool, void* v_pool, core::DType kv_dtype) override {
     emu::launch(dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, kc::kv_write_kernel, k, v, ld,
                 start_pos, block_table, block_size, kv_stride, k_pool, v_pool, kv_dtype);
   }

@@ -16,6 +16,12 @@
 namespace detinfer {
 namespace {
 
+using engine::Engine;
+using engine::EngineObserver;
+using engine::EngineOptions;
+using engine::EngineRequest;
+using engine::EngineStats;
+using engine::StepStats;
 using testing::FakeModel;
 using testing::Gate;
 using testing::request;

@@ -60,10 +60,10 @@ TEST(Engine, GreedyMatchesDirectComputationAndDigests) {
 TEST(Engine, ChunkSizeBatchSizeAndBlockSizeDoNotChangeOutput) {
   Rng rng{11, 0};
   for (int i = 0; i < 6; ++i) {
-    const EngineRequest r = request(random_prompt(rng, 40), random_config(rng));
+    const engine::EngineRequest r = request(random_prompt(rng, 40), random_config(rng));
     const GenerationResult base = run_alone(r);
     for (std::int32_t chunk : {1, 3, 1000}) {
-      EngineOptions o = small_options();
+      engine::EngineOptions o = small_options();
       o.prefill_chunk_tokens = chunk;
       o.kv_block_size = chunk == 3 ? 16 : 1;
       o.max_batch = chunk == 1 ? 1 : 64;
@@ -72,9 +72,9 @@ TEST(Engine, ChunkSizeBatchSizeAndBlockSizeDoNotChangeOutput) {
   }
 }
 
-struct BatchRecorder : EngineObserver {
+struct BatchRecorder : engine::EngineObserver {
   std::atomic<std::int32_t> max_sequences{0};
-  void on_step(const StepStats& s) override {
+  void on_step(const engine::StepStats& s) override {
     const std::int32_t n = s.decode_sequences + s.prefill_sequences;
     if (n > max_sequences.load()) max_sequences.store(n);
   }
@@ -85,14 +85,14 @@ struct BatchRecorder : EngineObserver {
 TEST(Engine, LoadInvarianceAmongRandomTraffic) {
   for (int k : {1, 3, 7, 15, 31}) {
     Rng rng{1234, static_cast<std::uint64_t>(k)};
-    std::vector<EngineRequest> reqs;
+    std::vector<engine::EngineRequest> reqs;
     for (int i = 0; i <= k; ++i)
       reqs.push_back(request(random_prompt(rng, 60), random_config(rng)));
     std::vector<GenerationResult> alone;
     for (const auto& r : reqs) alone.push_back(run_alone(r));
 
     FakeModel m;
-    Engine e(m, nullptr, small_options());
+    engine::Engine e(m, nullptr, small_options());
     auto batches = std::make_shared<BatchRecorder>();
     e.add_observer(batches);
     // At K=31 the first request's callback holds the engine until every request is
@@ -186,13 +186,13 @@ TEST(Engine, BeamSearchEqualsSearchOverDirectLogits) {
 
 TEST(Engine, StreamingEventsMatchResultAndCallbackCanCancel) {
   FakeModel m;
-  Engine e(m, nullptr, small_options());
+  engine::Engine e(m, nullptr, small_options());
   GenerationConfig c;
   c.max_new_tokens = 20;
   c.ignore_eos = true;
   c.logprobs = 1;
   std::vector<std::int32_t> seen;
-  EngineRequest r = request({4, 5, 6}, c);
+  engine::EngineRequest r = request({4, 5, 6}, c);
   r.on_token = [&](const TokenEvent& ev) {
     EXPECT_EQ(ev.step, static_cast<std::int32_t>(seen.size()));
     EXPECT_NE(ev.logprobs, nullptr);
@@ -202,7 +202,7 @@ TEST(Engine, StreamingEventsMatchResultAndCallbackCanCancel) {
   const GenerationResult full = e.submit(r).get();
   EXPECT_EQ(seen, full.sequences[0].tokens);
 
-  EngineRequest cancel = request({4, 5, 6}, c);
+  engine::EngineRequest cancel = request({4, 5, 6}, c);
   int calls = 0;
   cancel.on_token = [&](const TokenEvent&) { return ++calls < 3; };
   const GenerationResult part = e.submit(cancel).get();
@@ -217,20 +217,20 @@ TEST(Engine, StreamingEventsMatchResultAndCallbackCanCancel) {
 
 TEST(Engine, BoundedQueueAndCancelWhileQueued) {
   FakeModel m;
-  EngineOptions o = small_options();
+  engine::EngineOptions o = small_options();
   o.max_queue = 3;
-  Engine e(m, nullptr, o);
+  engine::Engine e(m, nullptr, o);
   GenerationConfig c;
   c.max_new_tokens = 4;
   Gate gate;
-  EngineRequest blocker = request({7, 8}, c);
+  engine::EngineRequest blocker = request({7, 8}, c);
   blocker.on_token = gate.callback();
   auto fb = e.submit(blocker);
   gate.wait_entered();
   std::vector<std::future<GenerationResult>> queued;
   std::vector<std::shared_ptr<std::atomic<bool>>> flags;
   for (int i = 0; i < 3; ++i) {
-    EngineRequest r = request({9, 10, static_cast<std::int32_t>(11 + i)}, c);
+    engine::EngineRequest r = request({9, 10, static_cast<std::int32_t>(11 + i)}, c);
     flags.push_back(r.cancelled);
     queued.push_back(e.submit(r));
   }
@@ -253,9 +253,9 @@ TEST(Engine, BoundedQueueAndCancelWhileQueued) {
 
 TEST(Engine, RequestLargerThanKvPoolIsRefused) {
   FakeModel m;
-  EngineOptions o = small_options();
+  engine::EngineOptions o = small_options();
   o.kv_budget_bytes = 4 * 32 * 8;  // 8 blocks of 4 tokens
-  Engine e(m, nullptr, o);
+  engine::Engine e(m, nullptr, o);
   GenerationConfig c;
   c.max_new_tokens = 100;
   try {
@@ -271,7 +271,7 @@ TEST(Engine, RequestLargerThanKvPoolIsRefused) {
 
 TEST(Engine, FailedForwardFailsItsRequestsAndEngineKeepsServing) {
   FakeModel m;
-  Engine e(m, nullptr, small_options());
+  engine::Engine e(m, nullptr, small_options());
   GenerationConfig c;
   c.max_new_tokens = 5;
   try {
@@ -280,13 +280,13 @@ TEST(Engine, FailedForwardFailsItsRequestsAndEngineKeepsServing) {
   } catch (const Error& err) {
     EXPECT_EQ(err.code(), ErrorCode::kInternal);
   }
-  const EngineRequest ok = request({3, 4, 5}, c);
+  const engine::EngineRequest ok = request({3, 4, 5}, c);
   expect_same_output(run_alone(ok), e.submit(ok).get(), "after failure");
 }
 
 TEST(Engine, KvBlocksAreReturnedAfterEveryRequest) {
   FakeModel m;
-  Engine e(m, nullptr, small_options());
+  engine::Engine e(m, nullptr, small_options());
   Rng rng{5, 5};
   std::vector<std::future<GenerationResult>> fs;
   for (int i = 0; i < 20; ++i)
@@ -299,12 +299,12 @@ TEST(Engine, KvBlocksAreReturnedAfterEveryRequest) {
 
 TEST(Engine, ShutdownFailsWaitingRequestsAndRefusesNewOnes) {
   FakeModel m;
-  Engine e(m, nullptr, small_options());
+  engine::Engine e(m, nullptr, small_options());
   GenerationConfig c;
   c.max_new_tokens = 50;
   c.ignore_eos = true;
   Gate gate;
-  EngineRequest blocker = request({7, 8}, c);
+  engine::EngineRequest blocker = request({7, 8}, c);
   blocker.on_token = gate.callback();
   auto running = e.submit(blocker);
   gate.wait_entered();

@@ -54,16 +54,16 @@ inline GenerationConfig random_config(Rng& rng) {
   return c;
 }
 
-inline EngineRequest request(std::vector<std::int32_t> prompt, const GenerationConfig& c) {
-  EngineRequest r;
+inline engine::EngineRequest request(std::vector<std::int32_t> prompt, const GenerationConfig& c) {
+  engine::EngineRequest r;
   r.prompt = std::move(prompt);
   r.config = c;
   r.seed = c.seed.value_or(0);
   return r;
 }
 
-inline EngineOptions small_options() {
-  EngineOptions o;
+inline engine::EngineOptions small_options() {
+  engine::EngineOptions o;
   o.max_batch = 8;
   o.prefill_chunk_tokens = 7;
   o.kv_block_size = 4;
@@ -71,10 +71,10 @@ inline EngineOptions small_options() {
   return o;
 }
 
-inline GenerationResult run_alone(const EngineRequest& r,
-                                  const EngineOptions& o = small_options()) {
+inline GenerationResult run_alone(const engine::EngineRequest& r,
+                                  const engine::EngineOptions& o = small_options()) {
   FakeModel m;
-  Engine e(m, nullptr, o);
+  engine::Engine e(m, nullptr, o);
   return e.submit(r).get();
 }
 

@@ -18,8 +18,8 @@ constexpr std::int64_t kFakeVocab = 64;
 constexpr std::int32_t kFakeEos = 1;
 constexpr std::int32_t kFakePoisonToken = 62;  // forward() throws on a prompt starting so
 
-inline ModelConfig fake_config() {
-  ModelConfig c;
+inline model::ModelConfig fake_config() {
+  model::ModelConfig c;
   c.vocab_size = kFakeVocab;
   c.hidden_size = 8;
   c.intermediate_size = 8;
@@ -53,23 +53,23 @@ inline std::vector<float> fake_logits(const std::vector<std::int32_t>& seq) {
   return row;
 }
 
-class FakeModel : public Model {
+class FakeModel : public model::Model {
  public:
-  const ModelConfig& config() const override { return config_; }
+  const model::ModelConfig& config() const override { return config_; }
   const Hash128& fingerprint() const override { return fp_; }
   NumericsMode mode() const override { return NumericsMode::kCanonical; }
   int threads() const override { return 1; }
   std::int64_t weight_bytes() const override { return 0; }
   std::int64_t resident_bytes() const override { return 0; }
 
-  void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+  void forward(const std::vector<model::SequenceStep>& batch, model::KvCachePool& kv,
                std::vector<float>& logits) override {
-    for (const SequenceStep& s : batch) {
+    for (const model::SequenceStep& s : batch) {
       if (s.start_pos == 0 && s.tokens.at(0) == kFakePoisonToken) {
         fail(ErrorCode::kInternal, "fake model: poison token");
       }
     }
-    for (const SequenceStep& s : batch) {
+    for (const model::SequenceStep& s : batch) {
       std::uint64_t state = s.start_pos == 0 ? 0 : load(kv, s.block_table, s.start_pos - 1);
       for (std::size_t i = 0; i < s.tokens.size(); ++i) {
         state = fake_next_state(state, s.tokens[i]);
@@ -82,17 +82,18 @@ class FakeModel : public Model {
   }
 
  private:
-  static float* slot(KvCachePool& kv, const std::vector<std::int32_t>& table, std::int64_t pos) {
+  static float* slot(model::KvCachePool& kv, const std::vector<std::int32_t>& table,
+                     std::int64_t pos) {
     const std::int64_t bs = kv.block_size();
     DETINFER_INTERNAL_CHECK(pos / bs < static_cast<std::int64_t>(table.size()));
     return static_cast<float*>(kv.k_pool(0)) + (table[pos / bs] * bs + pos % bs) * kv.kv_stride();
   }
-  static void store(KvCachePool& kv, const std::vector<std::int32_t>& table, std::int64_t pos,
-                    std::uint64_t state) {
+  static void store(model::KvCachePool& kv, const std::vector<std::int32_t>& table,
+                    std::int64_t pos, std::uint64_t state) {
     float* p = slot(kv, table, pos);
     for (int i = 0; i < 4; ++i) p[i] = static_cast<float>((state >> (16 * i)) & 0xffff);
   }
-  static std::uint64_t load(KvCachePool& kv, const std::vector<std::int32_t>& table,
+  static std::uint64_t load(model::KvCachePool& kv, const std::vector<std::int32_t>& table,
                             std::int64_t pos) {
     const float* p = slot(kv, table, pos);
     std::uint64_t s = 0;
@@ -100,7 +101,7 @@ class FakeModel : public Model {
     return s;
   }
 
-  ModelConfig config_ = fake_config();
+  model::ModelConfig config_ = fake_config();
   Hash128 fp_;
 };
 

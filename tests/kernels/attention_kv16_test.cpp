@@ -39,14 +39,14 @@ constexpr int kThreadCounts[] = {1, 2, 3, 8};
 // `tokens` tokens of K/V in blocks of `block` tokens placed in reverse order, stored as
 // `dtype` (half: 2-byte patterns) and, for comparison, widened into f32 pools (wide).
 struct HalfCache {
-  DType dtype;
+  core::DType dtype;
   std::int64_t kv_heads, d, block;
   std::vector<std::uint16_t> k, v;  // as stored
   std::vector<float> wk, wv;        // the same values widened exactly
   std::vector<std::int32_t> table;
 
-  HalfCache(DType dt, std::int64_t tokens, std::int64_t kvh, std::int64_t dim, std::uint64_t stream,
-            std::int64_t block_size, float kscale = 2.0f, float vscale = 1.0f)
+  HalfCache(core::DType dt, std::int64_t tokens, std::int64_t kvh, std::int64_t dim,
+            std::uint64_t stream, std::int64_t block_size, float kscale = 2.0f, float vscale = 1.0f)
       : dtype(dt), kv_heads(kvh), d(dim), block(block_size) {
     const std::int64_t blocks = (tokens + block - 1) / block, w = kvh * dim;
     for (std::int64_t b = 0; b < blocks; ++b)
@@ -54,7 +54,7 @@ struct HalfCache {
     const std::vector<float> kr = random_floats(tokens * w, stream, kscale);
     const std::vector<float> vr = random_floats(tokens * w, stream + 1, vscale);
     // Poison (+inf) in unused slots: a kernel that reads them changes the result.
-    const std::uint16_t inf = dt == DType::kBF16 ? 0x7f80u : 0x7c00u;
+    const std::uint16_t inf = dt == core::DType::kBF16 ? 0x7f80u : 0x7c00u;
     k.assign(static_cast<std::size_t>(blocks * block * w), inf);
     v = k;
     for (std::int64_t t = 0; t < tokens; ++t) {
@@ -70,7 +70,7 @@ struct HalfCache {
     }
   }
   float widen(std::uint16_t h) const {
-    return dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    return dtype == core::DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
   }
   void set_k(std::int64_t t, std::int64_t h, std::int64_t c, std::uint16_t bits) {
     const std::size_t i =
@@ -116,12 +116,12 @@ void expect_reference(const HalfCache& cache, std::int64_t tokens, std::int64_t 
   }
 }
 
-std::string name(DType dt) { return std::string(to_string(dt)) + " "; }
+std::string name(core::DType dt) { return std::string(to_string(dt)) + " "; }
 
 TEST(AttentionKv16, GroupsHeadDimsKeyCounts) {
   IsaGuard guard;
   std::uint64_t stream = 300;
-  for (DType dt : {DType::kBF16, DType::kF16}) {
+  for (core::DType dt : {core::DType::kBF16, core::DType::kF16}) {
     for (std::int64_t group : {1, 2, 7}) {
       for (std::int64_t d : {8, 24, 64, 128}) {
         for (std::int64_t tokens : {1, 15, 16, 17, 63, 64, 65, 129}) {
@@ -139,7 +139,7 @@ TEST(AttentionKv16, GroupsHeadDimsKeyCounts) {
 TEST(AttentionKv16, ChunkSplitsAndBlockSizes) {
   IsaGuard guard;
   std::uint64_t stream = 600;
-  for (DType dt : {DType::kBF16, DType::kF16}) {
+  for (core::DType dt : {core::DType::kBF16, core::DType::kF16}) {
     for (std::int64_t group : {1, 2, 7}) {
       for (std::int64_t block : {1, 5, 16, 64}) {
         for (std::int64_t tokens : {191, 192, 193, 256, 257}) {
@@ -157,7 +157,7 @@ TEST(AttentionKv16, ChunkSplitsAndBlockSizes) {
 
 TEST(AttentionKv16, LongContext8192Keys) {
   IsaGuard guard;
-  for (DType dt : {DType::kBF16, DType::kF16}) {
+  for (core::DType dt : {core::DType::kBF16, core::DType::kF16}) {
     for (std::int64_t group : {1, 7}) {
       const HalfCache cache(dt, 8192, 2, 64, 7100 + group, 16);
       expect_reference(cache, 8192, 2 * group, 1, name(dt) + "8192 group=" + std::to_string(group));
@@ -169,13 +169,13 @@ TEST(AttentionKv16, LongContext8192Keys) {
 // 65504), and NaN / inf patterns written into K: the widening is exact for all of them.
 TEST(AttentionKv16, SubnormalsInfinitiesAndNaNs) {
   IsaGuard guard;
-  const HalfCache sub(DType::kF16, 70, 2, 64, 8000, 16, 2.0f, 0x1p-15f);
+  const HalfCache sub(core::DType::kF16, 70, 2, 64, 8000, 16, 2.0f, 0x1p-15f);
   expect_reference(sub, 70, 4, 2, "f16 subnormal V");
-  const HalfCache big(DType::kF16, 70, 2, 64, 8002, 16, 1e5f);
+  const HalfCache big(core::DType::kF16, 70, 2, 64, 8002, 16, 1e5f);
   expect_reference(big, 70, 4, 2, "f16 infinite K");
-  for (DType dt : {DType::kBF16, DType::kF16}) {
-    const std::uint16_t nan = dt == DType::kBF16 ? 0x7fc1u : 0x7e01u;
-    const std::uint16_t ninf = dt == DType::kBF16 ? 0xff80u : 0xfc00u;
+  for (core::DType dt : {core::DType::kBF16, core::DType::kF16}) {
+    const std::uint16_t nan = dt == core::DType::kBF16 ? 0x7fc1u : 0x7e01u;
+    const std::uint16_t ninf = dt == core::DType::kBF16 ? 0xff80u : 0xfc00u;
     HalfCache cache(dt, 130, 2, 64, 8010, 16);
     cache.set_k(5, 0, 3, ninf);  // a -inf score: weight 0
     cache.set_k(70, 1, 9, nan);  // a NaN score of kv head 1's heads
@@ -185,9 +185,9 @@ TEST(AttentionKv16, SubnormalsInfinitiesAndNaNs) {
 }
 
 TEST(AttentionKv16, BadDtypeIsAnError) {
-  const HalfCache cache(DType::kBF16, 16, 1, 8, 9000, 16);
+  const HalfCache cache(core::DType::kBF16, 16, 1, 8, 9000, 16);
   PagedKvView bad = cache.view();
-  bad.kv_dtype = static_cast<DType>(5);
+  bad.kv_dtype = static_cast<core::DType>(5);
   std::vector<float> q(8, 1.0f), out(8);
   const std::int64_t nk = 16;
   try {

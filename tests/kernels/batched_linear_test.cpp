@@ -29,18 +29,18 @@ struct Shape {
 
 // A random linear of shape s and its reference.
 struct Case : testing::TestLinear {
-  Case(DType dtype, Shape s, std::uint64_t stream, bool with_bias)
+  Case(core::DType dtype, Shape s, std::uint64_t stream, bool with_bias)
       : TestLinear(dtype, s.n, s.k, stream, with_bias) {}
 };
 
-std::string describe(DType dtype, Shape s, std::int64_t m, Isa isa, int threads) {
+std::string describe(core::DType dtype, Shape s, std::int64_t m, Isa isa, int threads) {
   return std::string(to_string(dtype)) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
          " m=" + std::to_string(m) + " isa=" + to_string(isa) +
          " threads=" + std::to_string(threads);
 }
 
 // Runs every ISA x thread count on rows 1..m_max (or the listed ones) of one case.
-void check_case(DType dtype, Shape s, bool bias, const std::vector<std::int64_t>& rows,
+void check_case(core::DType dtype, Shape s, bool bias, const std::vector<std::int64_t>& rows,
                 std::uint64_t stream) {
   const Case c(dtype, s, stream, bias);
   std::int64_t m_max = 0;
@@ -73,8 +73,8 @@ const std::vector<std::int64_t> kEdgeRows = {1, 2, 5, 6, 7, 12, 13, 16, 17, 31, 
 // N = 136: three panels, the last with 8 columns (a partial tile for every ISA).
 TEST(BatchedLinear, EveryRowCountEqualsReference) {
   IsaGuard guard;
-  check_case(DType::kBF16, {136, 330}, true, all_rows(), 100);
-  check_case(DType::kF32, {136, 330}, false, all_rows(), 200);
+  check_case(core::DType::kBF16, {136, 330}, true, all_rows(), 100);
+  check_case(core::DType::kF32, {136, 330}, false, all_rows(), 200);
 }
 
 TEST(BatchedLinear, BlockAndChunkEdgesEqualReference) {
@@ -83,8 +83,8 @@ TEST(BatchedLinear, BlockAndChunkEdgesEqualReference) {
   // K exactly one and two blocks, one past a block, a block plus a partial chunk, less
   // than one chunk; N a full panel, a panel plus 2 columns, under one AVX2 tile.
   for (Shape s : {Shape{64, 256}, Shape{130, 512}, Shape{66, 257}, Shape{96, 300}, Shape{7, 40}})
-    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
-      check_case(dtype, s, dtype != DType::kF16, kEdgeRows, stream += 16);
+    for (core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16})
+      check_case(dtype, s, dtype != core::DType::kF16, kEdgeRows, stream += 16);
 }
 
 // run_panels over sub-ranges: a thread's range ends before the last panel, so the
@@ -92,7 +92,7 @@ TEST(BatchedLinear, BlockAndChunkEdgesEqualReference) {
 TEST(BatchedLinear, PanelSubRangesEqualReference) {
   IsaGuard guard;
   const Shape s{320, 600};  // 5 panels
-  const Case c(DType::kBF16, s, 500, true);
+  const Case c(core::DType::kBF16, s, 500, true);
   for (std::int64_t m : {1, 4, 16, 33}) {
     const std::vector<float> x = random_floats(m * s.k, 501 + m);
     const std::vector<float> want = c.reference(x, m);
@@ -105,7 +105,7 @@ TEST(BatchedLinear, PanelSubRangesEqualReference) {
         c.packed.run_panels(x.data(), s.k, m, got.data(), s.n, p0, p1);
       }
       ASSERT_EQ(first_diff(got.data(), want.data(), m * s.n), -1)
-          << describe(DType::kBF16, s, m, isa, 1);
+          << describe(core::DType::kBF16, s, m, isa, 1);
     }
   }
 }
@@ -115,7 +115,7 @@ TEST(BatchedLinear, PanelSubRangesEqualReference) {
 TEST(BatchedLinear, EachRowEqualsItsSingleRowRun) {
   IsaGuard guard;
   const Shape s{136, 700};
-  const Case c(DType::kBF16, s, 600, true);
+  const Case c(core::DType::kBF16, s, 600, true);
   const std::int64_t m = 40;
   const std::vector<float> x = random_floats(m * s.k, 601);
   for (Isa isa : available_isas()) {

@@ -36,7 +36,7 @@ TEST(Isa, EveryIsaThisCpuRunsIsTested) {
   std::string names;
   for (Isa isa : available_isas()) names += std::string(" ") + to_string(isa);
   std::printf("ISAs under test:%s (default %s)\n", names.c_str(), to_string(active_isa()));
-  const CpuFeatures& f = cpu_features();
+  const core::CpuFeatures& f = core::cpu_features();
   EXPECT_EQ(isa_supported(Isa::kAvx512), f.avx512f && f.avx512vl && f.avx2 && f.fma && f.f16c);
   EXPECT_EQ(isa_supported(Isa::kAvx2), f.avx2 && f.fma && f.f16c);
   EXPECT_TRUE(isa_supported(Isa::kScalar));
@@ -53,16 +53,16 @@ struct Weights {
   }
 };
 
-Weights make_weights(DType dtype, std::int64_t n, std::int64_t k, std::uint64_t stream) {
+Weights make_weights(core::DType dtype, std::int64_t n, std::int64_t k, std::uint64_t stream) {
   Weights w;
-  if (dtype == DType::kF32) {
+  if (dtype == core::DType::kF32) {
     w.f32 = random_floats(n * k, stream);
     return w;
   }
-  w.half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
+  w.half = dtype == core::DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
   w.f32.resize(w.half.size());
   for (std::size_t i = 0; i < w.half.size(); ++i)
-    w.f32[i] = dtype == DType::kBF16 ? bf16_to_f32(w.half[i]) : f16_to_f32(w.half[i]);
+    w.f32[i] = dtype == core::DType::kBF16 ? bf16_to_f32(w.half[i]) : f16_to_f32(w.half[i]);
   return w;
 }
 
@@ -92,7 +92,7 @@ TEST(Linear, EqualsReferenceForEveryIsaThreadCountAndDtype) {
                                 {1, 448, 896},
                                 {1, 640, 1}};
   std::uint64_t stream = 100;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
     for (const LinearShape& s : shapes) {
       const Weights w = make_weights(dtype, s.n, s.k, ++stream);
       const std::vector<float> bias = random_floats(s.n, ++stream);
@@ -122,7 +122,7 @@ TEST(Linear, EqualsReferenceForEveryIsaThreadCountAndDtype) {
 TEST(Linear, BatchInvariance) {
   IsaGuard guard;
   const std::int64_t n = 75, k = 333, mmax = 64;
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (core::DType dtype : {core::DType::kF32, core::DType::kBF16}) {
     const Weights w = make_weights(dtype, n, k, 7);
     const PackedLinear packed = PackedLinear::pack(w.data(), dtype, n, k);
     const std::vector<float> x = random_floats(mmax * k, 8);
@@ -322,9 +322,9 @@ TEST(RowOps, VectorExpEqualsScalarOnDenseSample) {
 
 TEST(Errors, BadArgumentsAreErrorsNotCrashes) {
   const std::vector<float> w = random_floats(16, 1);
-  EXPECT_THROW(PackedLinear::pack(nullptr, DType::kF32, 4, 4), Error);
-  EXPECT_THROW(PackedLinear::pack(w.data(), DType::kF32, 0, 4), Error);
-  const PackedLinear packed = PackedLinear::pack(w.data(), DType::kF32, 4, 4);
+  EXPECT_THROW(PackedLinear::pack(nullptr, core::DType::kF32, 4, 4), Error);
+  EXPECT_THROW(PackedLinear::pack(w.data(), core::DType::kF32, 0, 4), Error);
+  const PackedLinear packed = PackedLinear::pack(w.data(), core::DType::kF32, 4, 4);
   float y[4];
   EXPECT_THROW(packed.run(w.data(), 3, 1, y, 4, nullptr), Error);  // ldx < k
   EXPECT_THROW(PackedLinear().run(w.data(), 4, 1, y, 4, nullptr), Error);

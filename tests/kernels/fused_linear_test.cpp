@@ -55,7 +55,7 @@ void expect_qkv_equal_reference(const Linear& q, const Linear& kk, const Linear&
 TEST(FusedLinear, QkvInOneRegionEqualsReference) {
   IsaGuard guard;
   std::uint64_t stream = 2000;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
     const std::int64_t k = 200;  // three 64-chunks and a partial one
     const Linear q(dtype, 96, k, stream += 4, true), kk(dtype, 32, k, stream += 4, true),
         v(dtype, 40, k, stream += 4, false);
@@ -73,8 +73,9 @@ TEST(FusedLinear, WideOutputsSplitIntoManyRangesEqualReference) {
   IsaGuard guard;
   std::uint64_t stream = 4000;
   const std::int64_t k = 70;
-  const Linear q(DType::kBF16, 1000, k, stream += 4, true),
-      kk(DType::kBF16, 72, k, stream += 4, true), v(DType::kBF16, 1030, k, stream += 4, false);
+  const Linear q(core::DType::kBF16, 1000, k, stream += 4, true),
+      kk(core::DType::kBF16, 72, k, stream += 4, true),
+      v(core::DType::kBF16, 1030, k, stream += 4, false);
   for (std::int64_t m : {1, 2, 7}) {
     expect_qkv_equal_reference(q, kk, v, k, m, stream += 4, "wide bf16");
     if (HasFatalFailure()) return;
@@ -85,13 +86,14 @@ TEST(FusedLinear, GateUpSiluInOneRegionEqualsReference) {
   IsaGuard guard;
   std::uint64_t stream = 3000;
   struct Case {
-    DType dtype;
+    core::DType dtype;
     std::int64_t n;
   };
   // n = 150: partial last panel (3 panels, fewer ranges than threads); n = 2100: 33
   // panels, several claimed ranges per thread (split_panels in linear.cpp).
-  for (const Case c : {Case{DType::kF32, 150}, Case{DType::kBF16, 150}, Case{DType::kBF16, 2100}}) {
-    const DType dtype = c.dtype;
+  for (const Case c : {Case{core::DType::kF32, 150}, Case{core::DType::kBF16, 150},
+                       Case{core::DType::kBF16, 2100}}) {
+    const core::DType dtype = c.dtype;
     const std::int64_t k = 130, n = c.n;  // k: a partial last chunk
     const Linear gate(dtype, n, k, stream += 4, false), up(dtype, n, k, stream += 4, false);
     for (std::int64_t m : kRowCounts) {
@@ -119,7 +121,7 @@ TEST(FusedLinear, GateUpSiluInOneRegionEqualsReference) {
 }
 
 TEST(FusedLinear, MismatchedShapesAreErrors) {
-  const Linear gate(DType::kF32, 64, 32, 1, false), up(DType::kF32, 65, 32, 2, false);
+  const Linear gate(core::DType::kF32, 64, 32, 1, false), up(core::DType::kF32, 65, 32, 2, false);
   std::vector<float> x(32), g(65), u(65), a(65);
   EXPECT_THROW(run_gate_up_silu(gate.packed, up.packed, x.data(), 32, 1, g.data(), u.data(),
                                 a.data(), nullptr),
@@ -131,7 +133,7 @@ TEST(FusedLinear, MismatchedShapesAreErrors) {
 // dtype, in full and partial panels, equals the exact widening of the source row.
 TEST(PackedLinearRows, WidenRowEqualsTheSourceRowBitForBit) {
   std::uint64_t stream = 9000;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
     for (const std::int64_t n : {1, 63, 64, 65, 200}) {
       const Linear w(dtype, n, 70, stream += 4, false);
       std::vector<float> row(static_cast<std::size_t>(w.k), -1.0f);
@@ -142,7 +144,7 @@ TEST(PackedLinearRows, WidenRowEqualsTheSourceRowBitForBit) {
       }
     }
   }
-  const Linear w(DType::kBF16, 10, 8, 1, false);
+  const Linear w(core::DType::kBF16, 10, 8, 1, false);
   std::vector<float> row(8);
   EXPECT_THROW(w.packed.widen_row(10, row.data()), Error);
   EXPECT_THROW(w.packed.widen_row(-1, row.data()), Error);

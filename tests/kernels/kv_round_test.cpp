@@ -88,12 +88,12 @@ TEST(KvRound, F16IsNearestEven) {
 TEST(KvRound, RoundToDtypeWidensBack) {
   const float x[5] = {1.0f + 0x1p-9f, 3.14159265f, -2.5e-6f, 70000.0f, -0.0f};
   float y[5];
-  round_to_dtype(x, y, 5, DType::kBF16);
+  round_to_dtype(x, y, 5, core::DType::kBF16);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y[i], bf16_to_f32(f32_to_bf16_rne(x[i]))) << i;
-  round_to_dtype(x, y, 5, DType::kF16);
+  round_to_dtype(x, y, 5, core::DType::kF16);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y[i], f16_to_f32(f32_to_f16_rne(x[i]))) << i;
   EXPECT_TRUE(std::isinf(y[3]));
-  round_to_dtype(x, y, 5, DType::kF32);
+  round_to_dtype(x, y, 5, core::DType::kF32);
   EXPECT_EQ(std::memcmp(x, y, sizeof x), 0);
 }
 

@@ -16,10 +16,10 @@
 namespace detinfer::kernels::testing {
 
 // nullptr for one thread, else a pool of `threads` (1..8) kept for the whole test run.
-inline ThreadPool* pool_for(int threads) {
-  static std::unique_ptr<ThreadPool> pools[9];
+inline core::ThreadPool* pool_for(int threads) {
+  static std::unique_ptr<core::ThreadPool> pools[9];
   if (threads <= 1) return nullptr;
-  if (!pools[threads]) pools[threads] = std::make_unique<ThreadPool>(threads);
+  if (!pools[threads]) pools[threads] = std::make_unique<core::ThreadPool>(threads);
   return pools[threads].get();
 }
 
@@ -29,15 +29,16 @@ struct TestLinear {
   std::int64_t n, k;
   std::vector<float> f32, bias;
   PackedLinear packed;
-  TestLinear(DType dtype, std::int64_t n_, std::int64_t k_, std::uint64_t stream, bool with_bias)
+  TestLinear(core::DType dtype, std::int64_t n_, std::int64_t k_, std::uint64_t stream,
+             bool with_bias)
       : n(n_), k(k_) {
     std::vector<std::uint16_t> half;
-    if (dtype == DType::kF32) {
+    if (dtype == core::DType::kF32) {
       f32 = random_floats(n * k, stream);
     } else {
-      half = dtype == DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
+      half = dtype == core::DType::kBF16 ? random_bf16(n * k, stream) : random_f16(n * k, stream);
       for (std::uint16_t h : half)
-        f32.push_back(dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h));
+        f32.push_back(dtype == core::DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h));
     }
     if (with_bias) bias = random_floats(n, stream + 1);
     const void* data = half.empty() ? static_cast<const void*>(f32.data()) : half.data();

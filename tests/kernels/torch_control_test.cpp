@@ -33,7 +33,7 @@ TEST(NegativeControl, TorchMmIsNotBatchInvariantButPackedLinearIs) {
   const std::vector<float> wv = testing::random_floats(n * k, 72);
   const torch::Tensor x = torch::from_blob(const_cast<float*>(xv.data()), {mmax, k}).clone();
   const torch::Tensor w = torch::from_blob(const_cast<float*>(wv.data()), {n, k}).clone();
-  const PackedLinear packed = PackedLinear::pack(wv.data(), DType::kF32, n, k);
+  const PackedLinear packed = PackedLinear::pack(wv.data(), core::DType::kF32, n, k);
   std::vector<float> ours_full(mmax * n);
   packed.run(xv.data(), k, mmax, ours_full.data(), n, nullptr);
   std::vector<std::int64_t> sizes;

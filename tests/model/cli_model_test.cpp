@@ -59,7 +59,7 @@ TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
     const auto side = nlohmann::json::parse(read_bytes(out + ".json"));
     EXPECT_EQ(side["shape"], nlohmann::json({4, 300}));
     EXPECT_EQ(side["mode"], mode);
-    const LogitsResult lib = compute_logits(
+    const devtools::LogitsResult lib = devtools::compute_logits(
         {dir,
          {1, 2, 3, 250},
          std::string(mode) == "fast" ? NumericsMode::kFast : NumericsMode::kCanonical,

@@ -22,8 +22,8 @@ json base(const char* arch) {
           {"bos_token_id", 151643},    {"eos_token_id", 151643}};
 }
 
-ModelConfig parse(const json& c, const json& gen = nullptr) {
-  return parse_model_config(c.dump(), gen.is_null() ? "" : gen.dump(), "test/config.json");
+model::ModelConfig parse(const json& c, const json& gen = nullptr) {
+  return model::parse_model_config(c.dump(), gen.is_null() ? "" : gen.dump(), "test/config.json");
 }
 
 ErrorCode code_of(const json& c) {
@@ -38,9 +38,9 @@ ErrorCode code_of(const json& c) {
 }
 
 TEST(ModelConfig, Qwen2HasBiasesAndGqa) {
-  const ModelConfig c = parse(base("Qwen2ForCausalLM"),
-                              json{{"eos_token_id", {151645, 151643}}, {"bos_token_id", 151643}});
-  EXPECT_EQ(c.architecture, Architecture::kQwen2);
+  const model::ModelConfig c = parse(
+      base("Qwen2ForCausalLM"), json{{"eos_token_id", {151645, 151643}}, {"bos_token_id", 151643}});
+  EXPECT_EQ(c.architecture, model::Architecture::kQwen2);
   EXPECT_TRUE(c.attention_bias);
   EXPECT_FALSE(c.qk_norm);
   EXPECT_EQ(c.head_dim, 64);
@@ -55,7 +55,7 @@ TEST(ModelConfig, Qwen2HasBiasesAndGqa) {
 TEST(ModelConfig, Qwen3HasQkNormAndExplicitHeadDim) {
   json j = base("Qwen3ForCausalLM");
   j["head_dim"] = 128;
-  const ModelConfig c = parse(j);
+  const model::ModelConfig c = parse(j);
   EXPECT_TRUE(c.qk_norm);
   EXPECT_FALSE(c.attention_bias);
   EXPECT_EQ(c.head_dim, 128);
@@ -71,14 +71,14 @@ TEST(ModelConfig, LlamaRopeScaling) {
                        {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
   j["head_dim"] = 64;
-  const ModelConfig c = parse(j);
+  const model::ModelConfig c = parse(j);
   EXPECT_EQ(c.rope_scaling.type, "llama3");
   EXPECT_EQ(c.rope_scaling.factor, 32.0);
   // Low frequencies are divided by the factor, high ones untouched.
-  const RopeTable scaled(c);
-  ModelConfig plain = c;
-  plain.rope_scaling = RopeScaling{};
-  const RopeTable unscaled(plain);
+  const model::RopeTable scaled(c);
+  model::ModelConfig plain = c;
+  plain.rope_scaling = model::RopeScaling{};
+  const model::RopeTable unscaled(plain);
   EXPECT_EQ(scaled.inv_freq().front(), unscaled.inv_freq().front());
   EXPECT_DOUBLE_EQ(scaled.inv_freq().back(), unscaled.inv_freq().back() / 32.0);
   j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
@@ -129,18 +129,18 @@ TEST(ModelConfig, RejectsUnsupportedAndMalformed) {
   j = base("LlamaForCausalLM");
   j["rms_norm_eps"] = "small";
   EXPECT_EQ(code_of(j), ErrorCode::kCorrupt);
-  EXPECT_THROW(parse_model_config("{oops", "", "x"), Error);
+  EXPECT_THROW(model::parse_model_config("{oops", "", "x"), Error);
 }
 
 TEST(ModelConfig, CanonicalTextCoversComputationFields) {
-  const ModelConfig a = parse(base("Qwen2ForCausalLM"));
-  ModelConfig b = a;
-  EXPECT_EQ(canonical_config_text(a), canonical_config_text(b));
+  const model::ModelConfig a = parse(base("Qwen2ForCausalLM"));
+  model::ModelConfig b = a;
+  EXPECT_EQ(model::canonical_config_text(a), model::canonical_config_text(b));
   b.rope_theta = 10000.0;
-  EXPECT_NE(canonical_config_text(a), canonical_config_text(b));
+  EXPECT_NE(model::canonical_config_text(a), model::canonical_config_text(b));
   b = a;
   b.rms_norm_eps = 1e-5f;
-  EXPECT_NE(canonical_config_text(a), canonical_config_text(b));
+  EXPECT_NE(model::canonical_config_text(a), model::canonical_config_text(b));
 }
 
 }  // namespace

@@ -18,14 +18,14 @@ using testing::tiny_options;
 using testing::write_bytes;
 
 std::string fingerprint_of(const std::string& dir, NumericsMode mode = NumericsMode::kCanonical) {
-  return Model::load(dir, {mode, 1, {}})->fingerprint().hex();
+  return model::Model::load(dir, {mode, 1, {}})->fingerprint().hex();
 }
 
 TEST(ModelFingerprint, StableAcrossRunsModesAndFolders) {
   const std::string a = scratch_dir("fa");
   const std::string b = scratch_dir("fb");
-  make_tiny_model(tiny_options(TinyArch::kQwen3, DType::kBF16, a, 11));
-  make_tiny_model(tiny_options(TinyArch::kQwen3, DType::kBF16, b, 11));
+  devtools::make_tiny_model(tiny_options(devtools::TinyArch::kQwen3, core::DType::kBF16, a, 11));
+  devtools::make_tiny_model(tiny_options(devtools::TinyArch::kQwen3, core::DType::kBF16, b, 11));
   const std::string fa = fingerprint_of(a);
   EXPECT_EQ(fa.size(), 32u);
   EXPECT_EQ(fa, fingerprint_of(a));
@@ -40,20 +40,21 @@ TEST(ModelFingerprint, GoldenValue) {
   // a change here is a format change (docs/fingerprint-model.md). vocab < 259: no
   // tokenizer, so the value does not depend on the tiny tokenizer's training.
   const std::string dir = scratch_dir("golden");
-  TinyModelOptions o = tiny_options(TinyArch::kQwen3, DType::kBF16, dir, 11);
+  devtools::TinyModelOptions o =
+      tiny_options(devtools::TinyArch::kQwen3, core::DType::kBF16, dir, 11);
   o.vocab = 200;
-  make_tiny_model(o);
+  devtools::make_tiny_model(o);
   EXPECT_EQ(fingerprint_of(dir), "9c75ce71b16fd97a22c550bd868a6c7f");
 }
 
 TEST(ModelFingerprint, SensitiveToOneWeightByteAndOneConfigField) {
   const std::string dir = scratch_dir("fs");
-  make_tiny_model(tiny_options(TinyArch::kLlama, DType::kF32, dir, 5));
+  devtools::make_tiny_model(tiny_options(devtools::TinyArch::kLlama, core::DType::kF32, dir, 5));
   const std::string before = fingerprint_of(dir);
   {
     std::uint64_t offset = 0;
     {
-      const TensorStore store = TensorStore::open(dir);
+      const model::TensorStore store = model::TensorStore::open(dir);
       offset = store.get("model.layers.1.mlp.down_proj.weight").file_offset + 17;
     }
     std::string bytes = read_bytes(dir + "/model.safetensors");
@@ -71,8 +72,8 @@ TEST(ModelFingerprint, SensitiveToOneWeightByteAndOneConfigField) {
   EXPECT_NE(before, fingerprint_of(dir));
 }
 
-ModelConfig small_config() {
-  ModelConfig c;
+model::ModelConfig small_config() {
+  model::ModelConfig c;
   c.num_layers = 2;
   c.num_kv_heads = 2;
   c.head_dim = 4;
@@ -80,8 +81,8 @@ ModelConfig small_config() {
 }
 
 TEST(KvCachePool, AllocatesWithinBudgetAndRefcounts) {
-  const ModelConfig c = small_config();
-  KvCachePool pool(c, 16, 10 * 2 * 2 * 16 * 8 * 4 + 100);
+  const model::ModelConfig c = small_config();
+  model::KvCachePool pool(c, 16, 10 * 2 * 2 * 16 * 8 * 4 + 100);
   EXPECT_EQ(pool.block_bytes(), 2 * 2 * 16 * 8 * 4);
   EXPECT_EQ(pool.capacity(), 10);
   EXPECT_EQ(pool.allocate(), 0);  // lowest id first
@@ -102,18 +103,18 @@ TEST(KvCachePool, AllocatesWithinBudgetAndRefcounts) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
   }
-  EXPECT_THROW(KvCachePool(c, 16, 10), Error);
+  EXPECT_THROW(model::KvCachePool(c, 16, 10), Error);
 }
 
 // Export/import move the bytes as stored: 4 per element for f32, 2 for bf16/f16 (the
 // payload a prefix-cache tier keeps is block_bytes(), half the f32 size).
 TEST(KvCachePool, ExportImportRoundTrip) {
-  const ModelConfig c = small_config();
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    KvCachePool pool(c, 4, 1 << 20, nullptr, dt);
+  const model::ModelConfig c = small_config();
+  for (core::DType dt : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
+    model::KvCachePool pool(c, 4, 1 << 20, nullptr, dt);
     const std::int32_t a = pool.allocate(), b = pool.allocate();
     const std::int64_t eb = pool.elem_bytes();
-    EXPECT_EQ(eb, dt == DType::kF32 ? 4 : 2);
+    EXPECT_EQ(eb, dt == core::DType::kF32 ? 4 : 2);
     const std::int64_t n = pool.block_size() * pool.kv_stride() * eb;  // bytes per layer
     EXPECT_EQ(pool.block_bytes(), 2 * 2 * n);
     for (std::int64_t l = 0; l < 2; ++l) {
@@ -140,19 +141,19 @@ TEST(KvCachePool, ExportImportRoundTrip) {
 
 // bf16/f16 storage halves block_bytes(), so the same budget holds twice the blocks.
 TEST(KvCachePool, SixteenBitStorageDoublesCapacity) {
-  const ModelConfig c = small_config();
+  const model::ModelConfig c = small_config();
   const std::int64_t budget = 10 * 2 * 2 * 16 * 8 * 4 + 100;  // 10 f32 blocks
-  const KvCachePool f32(c, 16, budget);
-  EXPECT_EQ(f32.kv_dtype(), DType::kF32);
+  const model::KvCachePool f32(c, 16, budget);
+  EXPECT_EQ(f32.kv_dtype(), core::DType::kF32);
   EXPECT_EQ(f32.capacity(), 10);
-  for (DType dt : {DType::kBF16, DType::kF16}) {
-    const KvCachePool half(c, 16, budget, nullptr, dt);
+  for (core::DType dt : {core::DType::kBF16, core::DType::kF16}) {
+    const model::KvCachePool half(c, 16, budget, nullptr, dt);
     EXPECT_EQ(half.kv_dtype(), dt);
     EXPECT_EQ(half.block_bytes() * 2, f32.block_bytes());
     EXPECT_EQ(half.capacity(), 20) << to_string(dt);
   }
   try {
-    KvCachePool(c, 16, budget, nullptr, static_cast<DType>(7));
+    model::KvCachePool(c, 16, budget, nullptr, static_cast<core::DType>(7));
     ADD_FAILURE() << "kv_dtype 7 accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

@@ -32,7 +32,7 @@ double rel_l2(const float* a, const std::vector<double>& b) {
 // returns each sequence's logits rows for every position, concatenated.
 class Runner {
  public:
-  Runner(Model& model, std::int64_t block_size = 16)
+  Runner(model::Model& model, std::int64_t block_size = 16)
       : model_(model), kv_(model.config(), block_size, std::int64_t{64} << 20) {}
 
   // Prefills sequence `seq` (its full token list) in chunks of `chunk`, interleaving
@@ -58,12 +58,12 @@ class Runner {
     std::vector<std::vector<float>> out(n);
     const std::int64_t vocab = model_.config().vocab_size;
     while (true) {
-      std::vector<SequenceStep> batch;
+      std::vector<model::SequenceStep> batch;
       std::vector<std::size_t> ids;
       for (std::size_t s = 0; s < n; ++s) {
         if (done[s] == seqs[s].size()) continue;
         const std::size_t take = std::min(chunks[s], seqs[s].size() - done[s]);
-        SequenceStep st;
+        model::SequenceStep st;
         st.tokens.assign(seqs[s].begin() + done[s], seqs[s].begin() + done[s] + take);
         st.start_pos = static_cast<std::int64_t>(done[s]);
         st.block_table = tables[s];
@@ -90,13 +90,13 @@ class Runner {
   }
 
  private:
-  Model& model_;
-  KvCachePool kv_;
+  model::Model& model_;
+  model::KvCachePool kv_;
 };
 
 struct Case {
-  TinyArch arch;
-  DType dtype;
+  devtools::TinyArch arch;
+  core::DType dtype;
 };
 
 class ForwardVsReference : public ::testing::TestWithParam<Case> {};
@@ -104,7 +104,7 @@ class ForwardVsReference : public ::testing::TestWithParam<Case> {};
 TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
   const Case c = GetParam();
   const std::string dir = scratch_dir("ref");
-  make_tiny_model(tiny_options(c.arch, c.dtype, dir, 7));
+  devtools::make_tiny_model(tiny_options(c.arch, c.dtype, dir, 7));
   const ReferenceModel ref(dir);
   const auto tokens = test_tokens(40, ref.vocab());
   const auto expected = ref.logits(tokens);
@@ -112,7 +112,7 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
   std::vector<float> canonical;
   for (NumericsMode mode : {NumericsMode::kCanonical, NumericsMode::kFast}) {
     if (mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
-    auto model = Model::load(dir, {mode, 1, {}});
+    auto model = model::Model::load(dir, {mode, 1, {}});
     Runner runner(*model);
     const auto got = runner.run_chunked(tokens, tokens.size());
     if (mode == NumericsMode::kCanonical) canonical = got;
@@ -143,8 +143,10 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> v;
-  for (TinyArch a : {TinyArch::kLlama, TinyArch::kMistral, TinyArch::kQwen2, TinyArch::kQwen3}) {
-    for (DType d : {DType::kF32, DType::kBF16, DType::kF16}) v.push_back({a, d});
+  for (devtools::TinyArch a : {devtools::TinyArch::kLlama, devtools::TinyArch::kMistral,
+                               devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3}) {
+    for (core::DType d : {core::DType::kF32, core::DType::kBF16, core::DType::kF16})
+      v.push_back({a, d});
   }
   return v;
 }
@@ -163,14 +165,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-class CanonicalInvariance : public ::testing::TestWithParam<TinyArch> {};
+class CanonicalInvariance : public ::testing::TestWithParam<devtools::TinyArch> {};
 
 TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
   const std::string dir = scratch_dir("inv");
-  TinyModelOptions o = tiny_options(GetParam(), DType::kBF16, dir, 3);
-  make_tiny_model(o);
+  devtools::TinyModelOptions o = tiny_options(GetParam(), core::DType::kBF16, dir, 3);
+  devtools::make_tiny_model(o);
   const auto tokens = test_tokens(80, o.vocab, 1);
-  auto model = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  auto model = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
   Runner runner(*model);
   const std::vector<float> prefill = runner.run_chunked(tokens, tokens.size());
   for (std::size_t chunk : {1, 5, 16, 64}) {
@@ -184,11 +186,11 @@ TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
   EXPECT_TRUE(same_bits(runner.run_chunked(other1, other1.size()), batched[0]));
   EXPECT_TRUE(same_bits(runner.run_chunked(other2, other2.size()), batched[2]));
   // Other block sizes change only where K/V live, not the numbers.
-  auto model_b = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  auto model_b = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
   Runner runner_b(*model_b, 4);
   EXPECT_TRUE(same_bits(prefill, runner_b.run_chunked(tokens, 16)));
   for (int threads : {2, 4}) {
-    auto mt = Model::load(dir, {NumericsMode::kCanonical, threads, {}});
+    auto mt = model::Model::load(dir, {NumericsMode::kCanonical, threads, {}});
     Runner r(*mt);
     EXPECT_TRUE(same_bits(prefill, r.run_chunked(tokens, tokens.size()))) << threads << " threads";
     EXPECT_TRUE(same_bits(prefill, r.run_chunked(tokens, 5))) << threads << " threads, chunk 5";
@@ -196,15 +198,15 @@ TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, CanonicalInvariance,
-                         ::testing::Values(TinyArch::kLlama, TinyArch::kMistral, TinyArch::kQwen2,
-                                           TinyArch::kQwen3));
+                         ::testing::Values(devtools::TinyArch::kLlama, devtools::TinyArch::kMistral,
+                                           devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3));
 
 TEST(Forward, LastRowOnlyMatchesAllLogits) {
   const std::string dir = scratch_dir("last");
-  make_tiny_model(tiny_options(TinyArch::kLlama, DType::kF32, dir));
-  auto model = Model::load(dir, {});
-  KvCachePool kv(model->config(), 16, 1 << 20);
-  SequenceStep st;
+  devtools::make_tiny_model(tiny_options(devtools::TinyArch::kLlama, core::DType::kF32, dir));
+  auto model = model::Model::load(dir, {});
+  model::KvCachePool kv(model->config(), 16, 1 << 20);
+  model::SequenceStep st;
   st.tokens = test_tokens(20, 512);
   st.block_table = {kv.allocate(), kv.allocate()};
   std::vector<float> last;
@@ -219,13 +221,13 @@ TEST(Forward, LastRowOnlyMatchesAllLogits) {
 
 TEST(Forward, RejectsBadSteps) {
   const std::string dir = scratch_dir("bad");
-  TinyModelOptions o = tiny_options(TinyArch::kMistral, DType::kF32, dir);
+  devtools::TinyModelOptions o = tiny_options(devtools::TinyArch::kMistral, core::DType::kF32, dir);
   o.sliding_window = 32;  // < max_positions: the context becomes 32
-  make_tiny_model(o);
-  auto model = Model::load(dir, {});
+  devtools::make_tiny_model(o);
+  auto model = model::Model::load(dir, {});
   EXPECT_EQ(model->config().max_position_embeddings, 32);
-  KvCachePool kv(model->config(), 16, 1 << 20);
-  auto expect_invalid = [&](SequenceStep st) {
+  model::KvCachePool kv(model->config(), 16, 1 << 20);
+  auto expect_invalid = [&](model::SequenceStep st) {
     std::vector<float> logits;
     try {
       model->forward({st}, kv, logits);
@@ -234,10 +236,10 @@ TEST(Forward, RejectsBadSteps) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
     }
   };
-  SequenceStep ok;
+  model::SequenceStep ok;
   ok.tokens = {1, 2, 3};
   ok.block_table = {kv.allocate(), kv.allocate(), kv.allocate()};
-  SequenceStep s = ok;
+  model::SequenceStep s = ok;
   s.tokens = {512};
   expect_invalid(s);
   s = ok;

@@ -41,8 +41,8 @@ struct Outcome {
 Outcome parse(const std::string& bytes) {
   Outcome o;
   try {
-    parse_safetensors_header(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
-                             bytes.size(), "test.safetensors");
+    model::parse_safetensors_header(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                    bytes.size(), bytes.size(), "test.safetensors");
     o.ok = true;
   } catch (const Error& e) {
     o.code = e.code();
@@ -66,7 +66,7 @@ TEST(SafetensorsHeader, AcceptsAValidHeader) {
       R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2,2],"data_offsets":[16,32]},)"
       R"("a":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]}})";
   const auto bytes = raw_file(h, kData);
-  const SafetensorsHeader hdr = parse_safetensors_header(
+  const model::SafetensorsHeader hdr = model::parse_safetensors_header(
       reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), bytes.size(), "x");
   ASSERT_EQ(hdr.tensors.size(), 2u);
   EXPECT_EQ(hdr.tensors[0].name, "a");
@@ -80,7 +80,7 @@ TEST(SafetensorsHeader, RejectsBadLengths) {
   expect_error("abc", ErrorCode::kCorrupt, "shorter than");
   expect_error(le64(0) + "{}", ErrorCode::kCorrupt, "header length is 0");
   expect_error(le64(~0ull) + "{}", ErrorCode::kCorrupt, "exceeds");
-  expect_error(le64(kMaxSafetensorsHeaderBytes + 1) + "{}", ErrorCode::kCorrupt, "exceeds");
+  expect_error(le64(model::kMaxSafetensorsHeaderBytes + 1) + "{}", ErrorCode::kCorrupt, "exceeds");
   expect_error(le64(1000) + "{}", ErrorCode::kCorrupt, "past the end of the file");
 }
 
@@ -139,16 +139,16 @@ TEST(SafetensorsHeader, RejectsBadRanges) {
 
 std::string make_model(const std::string& name, std::int64_t shards = 1) {
   const std::string dir = scratch_dir(name);
-  TinyModelOptions o = tiny_options(TinyArch::kQwen2, DType::kBF16, dir);
+  devtools::TinyModelOptions o = tiny_options(devtools::TinyArch::kQwen2, core::DType::kBF16, dir);
   o.shards = shards;
-  make_tiny_model(o);
+  devtools::make_tiny_model(o);
   return dir;
 }
 
 Outcome load(const std::string& dir) {
   Outcome o;
   try {
-    Model::load(dir, {});
+    model::Model::load(dir, {});
     o.ok = true;
   } catch (const Error& e) {
     o.code = e.code();
@@ -165,25 +165,25 @@ void expect_load_error(const std::string& dir, ErrorCode code, const std::string
 }
 
 // Rewrites dir/model.safetensors after `edit` changes its tensors.
-void rewrite(
-    const std::string& dir,
-    const std::function<void(std::map<std::string, std::pair<TensorEntry, std::string>>&)>& edit) {
-  std::map<std::string, std::pair<TensorEntry, std::string>> t;
+void rewrite(const std::string& dir,
+             const std::function<void(
+                 std::map<std::string, std::pair<devtools::TensorEntry, std::string>>&)>& edit) {
+  std::map<std::string, std::pair<devtools::TensorEntry, std::string>> t;
   {
-    const TensorStore store = TensorStore::open(dir);
+    const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
-      t[name] = {TensorEntry{name, ref.info->dtype, ref.info->shape},
+      t[name] = {devtools::TensorEntry{name, ref.info->dtype, ref.info->shape},
                  std::string(reinterpret_cast<const char*>(ref.data()), ref.info->size())};
     }
   }
   edit(t);
-  std::vector<TensorEntry> entries;
+  std::vector<devtools::TensorEntry> entries;
   for (const auto& [name, e] : t) entries.push_back(e.first);
-  write_safetensors(dir + "/model.safetensors", entries,
-                    [&](const TensorEntry& e, std::vector<std::uint8_t>& out) {
-                      const std::string& b = t.at(e.name).second;
-                      out.assign(b.begin(), b.end());
-                    });
+  devtools::write_safetensors(dir + "/model.safetensors", entries,
+                              [&](const devtools::TensorEntry& e, std::vector<std::uint8_t>& out) {
+                                const std::string& b = t.at(e.name).second;
+                                out.assign(b.begin(), b.end());
+                              });
 }
 
 TEST(ModelLoader, TruncatedFilesAreCorrupt) {
@@ -225,7 +225,7 @@ TEST(ModelLoader, UnsupportedDtypeIsNamed) {
 TEST(ModelLoader, UnalignedTensorsLoadAndComputeTheSame) {
   const std::string dir = make_model("align");
   const std::vector<std::int32_t> tokens{1, 2, 3, 4};
-  const auto before = compute_logits({dir, tokens});
+  const auto before = devtools::compute_logits({dir, tokens});
   // Re-frame the same data with a header of odd length: every tensor is misaligned.
   const std::string full = read_bytes(dir + "/model.safetensors");
   std::uint64_t n = 0;
@@ -235,7 +235,7 @@ TEST(ModelLoader, UnalignedTensorsLoadAndComputeTheSame) {
   while (header.back() == ' ') header.pop_back();
   if ((8 + header.size()) % 2 == 0) header += ' ';
   write_bytes(dir + "/model.safetensors", raw_file(header, full.substr(8 + n)));
-  const auto after = compute_logits({dir, tokens});
+  const auto after = devtools::compute_logits({dir, tokens});
   EXPECT_EQ(before.model_fingerprint, after.model_fingerprint);
   ASSERT_EQ(before.logits.size(), after.logits.size());
   EXPECT_EQ(0, std::memcmp(before.logits.data(), after.logits.data(), before.logits.size() * 4));
@@ -246,8 +246,8 @@ TEST(ModelLoader, ShardedLoadsAndMissingShardIsNamed) {
   const std::string dir = make_model("sharded", 3);
   EXPECT_EQ(load(dir).ok, true) << load(dir).message;
   const std::vector<std::int32_t> tokens{5, 6, 7};
-  const auto a = compute_logits({single, tokens});
-  const auto b = compute_logits({dir, tokens});
+  const auto a = devtools::compute_logits({single, tokens});
+  const auto b = devtools::compute_logits({dir, tokens});
   EXPECT_EQ(a.model_fingerprint, b.model_fingerprint);  // sharding does not matter
   EXPECT_EQ(0, std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * 4));
   std::remove((dir + "/model-00002-of-00003.safetensors").c_str());
@@ -283,21 +283,22 @@ TEST(ModelLoader, MissingFiles) {
 // table that is not also the lm_head: decode_read_bytes counts exactly that.
 TEST(ModelLoader, DecodeReadBytesCountOneEmbeddingRow) {
   struct Case {
-    TinyArch arch;  // kLlama: untied embedding; kQwen2: tied
-    DType dtype;
+    devtools::TinyArch arch;  // kLlama: untied embedding; kQwen2: tied
+    core::DType dtype;
     NumericsMode mode;
   };
-  for (const Case& c : {Case{TinyArch::kLlama, DType::kBF16, NumericsMode::kCanonical},
-                        Case{TinyArch::kQwen2, DType::kBF16, NumericsMode::kCanonical},
-                        Case{TinyArch::kLlama, DType::kF32, NumericsMode::kFast},
-                        Case{TinyArch::kQwen2, DType::kF32, NumericsMode::kFast}}) {
+  for (const Case& c :
+       {Case{devtools::TinyArch::kLlama, core::DType::kBF16, NumericsMode::kCanonical},
+        Case{devtools::TinyArch::kQwen2, core::DType::kBF16, NumericsMode::kCanonical},
+        Case{devtools::TinyArch::kLlama, core::DType::kF32, NumericsMode::kFast},
+        Case{devtools::TinyArch::kQwen2, core::DType::kF32, NumericsMode::kFast}}) {
     if (c.mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
     const std::string dir = scratch_dir("readbytes");
-    make_tiny_model(tiny_options(c.arch, c.dtype, dir));
-    ModelOptions options;
+    devtools::make_tiny_model(tiny_options(c.arch, c.dtype, dir));
+    model::ModelOptions options;
     options.mode = c.mode;
-    const auto m = Model::load(dir, options);
-    const ModelConfig& cfg = m->config();
+    const auto m = model::Model::load(dir, options);
+    const model::ModelConfig& cfg = m->config();
     // An untied embedding is a table of its own (canonical: the stored dtype, bf16 here;
     // fast: widened to f32). A tied one is the lm_head itself: canonical reads its rows
     // back from the packed lm_head, fast mode shares the f32 tensor.

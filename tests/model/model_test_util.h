@@ -38,25 +38,25 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-inline TinyModelOptions tiny_options(TinyArch arch, DType dtype, const std::string& dir,
-                                     std::uint64_t seed = 1) {
-  TinyModelOptions o;
+inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DType dtype,
+                                               const std::string& dir, std::uint64_t seed = 1) {
+  devtools::TinyModelOptions o;
   o.arch = arch;
   o.dtype = dtype;
   o.seed = seed;
   o.out_dir = dir;
   switch (arch) {
-    case TinyArch::kLlama:
+    case devtools::TinyArch::kLlama:
       o.llama3_rope_scaling = true;
       break;
-    case TinyArch::kMistral:
+    case devtools::TinyArch::kMistral:
       o.sliding_window = 4096;  // larger than the context: full attention
       break;
-    case TinyArch::kQwen2:
+    case devtools::TinyArch::kQwen2:
       o.tie_word_embeddings = true;
       o.kv_heads = 1;
       break;
-    case TinyArch::kQwen3:
+    case devtools::TinyArch::kQwen3:
       o.head_dim = 32;  // heads * head_dim != hidden
       break;
   }

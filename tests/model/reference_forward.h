@@ -51,12 +51,12 @@ class ReferenceModel {
       high_ = r["high_freq_factor"];
       old_ctx_ = r["original_max_position_embeddings"];
     }
-    const TensorStore store = TensorStore::open(dir);
+    const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
       const std::int64_t n = ref.info->numel();
       std::vector<double> v(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i) {
-        if (ref.info->dtype == DType::kF32) {
+        if (ref.info->dtype == core::DType::kF32) {
           float f;
           std::memcpy(&f, ref.data() + 4 * i, 4);
           v[static_cast<std::size_t>(i)] = f;
@@ -64,7 +64,7 @@ class ReferenceModel {
           std::uint16_t b;
           std::memcpy(&b, ref.data() + 2 * i, 2);
           v[static_cast<std::size_t>(i)] =
-              ref.info->dtype == DType::kBF16 ? bf16_to_double(b) : half_to_double(b);
+              ref.info->dtype == core::DType::kBF16 ? bf16_to_double(b) : half_to_double(b);
         }
       }
       w_[name] = std::move(v);

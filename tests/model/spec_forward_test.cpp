@@ -31,15 +31,15 @@ float from_bits(std::uint32_t b) {
 }
 
 // "Inputs": weights widened exactly (bf16: the top half of a binary32; f16: same value).
-float widen(const std::uint8_t* p, DType dtype) {
-  if (dtype == DType::kF32) {
+float widen(const std::uint8_t* p, core::DType dtype) {
+  if (dtype == core::DType::kF32) {
     float f;
     std::memcpy(&f, p, 4);
     return f;
   }
   std::uint16_t h;
   std::memcpy(&h, p, 2);
-  if (dtype == DType::kBF16) return from_bits(static_cast<std::uint32_t>(h) << 16);
+  if (dtype == core::DType::kBF16) return from_bits(static_cast<std::uint32_t>(h) << 16);
   const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   const float v = e == 0 ? std::ldexp(static_cast<float>(m), -24)
                          : std::ldexp(static_cast<float>(1024 + m), e - 25);
@@ -94,7 +94,7 @@ float exp_f32(float x) {
 // The page's composition for one model folder.
 class SpecModel {
  public:
-  explicit SpecModel(const std::string& dir) : store_(TensorStore::open(dir)) {
+  explicit SpecModel(const std::string& dir) : store_(model::TensorStore::open(dir)) {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
     hidden_ = c["hidden_size"];
@@ -174,9 +174,9 @@ class SpecModel {
   Vec w(const std::string& name) {
     auto it = cache_.find(name);
     if (it != cache_.end()) return it->second;
-    const TensorRef& r = store_.get(name);
+    const model::TensorRef& r = store_.get(name);
     const std::int64_t n = r.info->numel();
-    const std::int64_t es = r.info->dtype == DType::kF32 ? 4 : 2;
+    const std::int64_t es = r.info->dtype == core::DType::kF32 ? 4 : 2;
     Vec v(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) v[i] = widen(r.data() + i * es, r.info->dtype);
     return cache_[name] = v;
@@ -246,7 +246,7 @@ class SpecModel {
     return out;
   }
 
-  TensorStore store_;
+  model::TensorStore store_;
   std::map<std::string, Vec> cache_;
   std::int64_t hidden_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
   float eps_ = 0, scale_ = 0;
@@ -255,29 +255,29 @@ class SpecModel {
 };
 
 struct SpecCase {
-  TinyArch arch;
-  DType dtype;
+  devtools::TinyArch arch;
+  core::DType dtype;
   bool tied;
 };
 
 TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
-  for (const SpecCase& c : {SpecCase{TinyArch::kLlama, DType::kF32, false},
-                            SpecCase{TinyArch::kLlama, DType::kBF16, true},
-                            SpecCase{TinyArch::kMistral, DType::kF16, false},
-                            SpecCase{TinyArch::kQwen2, DType::kBF16, true},
-                            SpecCase{TinyArch::kQwen2, DType::kF32, false},
-                            SpecCase{TinyArch::kQwen3, DType::kBF16, false}}) {
+  for (const SpecCase& c : {SpecCase{devtools::TinyArch::kLlama, core::DType::kF32, false},
+                            SpecCase{devtools::TinyArch::kLlama, core::DType::kBF16, true},
+                            SpecCase{devtools::TinyArch::kMistral, core::DType::kF16, false},
+                            SpecCase{devtools::TinyArch::kQwen2, core::DType::kBF16, true},
+                            SpecCase{devtools::TinyArch::kQwen2, core::DType::kF32, false},
+                            SpecCase{devtools::TinyArch::kQwen3, core::DType::kBF16, false}}) {
     const std::string dir = testing::scratch_dir("spec");
-    TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
+    devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;
     o.vocab = 200;  // no tokenizer needed
-    make_tiny_model(o);
+    devtools::make_tiny_model(o);
     const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
     const Vec want = SpecModel(dir).logits(tokens);
 
-    const auto model = Model::load(dir, ModelOptions{});
-    KvCachePool kv(model->config(), 16, std::int64_t{8} << 20);
-    SequenceStep step;
+    const auto model = model::Model::load(dir, model::ModelOptions{});
+    model::KvCachePool kv(model->config(), 16, std::int64_t{8} << 20);
+    model::SequenceStep step;
     step.tokens = tokens;
     for (std::int64_t b = 0; b < 5; ++b) step.block_table.push_back(kv.allocate());
     step.all_logits = true;

@@ -15,7 +15,7 @@
 #include "cache/prefix_keys.h"
 #include "cache/result_cache.h"
 
-namespace detinfer {
+namespace detinfer::session {
 namespace {
 
 const Hash128 kModel = Hasher().update_field("model").digest128();
@@ -32,7 +32,7 @@ Keys keys_of(const NumericsIdentity& id) {
   Keys k;
   const Hash128 root =
       prefix_root(prefix_namespace(id, kModel, 4, 256), prefix_salt(id, "user-salt"));
-  k.prefix = prefix_block_keys(root, kPrompt.data(), kPrompt.size(), 4).at(0);
+  k.prefix = cache::prefix_block_keys(root, kPrompt.data(), kPrompt.size(), 4).at(0);
   k.result = identity_result_key(id, kModel, kTokenizer, kPrompt, "{\"max_new_tokens\":4}");
   RunFingerprint fp;
   fill_fingerprint(id, "13.0", fp);
@@ -123,14 +123,14 @@ TEST(NumericsIdentity, KeysKeepThePreviousBytes) {
   EXPECT_EQ(prefix_salt(gpu, ""),
             "\x1f"
             "fast@NVIDIA H200 sm_9.0\x1fkv_dtype=f16");
-  PrefixNamespace want;
+  cache::PrefixNamespace want;
   want.model_fingerprint = kModel;
   want.mode = NumericsMode::kFast;
   want.spec_version = 1;
   want.block_size = 4;
   EXPECT_EQ(prefix_root(prefix_namespace(gpu, kModel, 4, 256), "x"), prefix_root(want, "x"));
   EXPECT_EQ(identity_result_key(NumericsIdentity{}, kModel, kTokenizer, kPrompt, "c"),
-            result_cache_key(kModel, NumericsMode::kCanonical, 1, kTokenizer, kPrompt, "c"));
+            cache::result_cache_key(kModel, NumericsMode::kCanonical, 1, kTokenizer, kPrompt, "c"));
 }
 
 TEST(NumericsIdentity, FingerprintGroupsComeFromTheIdentity) {
@@ -158,4 +158,4 @@ TEST(NumericsIdentity, FingerprintGroupsComeFromTheIdentity) {
 }
 
 }  // namespace
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -224,10 +224,10 @@ TEST_F(SessionCache, KeysNeverHitAcrossModelModeBlockSizeOrSalt) {
   EXPECT_EQ(cached_with(tiny_model_dir(), disk_only(dir)), 0);   // populates the disk tier
   EXPECT_EQ(cached_with(tiny_model_dir(), disk_only(dir)), 64);  // same inputs: 4 blocks hit
 
-  TinyModelOptions other;
+  devtools::TinyModelOptions other;
   other.out_dir = fresh_dir("other-model");
   other.seed = 7;  // same shape and tokens, other weight bytes
-  make_tiny_model(other);
+  devtools::make_tiny_model(other);
   EXPECT_EQ(cached_with(other.out_dir, disk_only(dir)), 0) << "another model's blocks served";
 
   SessionOptions salted = disk_only(dir);

@@ -20,12 +20,12 @@ double sample(const std::string& text, const std::string& series) {
 
 TEST(DistributionStats, KnownRows) {
   const float uniform[4] = {1, 1, 1, 1};
-  RowDistribution d = row_distribution(uniform, 4);
+  session::RowDistribution d = session::row_distribution(uniform, 4);
   EXPECT_DOUBLE_EQ(d.top1, 0.25);
   EXPECT_NEAR(d.entropy, std::log(4.0), 1e-12);
   const float peaked[3] = {0, -std::numeric_limits<float>::infinity(),
                            -std::numeric_limits<float>::infinity()};
-  d = row_distribution(peaked, 3);
+  d = session::row_distribution(peaked, 3);
   EXPECT_DOUBLE_EQ(d.top1, 1.0);
   EXPECT_DOUBLE_EQ(d.entropy, 0.0);
 }

@@ -15,7 +15,7 @@
 #include "detinfer/session.h"
 #include "session/tiny_session.h"
 
-namespace detinfer {
+namespace detinfer::session {
 namespace {
 
 using testing::tiny_model_dir;
@@ -106,4 +106,4 @@ TEST(SessionFields, RowsAreUniqueAndVisitedInOrder) {
 }
 
 }  // namespace
-}  // namespace detinfer
+}  // namespace detinfer::session

@@ -23,7 +23,7 @@ constexpr std::int64_t kPromptTokens = 16000;
 const std::string& long_model() {
   static const std::string dir = [] {
     const char* tmp = std::getenv("DETINFER_TEST_TMP");
-    TinyModelOptions o;
+    devtools::TinyModelOptions o;
     o.out_dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/long-context-model-" +
                 std::to_string(static_cast<long>(getpid()));
     o.hidden = 32;
@@ -33,7 +33,7 @@ const std::string& long_model() {
     o.kv_heads = 1;
     o.max_positions = 16384;
     o.seed = 17;
-    make_tiny_model(o);
+    devtools::make_tiny_model(o);
     return o.out_dir;
   }();
   return dir;

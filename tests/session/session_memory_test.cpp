@@ -43,9 +43,9 @@ std::string make_model() {
   const char* tmp = std::getenv("DETINFER_TEST_TMP");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/session-memory-" +
                           std::to_string(static_cast<long>(getpid()));
-  TinyModelOptions o;
-  o.arch = TinyArch::kQwen2;
-  o.dtype = DType::kF32;
+  devtools::TinyModelOptions o;
+  o.arch = devtools::TinyArch::kQwen2;
+  o.dtype = core::DType::kF32;
   o.hidden = 256;
   o.intermediate = 512;
   o.layers = 8;
@@ -56,7 +56,7 @@ std::string make_model() {
   o.tie_word_embeddings = true;
   o.seed = 3;
   o.out_dir = dir;
-  make_tiny_model(o);
+  devtools::make_tiny_model(o);
   std::remove((dir + "/tokenizer.json").c_str());
   std::remove((dir + "/tokenizer_config.json").c_str());
   return dir;

@@ -128,10 +128,10 @@ TEST_F(SessionTest, PrefillDecodeAgreement) {
   const Sequence& s = r.sequences[0];
   std::vector<std::int32_t> all = prompt;
   all.insert(all.end(), s.tokens.begin(), s.tokens.end());
-  LogitsRequest lr;
+  devtools::LogitsRequest lr;
   lr.model_dir = tiny_model_dir();
   lr.tokens = all;
-  const LogitsResult full = compute_logits(lr);
+  const devtools::LogitsResult full = devtools::compute_logits(lr);
   const std::int64_t v = full.vocab_size;
   for (std::size_t i = 0; i < s.tokens.size(); ++i) {
     const float* row = full.logits.data() + (prompt.size() - 1 + i) * v;

@@ -210,10 +210,10 @@ TEST_F(VerifyTest, AnotherModelOrNumericsIsRefusedNeverVerified) {
       EXPECT_EQ(e.field(), field) << e.what();
     }
   };
-  TinyModelOptions mo;
+  devtools::TinyModelOptions mo;
   mo.out_dir = tiny_model_dir() + "-other";
   mo.seed = 7;  // the same shape, other weights
-  make_tiny_model(mo);
+  devtools::make_tiny_model(mo);
   DeterministicSession other = DeterministicSession::open(mo.out_dir, tiny_options());
   refused(other, t, "model.fingerprint");
   Transcript x = t;

@@ -17,10 +17,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    detinfer::TinyModelOptions m;
+    detinfer::devtools::TinyModelOptions m;
     m.out_dir = std::string(argv[1]) + "/structured-corpus-model";
     m.seed = 6;
-    detinfer::make_tiny_model(m);
+    detinfer::devtools::make_tiny_model(m);
     detinfer::SessionOptions o = detinfer::testing::tiny_options(2);
     o.max_batch = 32;
     o.kv_budget_bytes = 64 << 20;

@@ -52,10 +52,10 @@ inline std::string tiny_model_dir() {
     // rewritten by one program must never be read half-written by another.
     dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/session-tiny-model-" +
           std::to_string(static_cast<long>(getpid()));
-    TinyModelOptions o;
+    devtools::TinyModelOptions o;
     o.out_dir = dir;
     o.seed = 6;
-    make_tiny_model(o);
+    devtools::make_tiny_model(o);
   });
   return dir;
 }

@@ -94,7 +94,7 @@ TEST(TokenizerErrors, BadRegexIsCorrupt) {
 }
 
 TEST(TokenizerErrors, OutOfRangeIdsInDecode) {
-  const Tokenizer tok = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tok = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   for (const std::int32_t bad : {-1, 512, 1 << 30}) {
     try {
       tok.decode({1, bad});
@@ -111,7 +111,7 @@ TEST(TokenizerErrors, OutOfRangeIdsInDecode) {
 TEST(TokenizerErrors, InvalidUtf8InputIsRejected) {
   // Documented behaviour: encode() takes UTF-8 text (as Hugging Face's str); anything
   // else is Error(kInvalidArgument) naming the byte offset.
-  const Tokenizer tok = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tok = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   for (const std::string& bad :
        {std::string("ab\xFF"), std::string("\xC3"), std::string("\xED\xA0\x80"),
         std::string("x\xC0\xAF"), std::string("\xF4\x90\x80\x80")}) {

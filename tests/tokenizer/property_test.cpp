@@ -15,7 +15,7 @@ using testing::read_fixture;
 std::string fixture(const std::string& name) { return read_fixture(name); }
 
 TEST(RoundTrip, ByteLevelDecodeOfEncodeIsIdentityOn10000RandomStrings) {
-  const Tokenizer tiny = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tiny = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   const Tokenizer fix = Tokenizer::from_json(fixture("byte_level.json"));
   for (std::uint64_t i = 0; i < 10000; ++i) {
     const std::string s = testing::random_utf8(0x5eed, i);
@@ -34,10 +34,10 @@ TEST(RoundTrip, SentencePieceWithByteFallbackOnRandomStrings) {
 }
 
 TEST(RoundTrip, SpecialTokensSurviveInsideText) {
-  const Tokenizer tiny = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tiny = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   const std::string s = "<|im_start|>user\nhello<|im_end|>\n<|endoftext|>";
   const auto ids = tiny.encode(s, false);
-  const TinySpecialIds sp = tiny_special_ids(512);
+  const devtools::TinySpecialIds sp = devtools::tiny_special_ids(512);
   EXPECT_EQ(ids.front(), sp.im_start);
   EXPECT_EQ(ids.back(), sp.endoftext);
   EXPECT_EQ(tiny.decode(ids), s);
@@ -58,8 +58,8 @@ void check_stream(const Tokenizer& tok, const std::vector<std::int32_t>& ids, bo
 }
 
 TEST(Streaming, ConcatenationEqualsDecodeForRandomIdSequences) {
-  const std::vector<std::string> jsons = {make_tiny_tokenizer_json(512), fixture("byte_level.json"),
-                                          fixture("sentencepiece.json"),
+  const std::vector<std::string> jsons = {devtools::make_tiny_tokenizer_json(512),
+                                          fixture("byte_level.json"), fixture("sentencepiece.json"),
                                           fixture("sentencepiece_metaspace.json")};
   for (std::size_t t = 0; t < jsons.size(); ++t) {
     const Tokenizer tok = Tokenizer::from_json(jsons[t]);
@@ -78,7 +78,7 @@ TEST(Streaming, ConcatenationEqualsDecodeForRandomIdSequences) {
 }
 
 TEST(Streaming, EncodedTextStreamsBackWithOnlyCompleteCharacters) {
-  const Tokenizer tok = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tok = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   for (std::uint64_t i = 0; i < 300; ++i) {
     const std::string s = testing::random_utf8(99, i);
     const auto ids = tok.encode(s, false);
@@ -96,7 +96,7 @@ TEST(Streaming, EncodedTextStreamsBackWithOnlyCompleteCharacters) {
 }
 
 TEST(Streaming, HoldsAPartialCharacterUntilItCompletes) {
-  const Tokenizer tok = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tok = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   // 中 (E4 B8 AD) is not in the tiny corpus' merges: three byte tokens.
   const auto ids = tok.encode("中", false);
   ASSERT_EQ(ids.size(), 3u);

@@ -13,14 +13,14 @@ namespace {
 
 TEST(TinyTokenizer, HasExactlyVocabSizeDistinctIds) {
   for (const std::int64_t v : {259, 300, 512, 1000}) {
-    const auto j = nlohmann::json::parse(make_tiny_tokenizer_json(v));
+    const auto j = nlohmann::json::parse(devtools::make_tiny_tokenizer_json(v));
     std::set<std::int64_t> ids;
     for (const auto& [tok, id] : j["model"]["vocab"].items()) ids.insert(id.get<std::int64_t>());
     for (const auto& t : j["added_tokens"]) ids.insert(t["id"].get<std::int64_t>());
     ASSERT_EQ(static_cast<std::int64_t>(ids.size()), v);
     EXPECT_EQ(*ids.begin(), 0);
     EXPECT_EQ(*ids.rbegin(), v - 1);
-    const TinySpecialIds s = tiny_special_ids(v);
+    const devtools::TinySpecialIds s = devtools::tiny_special_ids(v);
     EXPECT_EQ(j["added_tokens"][0]["content"], "<|endoftext|>");
     EXPECT_EQ(j["added_tokens"][0]["id"], s.endoftext);
     EXPECT_EQ(j["added_tokens"][2]["content"], "<|im_end|>");
@@ -29,7 +29,7 @@ TEST(TinyTokenizer, HasExactlyVocabSizeDistinctIds) {
 }
 
 TEST(TinyTokenizer, DefaultVocabUsesAllSlotsForMerges) {
-  const auto j = nlohmann::json::parse(make_tiny_tokenizer_json(512));
+  const auto j = nlohmann::json::parse(devtools::make_tiny_tokenizer_json(512));
   EXPECT_EQ(j["model"]["merges"].size(), 512u - 259u);
   EXPECT_EQ(j["added_tokens"].size(), 3u);
   EXPECT_EQ(j["model"]["vocab"]["!"], 0);
@@ -37,15 +37,15 @@ TEST(TinyTokenizer, DefaultVocabUsesAllSlotsForMerges) {
 }
 
 TEST(TinyTokenizer, IsDeterministic) {
-  const std::string a = make_tiny_tokenizer_json(512);
-  const std::string b = make_tiny_tokenizer_json(512);
+  const std::string a = devtools::make_tiny_tokenizer_json(512);
+  const std::string b = devtools::make_tiny_tokenizer_json(512);
   EXPECT_EQ(xxh3_128(a), xxh3_128(b));
-  EXPECT_FALSE(make_tiny_tokenizer_config_json().empty());
+  EXPECT_FALSE(devtools::make_tiny_tokenizer_config_json().empty());
 }
 
 TEST(TinyTokenizer, RejectsTooSmallVocab) {
-  EXPECT_THROW(make_tiny_tokenizer_json(100), Error);
-  EXPECT_THROW(tiny_special_ids(258), Error);
+  EXPECT_THROW(devtools::make_tiny_tokenizer_json(100), Error);
+  EXPECT_THROW(devtools::tiny_special_ids(258), Error);
 }
 
 }  // namespace

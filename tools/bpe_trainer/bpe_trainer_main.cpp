@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::string output = "tokenizer.json";
   std::int64_t vocab_size = 512;
   std::int64_t min_frequency = 2;
-  std::string pattern = detinfer::tokenizer::kLlama3SplitPattern;
+  std::string pattern = detinfer::devtools::kLlama3SplitPattern;
   app.add_option("--input", inputs, "UTF-8 text files to train on")->required();
   app.add_option("--vocab-size", vocab_size, "Total ids, padded with reserved tokens")
       ->check(CLI::Range(std::int64_t{257}, std::int64_t{0x7fffffff}));
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       ss << in.rdbuf();
       texts.push_back(ss.str());
     }
-    detinfer::tokenizer::BpeTrainerOptions opts;
+    detinfer::devtools::BpeTrainerOptions opts;
     opts.num_merges = vocab_size - 256 - static_cast<std::int64_t>(specials.size());
     opts.min_frequency = min_frequency;
     opts.split_pattern = pattern;
@@ -42,14 +42,14 @@ int main(int argc, char** argv) {
       throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
                             "vocab-size too small for 256 bytes and the special tokens");
     }
-    const auto bpe = detinfer::tokenizer::train_byte_level_bpe(
+    const auto bpe = detinfer::devtools::train_byte_level_bpe(
         std::vector<std::string_view>(texts.begin(), texts.end()), opts);
-    detinfer::tokenizer::ByteLevelJsonOptions jopts;
+    detinfer::devtools::ByteLevelJsonOptions jopts;
     jopts.special_tokens = specials;
     jopts.vocab_size = vocab_size;
     jopts.split_pattern = pattern;
     std::ofstream out(output, std::ios::binary);
-    out << detinfer::tokenizer::byte_level_tokenizer_json(bpe, jopts) << "\n";
+    out << detinfer::devtools::byte_level_tokenizer_json(bpe, jopts) << "\n";
     if (!out) throw detinfer::Error(detinfer::ErrorCode::kNotFound, "cannot write " + output);
     std::cerr << "wrote " << output << ": " << bpe.merges.size() << " merges, " << vocab_size
               << " ids\n";

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "chat/chat_templates.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/chat.h"
 #include "detinfer/error.h"
 #include "detinfer/tokenizer.h"

@@ -26,7 +26,8 @@ std::string read_fixture(const char* name) {
 struct Tokenizers {
   std::vector<detinfer::Tokenizer> all;
   Tokenizers() {
-    all.push_back(detinfer::Tokenizer::from_json(detinfer::make_tiny_tokenizer_json(512)));
+    all.push_back(
+        detinfer::Tokenizer::from_json(detinfer::devtools::make_tiny_tokenizer_json(512)));
     all.push_back(detinfer::Tokenizer::from_json(read_fixture("byte_level.json")));
     all.push_back(detinfer::Tokenizer::from_json(read_fixture("byte_level_nfc.json")));
     all.push_back(detinfer::Tokenizer::from_json(read_fixture("sentencepiece.json")));

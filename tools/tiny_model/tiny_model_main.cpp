@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s <out dir> [seed]\n", argv[0]);
     return 2;
   }
-  detinfer::TinyModelOptions options;
+  detinfer::devtools::TinyModelOptions options;
   options.out_dir = argv[1];
   if (argc == 3) {
     char* end = nullptr;
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    detinfer::make_tiny_model(options);
+    detinfer::devtools::make_tiny_model(options);
   } catch (const detinfer::Error& e) {
     std::fprintf(stderr, "detinfer_tiny_model: %s\n", e.what());
     return 1;

@@ -20,17 +20,17 @@
 constexpr int kMaxKeyBlocks = 8;  // key blocks of L keys transposed at a time
 
 // Loads L (or the first n < L) K/V elements of storage type D as binary32 lanes.
-template <DType D>
+template <core::DType D>
 struct KvLoad {
   using T = float;
   static typename V::reg load(const T* p) { return V::load(p); }
   static typename V::reg load_n(const T* p, int n) { return V::load_n(p, n); }
 };
-template <DType D>
+template <core::DType D>
 struct KvLoad16 {
   using T = std::uint16_t;
   static typename V::reg load(const T* p) {
-    return D == DType::kBF16 ? V::load_bf16(p) : V::load_f16(p);
+    return D == core::DType::kBF16 ? V::load_bf16(p) : V::load_f16(p);
   }
   static typename V::reg load_n(const T* p, int n) {
     alignas(64) T tmp[V::L] = {};
@@ -39,9 +39,9 @@ struct KvLoad16 {
   }
 };
 template <>
-struct KvLoad<DType::kBF16> : KvLoad16<DType::kBF16> {};
+struct KvLoad<core::DType::kBF16> : KvLoad16<core::DType::kBF16> {};
 template <>
-struct KvLoad<DType::kF16> : KvLoad16<DType::kF16> {};
+struct KvLoad<core::DType::kF16> : KvLoad16<core::DType::kF16> {};
 
 // K/V rows are scattered over cache blocks and strided by kv heads, so the hardware
 // prefetcher sees many short streams; prefetch ahead explicitly (one line per 64 bytes),
@@ -57,11 +57,11 @@ inline void prefetch_row(const T* row, std::int64_t d) {
 
 // Every load of a K or V row of the pool goes through these two (n >= L: a full vector;
 // else the first n columns, the rest zero).
-template <DType D>
+template <core::DType D>
 inline typename V::reg load_k_cols(const typename KvLoad<D>::T* p, int n) {
   return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
-template <DType D>
+template <core::DType D>
 inline typename V::reg load_v_cols(const typename KvLoad<D>::T* p, int n) {
   return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
@@ -73,7 +73,7 @@ inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::r
 }
 
 // Transposes columns [c0, c0 + L) of L full K rows into KT[(c0 + c) * L + i].
-template <DType D>
+template <core::DType D>
 inline void transpose_full(const typename KvLoad<D>::T* const* rows, std::int64_t c0, float* KT) {
   typename V::reg r[V::L];
 #pragma GCC unroll 16
@@ -85,7 +85,7 @@ inline void transpose_full(const typename KvLoad<D>::T* const* rows, std::int64_
 
 // Transposes the K rows of keys [j, j + n) (n <= L) into KT[c * L + i] (c < d, i < L;
 // lanes i >= n are zero), widened from storage type D.
-template <DType D>
+template <core::DType D>
 inline void transpose_keys(const typename KvLoad<D>::T* kbase, const std::int64_t* off,
                            std::int64_t j, int n, std::int64_t d, float* KT) {
   const typename KvLoad<D>::T* rows[V::L];
@@ -227,7 +227,7 @@ ScoreBlockFn score_block_fn(int hg, std::integer_sequence<int, H...>) {
 
 // Keys [j0, j1) through the scratch: up to kMaxKeyBlocks blocks of L keys transposed at a
 // time into it, then score tiles over them (any head count, head_dim, key count, storage).
-template <DType D>
+template <core::DType D>
 void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
                         std::int64_t lds, float* mxv, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
@@ -286,7 +286,7 @@ inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std
 
 // f32 pools only: the register tiles load f32 K rows directly (16-bit pools use the
 // scratch path, which widens as it transposes).
-template <DType D>
+template <core::DType D>
 void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S, std::int64_t lds,
                    float* mx, float* scratch) {
   const std::int64_t d = a.kv->head_dim;
@@ -294,7 +294,7 @@ void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* 
   float* mxv = scratch + kMaxKeyBlocks * V::L * d;  // G lane-wise maxima
   for (int i = 0; i < G * V::L; ++i) mxv[i] = -__builtin_inff();
   std::int64_t j = j0;
-  if constexpr (D == DType::kF32) {
+  if constexpr (D == core::DType::kF32) {
     if (heads_per_pass(G) >= kRegScoreMinHeads && d % V::L == 0)
       j = scores_in_registers(a, j0, j1, S, lds, mxv);
   }
@@ -309,14 +309,14 @@ void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* 
 [[maybe_unused]] void attn_scores(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
                                   std::int64_t lds, float* mx, float* scratch) {
   switch (a.kv->kv_dtype) {
-    case DType::kBF16:
-      return attn_scores_t<DType::kBF16>(a, j0, j1, S, lds, mx, scratch);
-    case DType::kF16:
-      return attn_scores_t<DType::kF16>(a, j0, j1, S, lds, mx, scratch);
-    case DType::kF32:
+    case core::DType::kBF16:
+      return attn_scores_t<core::DType::kBF16>(a, j0, j1, S, lds, mx, scratch);
+    case core::DType::kF16:
+      return attn_scores_t<core::DType::kF16>(a, j0, j1, S, lds, mx, scratch);
+    case core::DType::kF32:
       break;
   }
-  attn_scores_t<DType::kF32>(a, j0, j1, S, lds, mx, scratch);
+  attn_scores_t<core::DType::kF32>(a, j0, j1, S, lds, mx, scratch);
 }
 
 // --- partials ------------------------------------------------------------------------
@@ -361,7 +361,7 @@ struct ChunkOut {
 // columns from vbase's column col0; when CB == 1, `cols` may be < L): p = fma chain over
 // the chunk's keys with weights E[g * lds + j]. FIRST (the pass over the first columns) also
 // runs the denominator chain p = p + e[j] (all lanes equal) and prefetches.
-template <int HG, int CB, bool FIRST, DType D>
+template <int HG, int CB, bool FIRST, core::DType D>
 void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_t j1,
                   const void* vbase_any, const std::int64_t* off, int cols, const ChunkOut& o,
                   int g0, std::int64_t col0) {
@@ -410,7 +410,7 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
 using ChunkFn = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, const void*,
                          const std::int64_t*, int, const ChunkOut&, int, std::int64_t);
 
-template <int CB, bool FIRST, DType D, int... H>
+template <int CB, bool FIRST, core::DType D, int... H>
 ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
   static constexpr ChunkFn fns[] = {&attend_chunk<H + 1, CB, FIRST, D>...};
   return fns[hg - 1];
@@ -418,7 +418,7 @@ ChunkFn chunk_fn(int hg, std::integer_sequence<int, H...>) {
 
 // The partials of chunk [j0, j1): columns in blocks of kValueVecs vectors, heads in
 // balanced passes (the chunk's V rows stay in L1 across the passes).
-template <DType D>
+template <core::DType D>
 void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, std::int64_t j1,
                const typename KvLoad<D>::T* vbase, const std::int64_t* off, const ChunkOut& o) {
   const int per = heads_per_pass(G);
@@ -442,7 +442,7 @@ void chunk_num(const float* E, std::int64_t lds, int G, std::int64_t j0, std::in
   }
 }
 
-template <DType D>
+template <core::DType D>
 void attn_partials_t(const AttnHeads& a, float* S, std::int64_t lds, const float* m,
                      std::int64_t j0, std::int64_t j1, float* den, std::int64_t den_stride,
                      float* num, std::int64_t num_stride) {
@@ -463,12 +463,14 @@ void attn_partials_t(const AttnHeads& a, float* S, std::int64_t lds, const float
                                     std::int64_t j0, std::int64_t j1, float* den,
                                     std::int64_t den_stride, float* num, std::int64_t num_stride) {
   switch (a.kv->kv_dtype) {
-    case DType::kBF16:
-      return attn_partials_t<DType::kBF16>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
-    case DType::kF16:
-      return attn_partials_t<DType::kF16>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
-    case DType::kF32:
+    case core::DType::kBF16:
+      return attn_partials_t<core::DType::kBF16>(a, S, lds, m, j0, j1, den, den_stride, num,
+                                                 num_stride);
+    case core::DType::kF16:
+      return attn_partials_t<core::DType::kF16>(a, S, lds, m, j0, j1, den, den_stride, num,
+                                                num_stride);
+    case core::DType::kF32:
       break;
   }
-  attn_partials_t<DType::kF32>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
+  attn_partials_t<core::DType::kF32>(a, S, lds, m, j0, j1, den, den_stride, num, num_stride);
 }

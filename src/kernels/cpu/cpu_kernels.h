@@ -24,7 +24,7 @@ inline constexpr std::int64_t kPanelGroup = 4;
 
 struct PackedWeights {
   const void* data = nullptr;  // 64-byte aligned
-  DType dtype = DType::kF32;
+  core::DType dtype = core::DType::kF32;
   std::int64_t n = 0;
   std::int64_t k = 0;
   std::int64_t panels = 0;      // ceil(n / kPanel)

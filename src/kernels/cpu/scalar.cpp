@@ -13,11 +13,11 @@ namespace {
 
 float widen(const PackedWeights& w, std::int64_t index) {
   switch (w.dtype) {
-    case DType::kF32:
+    case core::DType::kF32:
       return static_cast<const float*>(w.data)[index];
-    case DType::kBF16:
+    case core::DType::kBF16:
       return bf16_to_f32(static_cast<const std::uint16_t*>(w.data)[index]);
-    case DType::kF16:
+    case core::DType::kF16:
       return f16_to_f32(static_cast<const std::uint16_t*>(w.data)[index]);
   }
   return 0.0f;

@@ -14,26 +14,27 @@
 // tiles, so DRAM is read while the fma units work instead of in stalls at each tile's
 // first pass. Greedy row tiles: kMaxRows rows each, the last shorter.
 
-template <DType DT>
+template <core::DType DT>
 inline typename V::reg load_w(const void* base, std::int64_t index) {
-  if constexpr (DT == DType::kF32) {
+  if constexpr (DT == core::DType::kF32) {
     return V::load(static_cast<const float*>(base) + index);
-  } else if constexpr (DT == DType::kBF16) {
+  } else if constexpr (DT == core::DType::kBF16) {
     return V::load_bf16(static_cast<const std::uint16_t*>(base) + index);
   } else {
     return V::load_f16(static_cast<const std::uint16_t*>(base) + index);
   }
 }
 
-constexpr std::int64_t elem_size(DType dt) { return dt == DType::kF32 ? 4 : 2; }
+constexpr std::int64_t elem_size(core::DType dt) { return dt == core::DType::kF32 ? 4 : 2; }
 
 // k per weight block when M > 1: 32 KiB of a panel (256 k of bf16/f16, 128 k of f32),
 // a multiple of kChunk. Measured: 256 k of f32 was slower than 128 for M = 32..64.
-template <DType DT>
+template <core::DType DT>
 constexpr std::int64_t block_k() {
   return 32768 / (kPanel * elem_size(DT));
 }
-static_assert(block_k<DType::kF32>() % kChunk == 0 && block_k<DType::kBF16>() % kChunk == 0);
+static_assert(block_k<core::DType::kF32>() % kChunk == 0 &&
+              block_k<core::DType::kBF16>() % kChunk == 0);
 
 // Software prefetch of the packed k-rows base[0 .. count) (kPanel weights each,
 // `stride` bytes apart): the tile's step s (k = cb + s) prefetches row s when
@@ -50,7 +51,7 @@ struct RowPrefetch {
 // k): MR rows x NV vectors (NV*L consecutive columns of one panel) into y (row stride
 // ldy). w points to the tile's first column in the panel (row stride kPanel). bias is
 // added when ce == k (null: none).
-template <int MR, int NV, DType DT>
+template <int MR, int NV, core::DType DT>
 void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k, const float* x,
                  std::int64_t ldx, float* y, std::int64_t ldy, const float* bias,
                  const RowPrefetch& pf) {
@@ -93,7 +94,7 @@ void linear_tile(const void* w, std::int64_t cb, std::int64_t ce, std::int64_t k
 using TileFn = void (*)(const void*, std::int64_t, std::int64_t, std::int64_t, const float*,
                         std::int64_t, float*, std::int64_t, const float*, const RowPrefetch&);
 
-template <DType DT, int... R>
+template <core::DType DT, int... R>
 TileFn pick_tile(int mr, std::integer_sequence<int, R...>) {
   constexpr TileFn fns[] = {&linear_tile<R + 1, kTileVecs, DT>...};
   return fns[mr - 1];
@@ -108,7 +109,7 @@ inline std::int64_t row_tiles(std::int64_t m) { return (m + kMaxRows - 1) / kMax
 
 // A partial last column tile (n not a multiple of kTileCols): whole K per row tile
 // through a scratch tile, then the valid columns copied out.
-template <DType DT>
+template <core::DType DT>
 void linear_edge_tile(const PackedWeights& w, const void* wt, std::int64_t col0, std::int64_t cols,
                       const float* x, std::int64_t ldx, std::int64_t m, float* y,
                       std::int64_t ldy) {
@@ -134,7 +135,7 @@ void linear_edge_tile(const PackedWeights& w, const void* wt, std::int64_t col0,
 // k-rows of all panels are consecutive, so the next block's rows are the block_k rows
 // from p*k + ce on (into panel p + 1 at the panel's end), clipped to the range's end
 // p1*k; row j is prefetched by call j % calls, at its step j.
-template <DType DT>
+template <core::DType DT>
 RowPrefetch block_prefetch(const PackedWeights& w, std::int64_t p, std::int64_t p1, std::int64_t ce,
                            std::int64_t u, std::int64_t calls) {
   constexpr std::int64_t row_bytes = kPanel * elem_size(DT);
@@ -161,7 +162,7 @@ constexpr std::int64_t kRowPrefetchBytes = 1024;
 
 static_assert(kPanelGroup % kRowPanels == 0, "ranges must start on whole kRowPanels groups");
 
-template <int P, DType DT>
+template <int P, core::DType DT>
 void linear_row_panels(const PackedWeights& w, const float* x, float* y, std::int64_t p) {
   constexpr int NV = kPanel / V::L;
   constexpr std::int64_t row_bytes = kPanel * elem_size(DT);
@@ -208,7 +209,7 @@ void linear_row_panels(const PackedWeights& w, const float* x, float* y, std::in
     }
 }
 
-template <DType DT>
+template <core::DType DT>
 void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::int64_t m, float* y,
                std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
   if (kRowPanels > 0 && m == 1) {  // whole panels kRowPanels at a time, then the rest
@@ -252,14 +253,14 @@ void linear_dt(const PackedWeights& w, const float* x, std::int64_t ldx, std::in
                                   std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
                                   std::int64_t p1) {
   switch (w.dtype) {
-    case DType::kF32:
-      linear_dt<DType::kF32>(w, x, ldx, m, y, ldy, p0, p1);
+    case core::DType::kF32:
+      linear_dt<core::DType::kF32>(w, x, ldx, m, y, ldy, p0, p1);
       break;
-    case DType::kBF16:
-      linear_dt<DType::kBF16>(w, x, ldx, m, y, ldy, p0, p1);
+    case core::DType::kBF16:
+      linear_dt<core::DType::kBF16>(w, x, ldx, m, y, ldy, p0, p1);
       break;
-    case DType::kF16:
-      linear_dt<DType::kF16>(w, x, ldx, m, y, ldy, p0, p1);
+    case core::DType::kF16:
+      linear_dt<core::DType::kF16>(w, x, ldx, m, y, ldy, p0, p1);
       break;
   }
 }

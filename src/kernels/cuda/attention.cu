@@ -35,7 +35,8 @@ AttentionArgs make_args(const float* q, std::int64_t ldq, std::int64_t rows,
   require_positive(kv.block_size, op, "kv.block_size");
   require(kv.num_blocks >= 0, op, "kv.num_blocks must be >= 0");
   require(num_heads % kv.num_kv_heads == 0, op, "num_heads must be a multiple of num_kv_heads");
-  require(kv.kv_dtype == DType::kF32 || kv.kv_dtype == DType::kBF16 || kv.kv_dtype == DType::kF16,
+  require(kv.kv_dtype == core::DType::kF32 || kv.kv_dtype == core::DType::kBF16 ||
+              kv.kv_dtype == core::DType::kF16,
           op, "kv.kv_dtype must be f32, bf16 or f16");
   if (kv.head_dim > kMaxHeadDim)
     fail(ErrorCode::kUnsupported, "cuda::", op, ": head_dim ", kv.head_dim, " exceeds ",

@@ -35,9 +35,10 @@ __device__ __forceinline__ std::int64_t kv_offset(const PagedKvView& kv, std::in
 
 // ref::kv_value: element i of a pool of kv.kv_dtype, widened exactly.
 __device__ __forceinline__ float kv_value(const void* pool, const PagedKvView& kv, std::int64_t i) {
-  if (kv.kv_dtype == DType::kBF16)
+  if (kv.kv_dtype == core::DType::kBF16)
     return dm::bf16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
-  if (kv.kv_dtype == DType::kF16) return dm::f16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
+  if (kv.kv_dtype == core::DType::kF16)
+    return dm::f16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
   return static_cast<const float*>(pool)[i];
 }
 

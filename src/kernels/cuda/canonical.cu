@@ -31,14 +31,14 @@ std::int64_t draw_padded(std::int64_t n) {
 // Calls f(std::integral_constant<DType, dtype>{}) so launchers instantiate one kernel per
 // storage type.
 template <typename F>
-void with_dtype(DType dtype, const char* op, F f) {
+void with_dtype(core::DType dtype, const char* op, F f) {
   switch (dtype) {
-    case DType::kF32:
-      return f(std::integral_constant<DType, DType::kF32>{});
-    case DType::kBF16:
-      return f(std::integral_constant<DType, DType::kBF16>{});
-    case DType::kF16:
-      return f(std::integral_constant<DType, DType::kF16>{});
+    case core::DType::kF32:
+      return f(std::integral_constant<core::DType, core::DType::kF32>{});
+    case core::DType::kBF16:
+      return f(std::integral_constant<core::DType, core::DType::kBF16>{});
+    case core::DType::kF16:
+      return f(std::integral_constant<core::DType, core::DType::kF16>{});
   }
   fail(ErrorCode::kInvalidArgument, "cuda::", op, ": unknown dtype ", static_cast<int>(dtype));
 }
@@ -86,7 +86,8 @@ void add(const float* a, const float* b, float* out, std::int64_t n, Stream stre
 
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-              std::int64_t kv_stride, void* k_pool, void* v_pool, DType kv_dtype, Stream stream) {
+              std::int64_t kv_stride, void* k_pool, void* v_pool, core::DType kv_dtype,
+              Stream stream) {
   const char* op = "kv_write";
   require_ptrs(
       op,
@@ -101,13 +102,13 @@ void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows
   DETINFER_CUDA_CHECK_LAUNCH("kv_write_kernel");
 }
 
-void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
+void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, core::DType dtype,
             std::int64_t n, std::int64_t k, const float* bias, float* y, std::int64_t ldy,
             Stream stream) {
   check_linear_args("linear", x, ldx, m, w, n, k, y, ldy);
   const unsigned blocks = grid_x((n + kLinWarps - 1) / kLinWarps, "linear");
   with_dtype(dtype, "linear", [&](auto d) {
-    constexpr DType kD = decltype(d)::value;
+    constexpr core::DType kD = decltype(d)::value;
     const bool vec = k % kVecElems<kD> == 0 && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
     linear_kernel<kD><<<blocks, kLinWarps * 32, 0, stream>>>(x, ldx, m, w, n, k, bias, y, ldy, vec);
   });
@@ -176,7 +177,7 @@ void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std
   DETINFER_CUDA_CHECK_LAUNCH("rope_kernel");
 }
 
-void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
+void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, core::DType dtype,
                std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo,
                std::int32_t* error_flag, Stream stream) {
   require_ptrs("embedding", {{"ids", ids}, {"table", table}, {"out", out}});

@@ -41,10 +41,11 @@ __global__ void add_kernel(const float* a, const float* b, float* out, std::int6
 // One block per new token.
 // K/V as the pool stores them (numerics spec, KV storage): f32 as is, bf16/f16 rounded to
 // nearest even and stored as 2-byte bit patterns, as kernels::store_as_dtype on the CPU.
-__device__ __forceinline__ void store_kv(float x, void* pool, std::int64_t i, DType kv_dtype) {
-  if (kv_dtype == DType::kBF16) {
+__device__ __forceinline__ void store_kv(float x, void* pool, std::int64_t i,
+                                         core::DType kv_dtype) {
+  if (kv_dtype == core::DType::kBF16) {
     static_cast<std::uint16_t*>(pool)[i] = dm::f32_to_bf16(x);
-  } else if (kv_dtype == DType::kF16) {
+  } else if (kv_dtype == core::DType::kF16) {
     static_cast<std::uint16_t*>(pool)[i] = dm::f32_to_f16(x);
   } else {
     static_cast<float*>(pool)[i] = x;
@@ -54,7 +55,7 @@ __device__ __forceinline__ void store_kv(float x, void* pool, std::int64_t i, DT
 __global__ void kv_write_kernel(const float* k, const float* v, std::int64_t ld,
                                 std::int64_t start_pos, const std::int32_t* block_table,
                                 std::int64_t block_size, std::int64_t kv_stride, void* k_pool,
-                                void* v_pool, DType kv_dtype) {
+                                void* v_pool, core::DType kv_dtype) {
   const std::int64_t pos = start_pos + blockIdx.x;
   const std::int64_t row =
       std::int64_t{block_table[pos / block_size]} * block_size + pos % block_size;
@@ -66,11 +67,11 @@ __global__ void kv_write_kernel(const float* k, const float* v, std::int64_t ld,
   }
 }
 
-template <DType D>
+template <core::DType D>
 __device__ __forceinline__ float widen(const void* p, std::int64_t i) {
-  if constexpr (D == DType::kF32) {
+  if constexpr (D == core::DType::kF32) {
     return static_cast<const float*>(p)[i];
-  } else if constexpr (D == DType::kBF16) {
+  } else if constexpr (D == core::DType::kBF16) {
     return dm::bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
   } else {
     return dm::f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
@@ -87,17 +88,17 @@ constexpr int kLinRows = 8;
 constexpr int kGroupK = 32 * kChunk;
 
 // Values per 16-byte vector of stored weights.
-template <DType D>
-inline constexpr int kVecElems = D == DType::kF32 ? 4 : 8;
+template <core::DType D>
+inline constexpr int kVecElems = D == core::DType::kF32 ? 4 : 8;
 
 // The 8 (or 4) weights of one 16-byte vector, widened.
-template <DType D>
+template <core::DType D>
 __device__ __forceinline__ void unpack(const uint4 raw, float* out) {
   const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
   for (int i = 0; i < 4; ++i) {
-    if constexpr (D == DType::kF32) {
+    if constexpr (D == core::DType::kF32) {
       out[i] = dm::from_bits(words[i]);
-    } else if constexpr (D == DType::kBF16) {
+    } else if constexpr (D == core::DType::kBF16) {
       out[2 * i] = dm::bf16_to_f32(static_cast<std::uint16_t>(words[i] & 0xffffu));
       out[2 * i + 1] = dm::bf16_to_f32(static_cast<std::uint16_t>(words[i] >> 16));
     } else {
@@ -111,13 +112,13 @@ __device__ __forceinline__ void unpack(const uint4 raw, float* out) {
 // tile: wl[c][i] = W[g0 + c*64 + i]. With `vec` (16-byte aligned rows: k a multiple of
 // kVecElems and an aligned base) each lane loads whole 16-byte vectors; the values stored
 // are the same either way.
-template <DType D>
+template <core::DType D>
 __device__ __forceinline__ void stage_group(const void* w, std::int64_t row_off, std::int64_t k,
                                             std::int64_t g0, bool vec, int lane,
                                             float (*wl)[kChunk + 1]) {
   if (vec) {
     constexpr int kV = kVecElems<D>;
-    constexpr std::int64_t kBytes = D == DType::kF32 ? 4 : 2;
+    constexpr std::int64_t kBytes = D == core::DType::kF32 ? 4 : 2;
     const char* base = static_cast<const char*>(w) + (row_off + g0) * kBytes;
     for (int e = lane * kV; e < kGroupK; e += 32 * kV) {
       float vals[kV];
@@ -136,7 +137,7 @@ __device__ __forceinline__ void stage_group(const void* w, std::int64_t row_off,
   }
 }
 
-template <DType D>
+template <core::DType D>
 __global__ void __launch_bounds__(kLinWarps * 32)
     linear_kernel(const float* __restrict__ x, std::int64_t ldx, std::int64_t m,
                   const void* __restrict__ w, std::int64_t n, std::int64_t k,
@@ -288,7 +289,7 @@ __global__ void rope_kernel(float* x, std::int64_t ldx, std::int64_t heads, std:
 }
 
 // --- embedding -------------------------------------------------------------------------
-template <DType D>
+template <core::DType D>
 __global__ void embedding_kernel(const std::int32_t* ids, const void* table, std::int64_t vocab,
                                  std::int64_t dim, float* out, std::int64_t ldo,
                                  std::int32_t* error_flag) {

@@ -112,7 +112,7 @@ void log_f32(const float* x, float* y, std::int64_t n, Stream stream);
 // y[m][j] = dot(x[m], W[j], k) (+ bias[j]); W is [n][k] row-major in `dtype`, widened
 // exactly. One warp per output column, reading W once per 8 rows of x (16-byte vector
 // loads when k is a multiple of 8 (4 for f32) and w is 16-byte aligned).
-void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, DType dtype,
+void linear(const float* x, std::int64_t ldx, std::int64_t m, const void* w, core::DType dtype,
             std::int64_t n, std::int64_t k, const float* bias, float* y, std::int64_t ldy,
             Stream stream);
 
@@ -148,7 +148,7 @@ void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std
 // out[r][:] = widen(table[ids[r]][:]) for a [vocab][dim] table in `dtype`. An id outside
 // [0, vocab) fills its row with NaN and sets *error_flag = 1 (when error_flag is not
 // null; it is never cleared here).
-void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, DType dtype,
+void embedding(const std::int32_t* ids, std::int64_t rows, const void* table, core::DType dtype,
                std::int64_t vocab, std::int64_t dim, float* out, std::int64_t ldo,
                std::int32_t* error_flag, Stream stream);
 
@@ -162,7 +162,8 @@ void add(const float* a, const float* b, float* out, std::int64_t n, Stream stre
 // bit patterns (numerics spec, KV storage), the bits kernels::store_as_dtype gives.
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,
               std::int64_t start_pos, const std::int32_t* block_table, std::int64_t block_size,
-              std::int64_t kv_stride, void* k_pool, void* v_pool, DType kv_dtype, Stream stream);
+              std::int64_t kv_stride, void* k_pool, void* v_pool, core::DType kv_dtype,
+              Stream stream);
 
 // kernels::attention with device pointers: q, out, num_keys (device int64[rows]) and
 // every pointer in kv. One block per (row, head), keys in tiles of 64 = spec chunks.

@@ -66,11 +66,11 @@ inline std::int64_t kv_offset(const PagedKvView& kv, std::int64_t t, std::int64_
 // Element i of a pool of kv.kv_dtype, widened exactly to binary32.
 inline float kv_value(const void* pool, const PagedKvView& kv, std::int64_t i) {
   switch (kv.kv_dtype) {
-    case DType::kBF16:
+    case core::DType::kBF16:
       return bf16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
-    case DType::kF16:
+    case core::DType::kF16:
       return f16_to_f32(static_cast<const std::uint16_t*>(pool)[i]);
-    case DType::kF32:
+    case core::DType::kF32:
       break;
   }
   return static_cast<const float*>(pool)[i];

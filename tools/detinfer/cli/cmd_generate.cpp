@@ -7,7 +7,7 @@
 
 #include "command_registry.h"
 #include "core/generation_fields.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "core/vocabulary.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"

@@ -53,12 +53,12 @@ void write_le_floats(std::ofstream& out, const std::vector<float>& v) {
 }
 
 void run(const LogitsOptions& o) {
-  detinfer::LogitsRequest req;
+  detinfer::devtools::LogitsRequest req;
   req.model_dir = o.model;
   req.tokens = parse_tokens(o.tokens);
   req.mode = detinfer::parse_numerics_mode(o.mode);
   req.threads = o.threads;
-  const detinfer::LogitsResult r = detinfer::compute_logits(req);
+  const detinfer::devtools::LogitsResult r = detinfer::devtools::compute_logits(req);
   std::ofstream out(o.out, std::ios::binary | std::ios::trunc);
   write_le_floats(out, r.logits);
   if (!out) throw detinfer::Error(detinfer::ErrorCode::kUnavailable, "cannot write " + o.out);

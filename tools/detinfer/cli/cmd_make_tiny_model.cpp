@@ -11,7 +11,7 @@ struct MakeTinyOptions {
   std::string arch = "llama";
   std::string dtype = "f32";
   std::string chat_template;  // copied to chat_template.jinja ("" = only the ChatML default)
-  detinfer::TinyModelOptions model;
+  detinfer::devtools::TinyModelOptions model;
 };
 
 const detinfer_cli::RegisterCommand kRegister(
@@ -52,10 +52,10 @@ const detinfer_cli::RegisterCommand kRegister(
                      "in tokenizer_config.json)");
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
-        detinfer::TinyModelOptions m = o->model;
-        m.arch = detinfer::parse_tiny_arch(o->arch);
-        m.dtype = detinfer::parse_weight_dtype(o->dtype);
-        detinfer::make_tiny_model(m);
+        detinfer::devtools::TinyModelOptions m = o->model;
+        m.arch = detinfer::devtools::parse_tiny_arch(o->arch);
+        m.dtype = detinfer::devtools::parse_weight_dtype(o->dtype);
+        detinfer::devtools::make_tiny_model(m);
         if (!o->chat_template.empty()) {
           std::filesystem::copy_file(o->chat_template, m.out_dir + "/chat_template.jinja",
                                      std::filesystem::copy_options::overwrite_existing);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"

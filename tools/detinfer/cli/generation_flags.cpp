@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/generation_fields.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "core/vocabulary.h"
 
 namespace detinfer_cli {

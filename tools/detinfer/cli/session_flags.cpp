@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 
 namespace detinfer_cli {

@@ -4,7 +4,7 @@
 
 #include "core/byte_budget.h"
 #include "core/generation_fields.h"
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
 

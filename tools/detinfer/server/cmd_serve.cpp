@@ -197,7 +197,7 @@ void write_port_file(const std::string& path, int port) {
 int run_serve(ServeOptions o) {
   // Before any thread starts: freed request memory in few arenas, which large chat
   // requests give back (chat_protocol.cpp; issue 33).
-  detinfer::limit_heap_arenas(4);
+  detinfer::core::limit_heap_arenas(4);
   detinfer_cli::ApiKeyOptions key_options = o.config.auth;
   key_options.keys = o.api_keys;
   std::vector<std::string> api_keys = detinfer_cli::resolve_api_keys(key_options);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/hash.h"
 #include "openai_protocol.h"
 
@@ -145,7 +145,7 @@ json stream_usage_chunk(const ResponseContext& ctx, const detinfer::GenerationRe
 }
 
 json parse_body(const std::string& text) {
-  // The library's hardened reader (src/core/json_reader.h, compiled into this program):
+  // The library's hardened reader (src/core/json_parse.h, compiled into this program):
   // NUL bytes, invalid UTF-8, nesting deeper than 64, duplicate keys and numbers beyond
   // a double are errors naming the byte, never "last wins" or a 500.
   detinfer::core::JsonLimits limits;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 #include "detinfer/hash.h"
 #include "serve_app.h"
 #include "serve_stream.h"

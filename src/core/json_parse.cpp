@@ -1,4 +1,4 @@
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

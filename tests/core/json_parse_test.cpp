@@ -1,5 +1,5 @@
 // core::parse_json and core::read_file_bounded: every hostile input is a clean Error.
-#include "core/json_reader.h"
+#include "core/json_parse.h"
 
 #include <gtest/gtest.h>
 
@@ -205,7 +205,7 @@ std::string temp_path(const std::string& name) {
   const char* tmp = std::getenv("DETINFER_TEST_TMP");
   const std::string dir = tmp ? tmp : "/tmp";
   std::filesystem::create_directories(dir);
-  return dir + "/json_reader_test_" + name;
+  return dir + "/json_parse_test_" + name;
 }
 
 TEST(ReadFileBounded, ReadsSmallFilesAndRejectsLargeOnes) {
