@@ -11,7 +11,8 @@ namespace detinfer::decode {
 
 namespace {
 
-using json = nlohmann::json;
+// Objects keep the schema text's key order: properties are generated in that order.
+using json = nlohmann::ordered_json;
 
 template <typename... Args>
 [[noreturn]] void bad(const std::string& where, Args&&... args) {
@@ -417,9 +418,9 @@ std::shared_ptr<const JsonGrammar> compile_response_format(const ResponseFormat&
     if (format.json_schema.size() > core::kMaxJsonSchemaBytes) {
       bad("", "the schema is larger than ", core::kMaxJsonSchemaBytes, " bytes");
     }
-    const json s =
-        core::parse_json(format.json_schema, {kMaxSchemaDepth, core::kMaxJsonSchemaBytes, true},
-                         ErrorCode::kInvalidArgument, "response_format.json_schema");
+    const json s = core::parse_json_ordered(
+        format.json_schema, {kMaxSchemaDepth, core::kMaxJsonSchemaBytes, true},
+        ErrorCode::kInvalidArgument, "response_format.json_schema");
     c.g.root = c.compile(s, "");
   }
   std::vector<std::int32_t> memo(c.g.nodes.size(), 0);

@@ -11,6 +11,7 @@
 #include "core/json_fields.h"
 #include "core/json_parse.h"
 #include "core/log.h"
+#include "model/rope_config.h"
 
 namespace detinfer::model {
 namespace {
@@ -72,27 +73,6 @@ Architecture parse_architecture(Fields& f) {
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
 }
 
-void parse_rope_scaling(Fields& f, ModelConfig& c) {
-  if (!f.has("rope_scaling")) return;
-  Fields r = f.object("rope_scaling");
-  std::string type = r.string_or("rope_type", r.string_or("type", ""));
-  if (type == "default") return;
-  if (type != "llama3") {
-    fail(ErrorCode::kUnsupported, f.path(), ": rope_scaling type '", type,
-         "' is not supported (supported: llama3)");
-  }
-  c.rope_scaling.type = type;
-  c.rope_scaling.factor = r.number_or("factor", 1.0, 1e6, 8.0);
-  c.rope_scaling.low_freq_factor = r.number_or("low_freq_factor", 1e-6, 1e6, 1.0);
-  c.rope_scaling.high_freq_factor = r.number_or("high_freq_factor", 1e-6, 1e6, 4.0);
-  c.rope_scaling.original_max_position_embeddings =
-      r.integer_or("original_max_position_embeddings", 1, kMaxDim * 16, 8192);
-  if (!(c.rope_scaling.high_freq_factor > c.rope_scaling.low_freq_factor)) {
-    fail(ErrorCode::kCorrupt, f.path(),
-         ": rope_scaling high_freq_factor must exceed low_freq_factor");
-  }
-}
-
 void reject_unsupported(Fields& f, const ModelConfig& c) {
   const std::string act = f.string_or("hidden_act", "silu");
   if (act != "silu")
@@ -124,14 +104,6 @@ void apply_sliding_window(Fields& f, ModelConfig& c) {
                   f.path(), c.sliding_window, c.max_position_embeddings, c.sliding_window);
     c.max_position_embeddings = c.sliding_window;
   }
-}
-
-std::string hex_bits(double d) {
-  std::uint64_t u = 0;
-  std::memcpy(&u, &d, sizeof u);
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(u));
-  return buf;
 }
 
 }  // namespace
@@ -238,15 +210,8 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "max_position_embeddings=" << c.max_position_embeddings << "\n"
      << "sliding_window=" << c.sliding_window << "\n"
      << "rms_norm_eps=" << hex_bits(static_cast<double>(c.rms_norm_eps)) << "\n"
-     << "rope_theta=" << hex_bits(c.rope_theta) << "\n"
-     << "rope_scaling.type=" << c.rope_scaling.type << "\n";
-  if (!c.rope_scaling.type.empty()) {
-    os << "rope_scaling.factor=" << hex_bits(c.rope_scaling.factor) << "\n"
-       << "rope_scaling.low_freq_factor=" << hex_bits(c.rope_scaling.low_freq_factor) << "\n"
-       << "rope_scaling.high_freq_factor=" << hex_bits(c.rope_scaling.high_freq_factor) << "\n"
-       << "rope_scaling.original_max_position_embeddings="
-       << c.rope_scaling.original_max_position_embeddings << "\n";
-  }
+     << "rope_theta=" << hex_bits(c.rope_theta) << "\n";
+  write_rope_scaling(os, c.rope_scaling);
   os << "tie_word_embeddings=" << (c.tie_word_embeddings ? 1 : 0) << "\n"
      << "attention_bias=" << (c.attention_bias ? 1 : 0) << "\n"
      << "qk_norm=" << (c.qk_norm ? 1 : 0) << "\n"

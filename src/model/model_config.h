@@ -12,12 +12,26 @@ namespace detinfer::model {
 enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
 const char* to_string(Architecture a);  // the Hugging Face class name
 
+// config.json's rope_scaling (docs/numerics.md, "RoPE table"; transformers'
+// modeling_rope_utils). Each type reads the members its comment names.
 struct RopeScaling {
-  std::string type;  // "" (none) or "llama3"
-  double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
+  // "" (none, also "default"), "linear", "dynamic", "llama3", "yarn" or "longrope".
+  std::string type;
+  double factor = 1.0;            // linear, dynamic, llama3, yarn, longrope
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  // llama3, yarn, longrope (yarn and longrope: config.json's max_position_embeddings when
+  // the config does not give it).
   std::int64_t original_max_position_embeddings = 8192;
+  double beta_fast = 32.0;      // yarn
+  double beta_slow = 1.0;       // yarn
+  double mscale = 0.0;          // yarn: 0 = absent
+  double mscale_all_dim = 0.0;  // yarn: 0 = absent
+  bool truncate = true;         // yarn: floor/ceil the correction range
+  // yarn, longrope: the factor cos and sin are multiplied by; 0 = derived from the others.
+  double attention_factor = 0.0;
+  std::vector<double> short_factor;  // longrope: head_dim / 2 entries
+  std::vector<double> long_factor;   // longrope: head_dim / 2 entries (validated, unused)
 };
 
 struct ModelConfig {

@@ -98,7 +98,7 @@ constexpr double kLn2[3] = {0x1.62e42fefa39efp-1, 0x1.abc9e3b39803fp-56, 0x1.7b5
 constexpr double kPio2[3] = {0x1.921fb54442d18p+0, 0x1.1a62633145c07p-54, -0x1.f1976b7ed8fbcp-110};
 constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
 
-// ln(b) for b in [1, 2^64): b = m * 2^k with m in [sqrt(1/2), sqrt(2)), then
+// ln(b) for b in [2^-64, 2^64): b = m * 2^k with m in [sqrt(1/2), sqrt(2)), then
 // ln(m) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...), s = (m - 1) / (m + 1), |s| < 0.172,
 // 22 terms (the next is below 2^-110 of the sum).
 DD log_dd(double b) {
@@ -107,6 +107,10 @@ DD log_dd(double b) {
   while (m >= 1.4142135623730951) {  // sqrt(2) rounded; exact halvings
     m *= 0.5;
     ++k;
+  }
+  while (m < 0.7071067811865476) {  // sqrt(1/2) rounded; exact doublings
+    m *= 2.0;
+    --k;
   }
   const DD s = div(DD{m - 1.0, 0.0}, two_sum(m, 1.0));  // m - 1 is exact (Sterbenz)
   const DD z = mul(s, s);
@@ -197,6 +201,13 @@ double pow(double base, double e) {
   if (e == 0.0 || base == 1.0) return 1.0;
   const DD v = exp_dd(mul(log_dd(base), e));
   return v.hi + v.lo;  // v is normalized: this is v.hi, the nearest double to v
+}
+
+double log(double x) {
+  DETINFER_INTERNAL_CHECK(x >= 0x1p-60 && x <= 0x1p60);
+  if (x == 1.0) return 0.0;
+  const DD v = log_dd(x);
+  return v.hi + v.lo;
 }
 
 void sincos(double x, double* sin_x, double* cos_x) {

@@ -11,6 +11,9 @@ namespace detinfer::model::rope_math {
 // base^e for base in [1, 2^64) and e in [0, 1].
 double pow(double base, double e);
 
+// ln(x) for x in [2^-60, 2^60], to double (yarn and longrope's scaling terms).
+double log(double x);
+
 // sin(x) and cos(x) for x in [0, 2^40], to double (the slow, accurate path).
 void sincos(double x, double* sin_x, double* cos_x);
 

@@ -1,6 +1,7 @@
-// RoPE cos/sin rows, one per position (docs/numerics.md): inverse frequencies, llama3
-// scaling, angles and cos/sin are computed in double (pow, sin and cos by rope_math.h,
-// never the C library) and rounded once to float, so the table is a pure function of
+// RoPE cos/sin rows, one per position (docs/numerics.md): inverse frequencies, the
+// rope_scaling types (linear, dynamic, llama3, yarn, longrope), angles, cos/sin and the
+// attention factor are computed in double (pow, log, sin and cos by rope_math.h, never the
+// C library) and rounded once to float, so the table is a pure function of
 // (config, position) on every platform.
 #pragma once
 
@@ -29,11 +30,14 @@ class RopeTable {
 
   // The inverse frequencies in double (exposed for tests).
   const std::vector<double>& inv_freq() const { return inv_freq_; }
+  // What cos and sin are multiplied by (yarn, longrope; 1 otherwise).
+  double attention_factor() const { return attention_factor_; }
 
  private:
   std::int64_t half_;
   std::int64_t size_ = 0;
   std::vector<double> inv_freq_;
+  double attention_factor_ = 1.0;
   std::vector<float> cos_;
   std::vector<float> sin_;
 };

@@ -10,39 +10,15 @@
 #include <thread>
 
 #include "cli/cli_test_support.h"
+#include "cli/http_json.h"
 
 namespace detinfer {
 namespace {
 
 using nlohmann::json;
+using testing::post;
 using testing::ServeProcess;
-
-httplib::Client client_for(int port) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(10, 0);
-  c.set_read_timeout(120, 0);
-  return c;
-}
-
-// {status, body text}; status -1 when no response came back.
-std::pair<int, std::string> post(int port, const std::string& path, const json& body) {
-  httplib::Client c = client_for(port);
-  const httplib::Result r = c.Post(path, body.dump(), "application/json");
-  if (!r) return {-1, httplib::to_string(r.error())};
-  return {r->status, r->body};
-}
-
-std::vector<json> sse_events(const std::string& body) {
-  std::vector<json> events;
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("data: ", 0) != 0) continue;
-    const std::string data = line.substr(6);
-    events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data, nullptr, false));
-  }
-  return events;
-}
+using testing::sse_events;
 
 const json kMessages = json::array({{{"role", "system"}, {"content", "Be brief."}},
                                     {{"role", "user"}, {"content", "Name a fox."}}});
@@ -271,6 +247,32 @@ TEST_F(ChatServe, ResponseFormatConstrainsTheOutput) {
   }
   const auto [s3, b3] = post(port(), "/v1/chat/completions", {{"messages", kMessages}});
   EXPECT_EQ(s3, 200) << b3;  // still serving
+}
+
+// The schema's properties are generated in the order the client wrote them (not sorted).
+TEST_F(ChatServe, ResponseFormatKeepsTheSchemasPropertyOrder) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"zeta": {"const": 1}, "alpha": {"const": 2}},)"
+      R"( "required": ["zeta", "alpha"], "additionalProperties": false})";
+  const std::string format =
+      R"({"type": "json_schema", "json_schema": {"name": "o", "schema": )" + schema + "}}";
+  for (const std::string& body :
+       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 40, )"
+        R"("response_format": )" +
+            format + "}",
+        R"({"prompt": "x", "max_tokens": 40, "response_format": )" + format + "}"}) {
+    const bool chat = body.find("messages") != std::string::npos;
+    httplib::Client c("127.0.0.1", port());
+    const httplib::Result r =
+        c.Post(chat ? "/v1/chat/completions" : "/v1/completions", body, "application/json");
+    ASSERT_TRUE(r) << body;
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const std::string text = chat ? choice["message"]["content"] : choice["text"];
+    const nlohmann::ordered_json v = nlohmann::ordered_json::parse(text);
+    ASSERT_EQ(v.size(), 2u) << text;
+    EXPECT_EQ(v.begin().key(), "zeta") << text;
+  }
 }
 
 TEST_F(ChatServe, ConsistencyUrlChatAuditsTheEndpoint) {

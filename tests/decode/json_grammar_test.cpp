@@ -75,6 +75,16 @@ TEST(JsonGrammar, HostileNestingIsRejectedBeforeWork) {
   EXPECT_EQ(error_of(ok), "");
 }
 
+// Properties are generated in the schema text's order, not sorted (a tool call's "name"
+// comes before its "arguments", as models write it).
+TEST(JsonGrammar, PropertiesFollowTheSchemaTextsOrder) {
+  const auto g = compile_response_format(schema(R"({"type": "object",
+      "properties": {"name": {"const": "f"}, "arguments": {"type": "integer"}},
+      "required": ["name", "arguments"], "additionalProperties": false})"));
+  EXPECT_TRUE(accepts(g, R"({"name":"f","arguments":1})"));
+  EXPECT_FALSE(accepts(g, R"({"arguments":1,"name":"f"})"));
+}
+
 TEST(JsonGrammar, ObjectsFollowPropertiesRequiredAndOrder) {
   const auto g = compile_response_format(schema(R"({"type": "object",
       "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 3},

@@ -15,18 +15,10 @@ namespace detinfer {
 namespace {
 
 using testing::ReferenceModel;
+using testing::rel_l2;
 using testing::scratch_dir;
 using testing::test_tokens;
 using testing::tiny_options;
-
-double rel_l2(const float* a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
-}
 
 // Runs `steps` (each a list of (sequence, chunk of new tokens)) over fresh KV blocks and
 // returns each sequence's logits rows for every position, concatenated.

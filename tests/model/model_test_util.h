@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,16 @@ inline std::string scratch_dir(const std::string& name) {
       root + "/model-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + name;
   std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
   return dir;
+}
+
+// Relative L2 distance of a float row from a float64 one: |a - b| / |b|.
+inline double rel_l2(const float* a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / den);
 }
 
 inline std::string read_bytes(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/reference_rope.h"
 #include "model/tensor_store.h"
 
 namespace detinfer::testing {
@@ -29,7 +30,8 @@ inline double bf16_to_double(std::uint16_t b) {
 
 class ReferenceModel {
  public:
-  explicit ReferenceModel(const std::string& dir) {
+  // `ignore_rope_scaling`: the model without its rope_scaling (tests that scaling matters).
+  explicit ReferenceModel(const std::string& dir, bool ignore_rope_scaling = false) {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
     arch_ = c["architectures"][0].get<std::string>();
@@ -43,14 +45,7 @@ class ReferenceModel {
     eps_ = c["rms_norm_eps"];
     theta_ = c["rope_theta"];
     tied_ = c.value("tie_word_embeddings", false);
-    if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
-      const auto& r = c["rope_scaling"];
-      llama3_ = true;
-      factor_ = r["factor"];
-      low_ = r["low_freq_factor"];
-      high_ = r["high_freq_factor"];
-      old_ctx_ = r["original_max_position_embeddings"];
-    }
+    rope_ = ReferenceRope(c, head_dim_, ignore_rope_scaling);
     const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
       const std::int64_t n = ref.info->numel();
@@ -177,26 +172,15 @@ class ReferenceModel {
     return y;
   }
 
-  double inv_freq(int i) const {
-    const double pi = 3.14159265358979323846;
-    double f = std::pow(theta_, -2.0 * i / head_dim_);
-    if (!llama3_) return f;
-    const double wavelen = 2 * pi / f;
-    if (wavelen > old_ctx_ / low_) return f / factor_;
-    if (wavelen < old_ctx_ / high_) return f;
-    const double smooth = (old_ctx_ / wavelen - low_) / (high_ - low_);
-    return (1 - smooth) * f / factor_ + smooth * f;
-  }
-
   void rope(std::vector<double>& x, int heads, int pos) const {
     const int half = head_dim_ / 2;
     for (int h = 0; h < heads; ++h) {
       double* v = x.data() + h * head_dim_;
       for (int i = 0; i < half; ++i) {
-        const double a = pos * inv_freq(i);
+        const double c = rope_.cos(pos, i), s = rope_.sin(pos, i);
         const double x1 = v[i], x2 = v[i + half];
-        v[i] = x1 * std::cos(a) - x2 * std::sin(a);
-        v[i + half] = x2 * std::cos(a) + x1 * std::sin(a);
+        v[i] = x1 * c - x2 * s;
+        v[i + half] = x2 * c + x1 * s;
       }
     }
   }
@@ -204,8 +188,8 @@ class ReferenceModel {
   std::string arch_;
   int hidden_ = 0, inter_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
   double eps_ = 0, theta_ = 0;
-  bool tied_ = false, llama3_ = false;
-  double factor_ = 1, low_ = 1, high_ = 4, old_ctx_ = 8192;
+  bool tied_ = false;
+  ReferenceRope rope_{nlohmann::json{{"rope_theta", 10000.0}}, 2};
   std::map<std::string, std::vector<double>> w_;
 };
 

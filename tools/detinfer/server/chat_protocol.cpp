@@ -7,6 +7,7 @@
 #include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "openai_fields.h"
+#include "response_format_param.h"
 
 namespace detinfer_cli {
 
@@ -19,23 +20,10 @@ bool has(const json& body, const char* key) { return body.contains(key) && !body
 // `ordered` is the body with the client's key order: tools and chat_template_kwargs reach
 // the template as sent (transformers keeps a dict's insertion order).
 detinfer::ChatTemplateOptions template_options(const json& body,
-                                               const nlohmann::ordered_json& ordered) {
+                                               const nlohmann::ordered_json& ordered,
+                                               ServeRequest& req) {
   detinfer::ChatTemplateOptions o;
-  if (has(body, "tools")) {
-    if (!body["tools"].is_array()) reject("tools", "'tools' must be an array");
-    o.tools_json = ordered["tools"].dump();
-  }
-  if (has(body, "tool_choice")) {
-    const json& c = body["tool_choice"];
-    if (c == "none") {
-      o.tools_json.clear();  // the template sees no tools
-    } else if (c != "auto") {
-      reject("tool_choice", "only \"auto\" and \"none\" are supported (no constrained decoding)");
-    }
-  }
-  if (has(body, "parallel_tool_calls") && !body["parallel_tool_calls"].is_boolean()) {
-    reject("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
-  }
+  o.tools_json = read_tool_params(body, ordered, req);  // "" when none (tool_choice "none")
   if (has(body, "chat_template_kwargs")) {
     if (!body["chat_template_kwargs"].is_object()) {
       reject("chat_template_kwargs", "'chat_template_kwargs' must be an object");
@@ -54,12 +42,13 @@ detinfer::ChatTemplateOptions template_options(const json& body,
 // The conversation's token ids; message and template errors become 400s naming the
 // field (request_param(): the template's own fields under the request's names).
 std::vector<std::int32_t> render(const detinfer::DeterministicSession& session, const json& body,
-                                 const nlohmann::ordered_json& ordered, const ParamNames& names) {
+                                 const nlohmann::ordered_json& ordered, ServeRequest& req) {
+  const ParamNames& names = req.names;
   if (!has(body, "messages")) reject("messages", "'messages' is required");
   if (!body["messages"].is_array() || body["messages"].empty()) {
     reject("messages", "'messages' must be a non-empty array");
   }
-  const detinfer::ChatTemplateOptions o = template_options(body, ordered);
+  const detinfer::ChatTemplateOptions o = template_options(body, ordered, req);
   std::vector<std::int32_t> ids;
   try {
     ids = session.encode_chat(detinfer::chat_messages_from_json(ordered["messages"].dump()), o);
@@ -126,11 +115,12 @@ ParseOutcome parse_chat_request(const std::string& body_text, const std::string&
     req.names.dialect = Dialect::kChat;
     // max_completion_tokens wins over max_tokens; errors name the one the client sent.
     if (has(body, "max_completion_tokens")) req.names.max_tokens = "max_completion_tokens";
-    const std::vector<std::int32_t> ids = render(session, body, ordered, req.names);
+    const std::vector<std::int32_t> ids = render(session, body, ordered, req);
     req.prompt = detinfer::Prompt(ids);
     req.prompt_is_text = false;
     const detinfer::GenerationConfig defaults = session.default_generation_config();
     parse_sampling(body, model_limits(session), &defaults, req);
+    keep_schema_order(ordered, req.config.response_format);
     if (!req.sources.given("max_new_tokens")) {  // the model's, within the context left
       const std::int64_t room = session.context_length() - static_cast<std::int64_t>(ids.size());
       req.config.max_new_tokens = static_cast<std::int32_t>(
@@ -138,6 +128,7 @@ ParseOutcome parse_chat_request(const std::string& body_text, const std::string&
     }
     parse_logprobs(body, req);
     parse_stream(body, req);
+    apply_tool_request(session, req);  // after the sampling fields: response_format
     out.request = std::move(req);
   } catch (const ApiError& e) {
     out.error = e;
@@ -208,14 +199,19 @@ json chat_response(const ResponseContext& ctx, const ServeRequest& req,
   json choices = json::array();
   for (std::size_t i = 0; i < result.sequences.size(); ++i) {
     const detinfer::Sequence& s = result.sequences[i];
+    ToolMessage m =
+        tool_message(req.tools, result.seed, static_cast<std::int32_t>(i), s.text, s.finish_reason);
+    json message = {{"role", "assistant"}, {"content", std::move(m.content)}};
+    if (!m.tool_calls.empty()) message["tool_calls"] = std::move(m.tool_calls);
     choices.push_back(
         {{"index", i},
-         {"message", {{"role", "assistant"}, {"content", s.text}}},
+         {"message", std::move(message)},
          {"logprobs", req.chat_logprobs
                           ? chat_logprobs_json(s.logprobs, req.top_logprobs, session.tokenizer())
                           : json(nullptr)},
-         {"finish_reason", detinfer::to_string(s.finish_reason)}});
+         {"finish_reason", m.finish_reason}});
   }
+  if (req.tools.parse) r["detinfer"]["tool_call_format"] = to_string(req.tools.format);
   r["object"] = "chat.completion";
   r["choices"] = std::move(choices);
   return r;

@@ -175,6 +175,7 @@ bool is_generation_param(const std::string& key) {
 
 std::string request_param(const std::string& field, const ParamNames& names) {
   if (field == "max_new_tokens") return names.max_tokens;
+  if (field == "response_format") return names.response_format;
   if (names.dialect == Dialect::kChat) {
     if (field == "prompt" || field == "chat_template" || field == "template_name") {
       return "messages";

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 #include "detinfer/version.h"
 #include "openai_fields.h"
+#include "response_format_param.h"
 
 namespace detinfer_cli {
 
@@ -242,6 +244,12 @@ ParseOutcome parse_completion_request(const std::string& body_text, const std::s
     ServeRequest req;
     parse_prompt(body, model, req);
     parse_sampling(body, model, nullptr, req);
+    if (req.config.response_format.type == detinfer::ResponseFormatType::kJsonSchema) {
+      keep_schema_order(
+          detinfer::core::parse_json_ordered(body_text, {64, body_text.size() + 1, true},
+                                             detinfer::ErrorCode::kInvalidArgument, "request body"),
+          req.config.response_format);
+    }
     parse_output(body, req);
     parse_stream(body, req);
     out.request = std::move(req);

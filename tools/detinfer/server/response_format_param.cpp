@@ -49,4 +49,13 @@ detinfer::ResponseFormat read_response_format(const nlohmann::json& v) {
   return f;
 }
 
+void keep_schema_order(const nlohmann::ordered_json& ordered, detinfer::ResponseFormat& format) {
+  if (format.type != detinfer::ResponseFormatType::kJsonSchema) return;
+  if (!ordered.is_object() || !ordered.contains(kParam) || !ordered[kParam].is_object()) return;
+  const nlohmann::ordered_json& rf = ordered[kParam];
+  if (!rf.contains("json_schema") || !rf["json_schema"].is_object()) return;
+  const nlohmann::ordered_json& js = rf["json_schema"];
+  if (js.contains("schema")) format.json_schema = js["schema"].dump();
+}
+
 }  // namespace detinfer_cli

@@ -14,6 +14,7 @@
 #include "core/generation_fields.h"
 #include "detinfer/generation.h"
 #include "detinfer/session.h"
+#include "tool_params.h"
 
 namespace detinfer_cli {
 
@@ -58,6 +59,8 @@ class FieldSources {
 struct ParamNames {
   Dialect dialect = Dialect::kCompletion;
   std::string max_tokens = "max_tokens";  // chat: "max_completion_tokens" when sent
+  // The parameter a response_format error names: "tools" when a forced tool call set it.
+  std::string response_format = "response_format";
 };
 
 struct ServeRequest {
@@ -78,6 +81,8 @@ struct ServeRequest {
   // Chat: "logprobs": true and "top_logprobs" (0..20).
   bool chat_logprobs = false;
   std::int32_t top_logprobs = 0;
+  // Chat: tools, tool_choice, parallel_tool_calls (tool_params.h).
+  ToolRequest tools;
 };
 
 // The completions parser's name for the request (tests and the fuzz target use it).
