@@ -37,7 +37,7 @@ void expect_bound_holds(const Tokenizer& tok, std::size_t bound, bool byte_level
 }
 
 TEST(TextBytesBound, TinyByteLevelTokenizerHasOneAndItHolds) {
-  const Tokenizer tiny = Tokenizer::from_json(make_tiny_tokenizer_json(512));
+  const Tokenizer tiny = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(512));
   const std::size_t bound = tiny.max_text_bytes_per_token();
   expect_bound_holds(tiny, bound, true);
 }
@@ -48,7 +48,7 @@ TEST(TextBytesBound, SentencePieceWithAFullByteFallbackHasOneAndItHolds) {
 }
 
 TEST(TextBytesBound, NoBoundWhereAStageMayShrinkOrDropText) {
-  const json tiny = json::parse(make_tiny_tokenizer_json(512));
+  const json tiny = json::parse(devtools::make_tiny_tokenizer_json(512));
   ASSERT_GT(Tokenizer::from_json(tiny.dump()).max_text_bytes_per_token(), 0u);
   json nfc = tiny;  // NFC composes: fewer bytes than the input
   nfc["normalizer"] = {{"type", "NFC"}};
