@@ -1,9 +1,9 @@
 // Per-token sampling cost at Qwen2's vocabulary (151,936): decode::choose_token for
 // greedy, top_k, top_p and min_p on one logits row, as the engine calls it once per
-// token per sequence (docs/performance.md, "Sampling"). Two rows: "peaked" (N(0, 2)
-// logits with 8 tokens raised by 12, most of the mass on a few tokens, like a confident
-// model) and "spread" (N(0, 1) logits: the nucleus holds most of the vocabulary, the
-// worst case of any selection that sorts what it keeps). The counter `kept` is the
+// token per sequence (with the engine's reused SamplingWorkspace) (docs/performance.md,
+// "Sampling"). Two rows: "peaked" (N(0, 2) logits with 8 tokens raised by 12, most of the mass on a
+// few tokens, like a confident model) and "spread" (N(0, 1) logits: the nucleus holds most of the
+// vocabulary, the worst case of any selection that sorts what it keeps). The counter `kept` is the
 // candidate count after the warpers. Compare each mode with greedy of the same run.
 #include <benchmark/benchmark.h>
 
@@ -59,10 +59,11 @@ void BM_ChooseToken(benchmark::State& state) {
   const GenerationConfig c = config_of(static_cast<int>(state.range(0)));
   const std::vector<float> row = logits_row(state.range(1) != 0);
   const std::vector<std::int32_t> none;
+  decode::SamplingWorkspace ws;
   std::uint64_t step = 0;
   for (auto _ : state) {
     const decode::TokenChoice t =
-        decode::choose_token(c, row.data(), kVocab, none, none, 42, 0, step++);
+        decode::choose_token(c, row.data(), kVocab, none, none, 42, 0, step++, ws);
     benchmark::DoNotOptimize(t.token);
   }
   const double kept =

@@ -1,6 +1,7 @@
 // Hugging Face tokenizer.json (BPE: byte-level and SentencePiece-style) in C++.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,6 +42,14 @@ class DETINFER_API Tokenizer {
   std::optional<std::int32_t> bos_token_id() const;
   std::optional<std::int32_t> eos_token_id() const;
   bool is_special(std::int32_t id) const;
+
+  // The most bytes of a text that one token of encode(text) can stand for, or 0 when there
+  // is no such bound (a normalizer, which may compose or delete text; a pre-tokenizer that
+  // removes matches; added tokens that strip the whitespace beside them; unknown
+  // characters that are dropped or fused). With a bound B > 0, encode(text) has at least
+  // ceil(text.size() / B) tokens besides the special tokens it adds: a text can be
+  // rejected as too long before it is tokenized (docs/tokenizer.md).
+  std::size_t max_text_bytes_per_token() const;
 
   // XXH3-128 of the canonicalized tokenizer.json and relevant tokenizer_config fields.
   const Hash128& hash() const;

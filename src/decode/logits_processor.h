@@ -28,34 +28,11 @@ struct Candidates {
   std::size_t size() const { return ids.size(); }
 };
 
-// Steps 3-6 on a penalized row. Never returns an empty list.
+// Steps 3-6 on a penalized row. Never returns an empty list. (A copy out of a
+// SamplingWorkspace, sampling_workspace.h, which choose_token uses without the copy.)
 Candidates apply_warpers(const GenerationConfig& config, const float* row, std::int64_t vocab);
 
 // Canonical-softmax probabilities of the candidates (in their id order).
 std::vector<float> candidate_probs(const Candidates& c);
-
-// Walks positions of `values` in the stable order used by top_p and by the draw: value
-// descending, then token id ascending (-0 and +0 are equal; ids are distinct). O(n) in the worst
-// case and lazy: one pass buckets the positions by the high 11 bits of an order-preserving key of
-// each value; a bucket is put in order (a two-pass LSD radix sort of the low 21 bits, or a
-// comparison sort when it is small) only when the walk reaches it. A peaked distribution costs two
-// passes over n, a flat one at most four; nothing sorts the whole vocabulary. (It replaces a binary
-// heap that gave the same order for O(n + k log n), k log n being what a wide nucleus cost.)
-class DescendingWalk {
- public:
-  DescendingWalk(const std::vector<float>& values, const std::vector<std::int32_t>& ids);
-  bool done() const { return pos_ == order_.size(); }
-  std::size_t next();  // requires !done()
-
- private:
-  void open_next_bucket();  // puts the next non-empty bucket in order
-  const std::vector<std::int32_t>& ids_;
-  std::vector<std::uint32_t> keys_;    // per position; ascending key = descending value
-  std::vector<std::uint32_t> order_;   // positions grouped by bucket, each in id order
-  std::vector<std::uint32_t> starts_;  // bucket b is order_[starts_[b], starts_[b + 1])
-  std::size_t pos_ = 0;                // next index of order_ to hand out
-  std::size_t ready_ = 0;              // order_[0, ready_) is in its final order
-  std::size_t bucket_ = 0;             // the next bucket to open
-};
 
 }  // namespace detinfer::decode

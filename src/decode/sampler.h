@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "decode/logits_processor.h"
+#include "decode/sampling_workspace.h"
 #include "detinfer/generation.h"
 
 namespace detinfer::decode {
@@ -34,9 +35,19 @@ struct TokenChoice {
 // sample and picks its token. Greedy (temperature 0): argmax of the penalized row, ties
 // to the lowest id, logprob from log_softmax of the penalized row. Sampling: the
 // warpers, then draw_index with stream = first_sample_index + sample_index.
+// `ws` holds the buffers (reused across calls; see SamplingWorkspace): without top logprobs
+// a warm call allocates nothing, and no vocabulary-sized work is done that the choice and
+// its logprob do not need (the row is copied only when a penalty, the mask or the
+// temperature changes it; log-probabilities are never written out as a row).
 // `allowed` (constrained decoding; null = every token): a token with allowed[id] == 0 has
 // its penalized logit set to -inf before the greedy choice or the warpers, and never
 // survives as a candidate of the draw. At least one token must be allowed.
+TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
+                         const std::vector<std::int32_t>& prompt,
+                         const std::vector<std::int32_t>& generated, std::uint64_t seed,
+                         std::uint32_t sample_index, std::uint64_t step, SamplingWorkspace& ws,
+                         const std::vector<std::uint8_t>* allowed = nullptr);
+// The same with a workspace of its own (allocates per call; tests and one-off callers).
 TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,

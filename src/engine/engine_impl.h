@@ -139,6 +139,10 @@ struct Engine::Impl {
   // response_format (engine_structured.cpp). Scheduler only.
   std::unique_ptr<decode::TokenTrie> trie;
   std::vector<std::uint8_t> allowed;  // the mask of the sequence being sampled
+  // The token choice's buffers (candidates, probabilities, the descending walk), reused
+  // by every sequence of every step instead of ~10 vocabulary-sized allocations per token
+  // (issue 33, item 5). Scheduler only.
+  decode::SamplingWorkspace sampling;
   // Promises of failed requests, kept until the engine is destroyed: the exception's
   // reference count lives in (uninstrumented) libstdc++, so dropping the last reference on
   // this thread while the caller still reads the Error looks like a race to TSAN.

@@ -109,9 +109,9 @@ void Engine::Impl::prefill_done(Group& g, const float* row) {
 
 void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
   const auto step = static_cast<std::uint64_t>(s.generated.size());
-  const decode::TokenChoice c =
-      decode::choose_token(g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
-                           static_cast<std::uint32_t>(s.sample_index), step, token_mask(g, s));
+  const decode::TokenChoice c = decode::choose_token(
+      g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
+      static_cast<std::uint32_t>(s.sample_index), step, sampling, token_mask(g, s));
   const bool complete = advance_structure(g, s, c.token);
   StepLogprobs lp;
   lp.token = c.token;

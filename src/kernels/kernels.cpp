@@ -236,33 +236,34 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n) {
   }
 }
 
+SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n) {
+  SoftmaxNorm norm;
+  norm.max = ref::max_value(x, n);
+  for (std::int64_t i = 0; i < n; ++i) e[i] = x[i] - norm.max;
+  exp_n(e, e, n);
+  norm.sum = sum(e, n);
+  norm.log_sum = ref::log_f32(norm.sum);
+  return norm;
+}
+
 void softmax(const float* x, float* y, std::int64_t n) {
   if (n <= 0) return;
-  const float m = ref::max_value(x, n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
-  exp_n(y, y, n);
-  const float s = sum(y, n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] / s;
+  const SoftmaxNorm norm = softmax_norm(x, y, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] / norm.sum;
 }
 
 void log_softmax(const float* x, float* y, std::int64_t n) {
   if (n <= 0) return;
-  const float m = ref::max_value(x, n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
-  exp_n(y, y, n);
-  const float ls = ref::log_f32(sum(y, n));
-  for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
+  const SoftmaxNorm norm = softmax_norm(x, y, n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - norm.max) - norm.log_sum;
 }
 
 float log_softmax_at(const float* x, std::int64_t n, std::int64_t i) {
   if (i < 0 || i >= n) fail(ErrorCode::kInvalidArgument, "log_softmax_at: index ", i, " of ", n);
-  const float m = ref::max_value(x, n);
   // Uninitialized scratch: every element is written before the sum reads it.
-  const std::unique_ptr<float[]> y(new float[static_cast<std::size_t>(n)]);
-  for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
-  exp_n(y.get(), y.get(), n);
-  const float ls = ref::log_f32(sum(y.get(), n));
-  return (x[i] - m) - ls;
+  const std::unique_ptr<float[]> e(new float[static_cast<std::size_t>(n)]);
+  const SoftmaxNorm norm = softmax_norm(x, e.get(), n);
+  return (x[i] - norm.max) - norm.log_sum;
 }
 
 std::int64_t argmax(const float* x, std::int64_t n) { return ref::argmax(x, n); }

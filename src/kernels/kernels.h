@@ -67,6 +67,16 @@ void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float
 // out[i] = g[i] / (1 + exp(-g[i])) * u[i]
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n);
 
+// The shared first half of softmax and log_softmax over n > 0 values: max = max(x),
+// e = exp_n(x - max), sum = sum(e) (the canonical order), log_sum = log_f32(sum). softmax(x)[i]
+// is e[i] / sum and log_softmax(x)[i] is (x[i] - max) - log_sum, bit for bit: both (and
+// log_softmax_at) are computed through it. `e` holds n floats and may alias nothing.
+struct SoftmaxNorm {
+  float max = 0.0f;
+  float sum = 0.0f;
+  float log_sum = 0.0f;
+};
+SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n);
 void softmax(const float* x, float* y, std::int64_t n);
 void log_softmax(const float* x, float* y, std::int64_t n);
 // log_softmax(x)[i] alone (same operations and bits, without writing the other n - 1

@@ -46,8 +46,21 @@ std::vector<std::int32_t> DeterministicSession::encode_chat(
   const core::ByteBudget::Lease lease(
       impl_->chat_budget, kChatCostPerByte * chat::conversation_bytes(messages, options),
       kChatTrimBytes);
-  return impl_->tokenizer->encode(apply_chat_template(messages, options),
-                                  /*add_special_tokens=*/false);
+  const std::string text = apply_chat_template(messages, options);
+  // Too long before tokenizing (issue 33): with at most B bytes of text per token the
+  // prompt has >= ceil(bytes / B) tokens, and prepare() refuses any prompt of
+  // context_length() tokens or more, so bytes >= context * B is refused here, unencoded.
+  const auto per_token = static_cast<std::int64_t>(impl_->tokenizer->max_text_bytes_per_token());
+  const std::int64_t context = context_length();
+  const auto bytes = static_cast<std::int64_t>(text.size());
+  if (per_token > 0 && context > 0 && bytes / per_token >= context) {
+    fail(ErrorCode::kInvalidArgument, "the conversation renders to ", bytes,
+         " bytes of prompt text, at least ", (bytes + per_token - 1) / per_token,
+         " tokens (one token covers at most ", per_token,
+         " bytes of text with this tokenizer); the context holds at most ", context,
+         " (prompt + generated)");
+  }
+  return impl_->tokenizer->encode(text, /*add_special_tokens=*/false);
 }
 
 GenerationResult DeterministicSession::chat(const std::vector<ChatMessage>& messages,

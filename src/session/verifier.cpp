@@ -23,6 +23,7 @@ struct SampleCheck {
   std::vector<std::int32_t> history;  // the recorded tokens before the current step
   std::int64_t checked = 0;
   std::optional<VerifyDivergence> divergence;
+  decode::SamplingWorkspace sampling;  // reused by every step of this sample
 
   const TranscriptSample& recorded() const { return transcript->samples[sample]; }
 
@@ -32,7 +33,7 @@ struct SampleCheck {
     const std::uint64_t digest = logits_digest(row, static_cast<std::size_t>(vocab));
     const decode::TokenChoice c = decode::choose_token(
         config, row, vocab, transcript->prompt_tokens, history, transcript->seed,
-        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step));
+        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling);
     ++checked;
     const bool token_ok = c.token == s.tokens[t];
     const bool digest_ok = digest == s.step_digests[t];

@@ -113,6 +113,27 @@ BpeModel::BpeModel(const Json& model, const std::string& where) {
   }
 }
 
+std::size_t BpeModel::max_word_bytes_per_token(bool byte_level) const {
+  const auto all_present = [](const std::array<std::int32_t, 256>& ids) {
+    return std::all_of(ids.begin(), ids.end(), [](std::int32_t id) { return id >= 0; });
+  };
+  // initial_symbols drops an unknown character, or fuses a run of them into one token,
+  // unless every character is known (a byte-level word of a full byte alphabet), falls
+  // back to byte tokens, or becomes its own unk_token (<= 4 bytes).
+  const bool every_char_known = byte_level && all_bytes_present_;
+  const bool every_char_a_token = every_char_known ||
+                                  (byte_fallback_ && all_present(byte_fallback_ids_)) ||
+                                  (unk_id_ >= 0 && !fuse_unk_);
+  if (!every_char_a_token) return 0;
+  // A token stands for its own text (merges and ignore_merges concatenate characters):
+  // a byte-level character is one byte of the word and 1-2 bytes of text, a <0xNN> token
+  // one byte and six, any other character itself. So its text's length bounds the word's
+  // bytes it covers.
+  std::size_t most = unk_id_ >= 0 ? 4 : 1;
+  for (const std::string& t : texts_) most = std::max(most, t.size());
+  return most;
+}
+
 void BpeModel::initial_symbols(std::string_view text, std::vector<std::int32_t>& syms) const {
   // Hugging Face's merge_word: one symbol per character; unknown characters become their
   // <0xNN> byte tokens (byte_fallback) or unk_token (fused if fuse_unk), or are dropped.

@@ -38,6 +38,10 @@ class BpeModel {
   }
   std::int32_t find(std::string_view text) const { return table_.find(text); }
   std::size_t num_merges() const { return merges_.size(); }
+  // The most bytes of a pre-tokenized word that one token of encode_word can stand for, or
+  // 0 when a run of them has no bound (characters dropped, or fused into one unk_token).
+  // `byte_level`: the words come from the ByteLevel pre-tokenizer.
+  std::size_t max_word_bytes_per_token(bool byte_level) const;
 
  private:
   void initial_symbols(std::string_view text, std::vector<std::int32_t>& syms) const;

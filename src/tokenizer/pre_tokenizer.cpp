@@ -1,5 +1,6 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tokenizer/byte_level.h"
@@ -131,6 +132,13 @@ class SequencePre final : public PreTokenizer {
   void apply(Pieces& p) const override {
     for (const auto& s : steps_) s->apply(p);
   }
+  bool keeps_every_byte() const override {
+    return std::all_of(steps_.begin(), steps_.end(),
+                       [](const auto& s) { return s->keeps_every_byte(); });
+  }
+  bool byte_level() const override {
+    return std::any_of(steps_.begin(), steps_.end(), [](const auto& s) { return s->byte_level(); });
+  }
 
  private:
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
@@ -144,6 +152,7 @@ class SplitPre final : public PreTokenizer {
     p.materialize();
     split_all(re_, behavior_, invert_, p);
   }
+  bool keeps_every_byte() const override { return behavior_ != Behavior::kRemoved; }
 
  private:
   Regex re_;
@@ -171,6 +180,7 @@ class ByteLevelPre final : public PreTokenizer {
     if (re_) split_all(*re_, Behavior::kIsolated, false, p);
     p.byte_level_pending = true;
   }
+  bool byte_level() const override { return true; }
 
  private:
   bool add_prefix_space_;

@@ -34,6 +34,10 @@ class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
   virtual void apply(Pieces& pieces) const = 0;
+  // False when apply() may drop bytes of the text (a Split with behavior "Removed").
+  virtual bool keeps_every_byte() const { return true; }
+  // True when apply() maps the text to GPT-2's byte-level characters (ByteLevel).
+  virtual bool byte_level() const { return false; }
 };
 
 // nullptr for a null pre_tokenizer.

@@ -86,6 +86,21 @@ void load_added_tokens(const Json& list, Tokenizer::Impl& impl) {
   }
 }
 
+// Tokenizer::max_text_bytes_per_token: the most bytes of text one token can stand for when
+// no stage shrinks or drops text, else 0.
+std::size_t text_bytes_per_token(const Tokenizer::Impl& impl) {
+  if (impl.normalizer) return 0;  // NFC composes, Replace and Strip may delete: no bound
+  const tokenizer::PreTokenizer* pre = impl.pre_tokenizer.get();
+  if (pre != nullptr && !pre->keeps_every_byte()) return 0;
+  std::size_t most = impl.model->max_word_bytes_per_token(pre != nullptr && pre->byte_level());
+  if (most == 0) return 0;
+  for (const auto& t : impl.added.tokens()) {
+    if (t.lstrip || t.rstrip) return 0;  // takes the whitespace beside it, of any length
+    most = std::max({most, t.content.size(), t.match_text.size()});
+  }
+  return most;
+}
+
 void check_id(const Tokenizer::Impl& impl, std::int32_t id) {
   if (id < 0 || id >= impl.vocab_size) {
     fail(ErrorCode::kInvalidArgument, "token id ", id, " is outside [0, ", impl.vocab_size, ")");
@@ -201,6 +216,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json,
       tokenizer::PostProcessor(j.value("post_processor", Json()), root + ": post_processor");
   impl->decoder = tokenizer::make_decoder(j.value("decoder", Json()), root + ": decoder");
   impl->decoder_byte_fallback = tokenizer::has_byte_fallback(j.value("decoder", Json()));
+  impl->max_text_bytes_per_token = text_bytes_per_token(*impl);
 
   impl->vocab_size = impl->model->id_bound();
   for (const auto& t : impl->added.tokens()) {
@@ -288,6 +304,8 @@ std::string Tokenizer::decode(const std::vector<std::int32_t>& ids,
 }
 
 std::int64_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
+
+std::size_t Tokenizer::max_text_bytes_per_token() const { return impl_->max_text_bytes_per_token; }
 
 std::optional<std::int32_t> Tokenizer::token_to_id(std::string_view token) const {
   const auto it = impl_->added_by_content.find(std::string(token));

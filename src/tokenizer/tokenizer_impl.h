@@ -31,6 +31,7 @@ struct Tokenizer::Impl {
   // until a token of another kind closes it.
   bool decoder_byte_fallback = false;
   std::int64_t vocab_size = 0;
+  std::size_t max_text_bytes_per_token = 0;  // Tokenizer::max_text_bytes_per_token()
   std::optional<std::int32_t> bos, eos;
   Hash128 hash;
 

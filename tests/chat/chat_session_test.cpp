@@ -79,6 +79,33 @@ TEST(ChatSession, EncodeChatKeepsSpecialTokensAndAddsNone) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), *im_start), 3);
 }
 
+// Issue 33: a conversation whose rendered text has context * B bytes or more (B: the
+// tokenizer's max_text_bytes_per_token) is refused before it is tokenized, soundly: that
+// text really has context tokens or more. One byte less is tokenized as before.
+TEST(ChatSession, AConversationTooLongByItsBytesIsRefusedBeforeTokenizing) {
+  auto s = DeterministicSession::open(tiny_model_dir(), tiny_options());
+  const auto per_token = static_cast<std::int64_t>(s.tokenizer()->max_text_bytes_per_token());
+  ASSERT_GT(per_token, 0);
+  const std::int64_t limit = s.context_length() * per_token;  // refused from here on
+  const auto frame = static_cast<std::int64_t>(s.apply_chat_template({{"user", ""}}).size());
+  std::string content(static_cast<std::size_t>(limit - frame), 'a');
+  const std::string rendered = s.apply_chat_template({{"user", content}});
+  ASSERT_EQ(static_cast<std::int64_t>(rendered.size()), limit);
+  std::string message;
+  EXPECT_EQ(code_of(
+                [&] {
+                  s.encode_chat({{"user", content}});
+                },
+                nullptr, &message),
+            ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("bytes of prompt text"), std::string::npos) << message;
+  EXPECT_GE(static_cast<std::int64_t>(s.tokenizer()->encode(rendered, false).size()),
+            s.context_length());
+  content.pop_back();
+  EXPECT_EQ(s.encode_chat({{"user", content}}),
+            s.tokenizer()->encode(s.apply_chat_template({{"user", content}}), false));
+}
+
 TEST(ChatSession, ChatIsGenerateOnTheRenderedIds) {
   auto s = DeterministicSession::open(tiny_model_dir(), tiny_options());
   GenerationConfig c = s.default_generation_config();

@@ -2,8 +2,9 @@
 // arguments string nests 10^3 ... 10^6 deep gets a 4xx and the server stays up (it once
 // died with SIGSEGV at 10^5); SIGTERM after a run of large rejected requests exits
 // cleanly; tools and tool-call arguments reach the template in the client's key order,
-// the same prompt `detinfer render-template` prints; and 64 concurrent 1 MB chat requests
-// keep the server's peak RSS bounded and give the memory back.
+// the same prompt `detinfer render-template` prints; a conversation too long by its bytes
+// is refused before tokenizing; and 64 concurrent 1 MB chat requests keep the server's
+// peak RSS bounded and give the memory back.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -119,6 +120,22 @@ TEST_F(ChatHostileServe, SigtermAfterLargeRejectedRequestsExitsCleanly) {
   for (auto& f : done) EXPECT_EQ(f.get(), 400);
   EXPECT_EQ(post(server.port(), "/v1/chat/completions", call_body(std::string(100000, '['))).first,
             400);
+  EXPECT_EQ(server.signal_and_wait(SIGTERM, 60), 0) << server.log();
+}
+
+// A conversation too long for the context by its rendered bytes alone is a 400 naming
+// "messages" before it is tokenized (the message gives the byte bound, docs/server.md).
+TEST_F(ChatHostileServe, AConversationTooLongByItsBytesIsA400BeforeTokenizing) {
+  ServeProcess server;
+  ASSERT_TRUE(server.start(*model_, {"--threads", "1"})) << server.log();
+  const std::string big =
+      json{{"messages", json::array({{{"role", "user"}, {"content", std::string(500000, 'a')}}})}}
+          .dump();
+  const auto [status, text] = post(server.port(), "/v1/chat/completions", big);
+  EXPECT_EQ(status, 400) << text.substr(0, 300);
+  const json j = json::parse(text, nullptr, false);
+  EXPECT_EQ(j["error"]["param"], "messages") << text.substr(0, 300);
+  EXPECT_NE(text.find("bytes of prompt text"), std::string::npos) << text.substr(0, 300);
   EXPECT_EQ(server.signal_and_wait(SIGTERM, 60), 0) << server.log();
 }
 

@@ -7,8 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -211,6 +215,59 @@ TEST(HttpServer, AClientThatLeavesIsReportedToItsHandler) {
   }
   EXPECT_EQ(gone->get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
   release->set_value();
+}
+
+// Polls `done` (a condition, not a timer, decides the outcome); false after 30 s.
+template <class Done>
+bool wait_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A request whose client leaves while it waits for the only worker never reaches the
+// handler and is reported once to on_abandoned (`detinfer serve` counts it as cancelled;
+// issue 33, item 4). The worker is held by a handler that the test releases.
+TEST(HttpServer, ARequestAbandonedWhileQueuedForAWorkerIsReportedOnce) {
+  ServerOptions o;
+  o.worker_threads = 1;
+  std::mutex mu;
+  std::vector<std::string> abandoned;  // guarded by mu
+  o.on_abandoned = [&](const Request& q) {
+    std::lock_guard<std::mutex> lock(mu);
+    abandoned.push_back(q.method + " " + q.path);
+  };
+  auto entered = std::make_shared<std::promise<void>>();
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  std::atomic<int> handled{0};
+  Handler h = [entered, released, &handled](const Request& q, ResponseWriter& w) {
+    ++handled;
+    if (q.path == "/hold") {
+      entered->set_value();
+      released.wait();
+    }
+    w.respond(Response{});
+  };
+  TestServer s(o, h);
+  RawConn holder(s.port());
+  ASSERT_TRUE(holder.send(post_request("/hold", "{}")));
+  ASSERT_EQ(entered->get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  {
+    RawConn queued(s.port());
+    ASSERT_TRUE(queued.send(post_request("/v1/completions", "{}")));
+    ASSERT_TRUE(wait_until([&] { return s.server().in_flight() == 2; }));  // queued
+  }  // the client leaves while its request waits for the worker
+  ASSERT_TRUE(wait_until([&] { return s.server().connections() == 1; }));
+  release->set_value();
+  EXPECT_EQ(holder.read_response(5).status, 200);
+  ASSERT_TRUE(wait_until([&] { return s.server().in_flight() == 0; }));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(abandoned, std::vector<std::string>{"POST /v1/completions"});
+  EXPECT_EQ(handled.load(), 1);  // only /hold ran
 }
 
 TEST(HttpServer, StreamsAreChunkedAndEndCleanly) {

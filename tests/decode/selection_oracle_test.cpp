@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "decode/sampler.h"
+#include "decode/sampling_workspace.h"
 #include "detinfer/philox.h"
 #include "kernels/kernels.h"
 
@@ -113,20 +114,56 @@ std::size_t oracle_draw(const Candidates& c, std::uint64_t seed, std::uint64_t s
   return last;
 }
 
-// choose_token's sampling path (temperature > 0) over the oracle.
+// top_logprobs as it was: a partial sort of the finite entries.
+std::vector<TokenLogprob> oracle_top(const std::vector<float>& lp,
+                                     const std::vector<std::int32_t>& ids, std::int32_t n) {
+  std::vector<TokenLogprob> out;
+  if (n <= 0) return out;
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < lp.size(); ++i) {
+    if (std::isfinite(lp[i])) idx.push_back(i);
+  }
+  const auto better = [&](std::size_t a, std::size_t b) {
+    return lp[a] != lp[b] ? lp[a] > lp[b] : ids[a] < ids[b];
+  };
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(n), idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), better);
+  for (std::size_t j = 0; j < k; ++j) out.push_back({ids[idx[j]], lp[idx[j]]});
+  return out;
+}
+
+// choose_token as it was (greedy and sampling, with the mask) over the oracle: the row
+// copied, penalized and masked, full log-softmax rows.
 TokenChoice oracle_choose(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                           const std::vector<std::int32_t>& generated, std::uint64_t seed,
-                          std::uint64_t step) {
+                          std::uint64_t step, const std::vector<std::uint8_t>* allowed = nullptr) {
   std::vector<float> row(raw, raw + vocab);
   apply_penalties(config, {}, generated, row.data(), vocab);
-  const Candidates c = oracle_warpers(config, row.data(), vocab);
-  const std::size_t i = oracle_draw(c, seed, config.first_sample_index, step);
+  for (std::int64_t i = 0; allowed != nullptr && i < vocab; ++i) {
+    if ((*allowed)[static_cast<std::size_t>(i)] == 0) row[static_cast<std::size_t>(i)] = -kInf;
+  }
+  Candidates c;
+  std::size_t i = 0;
+  if (config.temperature == 0.0f) {
+    c.logits = row;
+    c.ids.resize(row.size());
+    std::iota(c.ids.begin(), c.ids.end(), 0);
+    i = static_cast<std::size_t>(kernels::argmax(row.data(), vocab));
+  } else {
+    c = oracle_warpers(config, row.data(), vocab);
+    if (allowed != nullptr) {
+      std::vector<char> keep(c.size());
+      for (std::size_t j = 0; j < c.size(); ++j) keep[j] = (*allowed)[c.ids[j]] != 0;
+      c = keep_if(c, keep);
+    }
+    i = oracle_draw(c, seed, config.first_sample_index, step);
+  }
   std::vector<float> lp(c.size());
   kernels::log_softmax(c.logits.data(), lp.data(), static_cast<std::int64_t>(c.size()));
   TokenChoice t;
   t.token = c.ids[i];
   t.logprob = lp[i];
-  if (config.logprobs > 0) t.top = top_logprobs(lp, c.ids, config.logprobs);
+  if (config.logprobs > 0) t.top = oracle_top(lp, c.ids, config.logprobs);
   return t;
 }
 
@@ -271,6 +308,39 @@ TEST(SelectionOracle, FullQwenVocabularyMatchesTheHeapImplementation) {
   for (const Shape shape : kShapes) {
     check_row(random_row(shape, kVocab, seed), seed, 2, large_vocab_grid(kVocab));
     ++seed;
+  }
+}
+
+// One workspace through choices of every kind (greedy and sampling, each warper, top
+// logprobs 0 / 5 / 20, penalties, a mask), its vocabulary growing and shrinking between
+// calls: each choice equals the oracle's and that of a fresh workspace, bit for bit, so
+// nothing carries over from one call to the next.
+TEST(SelectionOracle, OneWorkspaceReusedAcrossVocabulariesAndModesMatchesTheOracle) {
+  SamplingWorkspace ws;
+  std::uint64_t seed = 500;
+  for (const std::int64_t vocab : {4099, 7, 20000, 1, 300, 20000, 65, 2, 3, 4099}) {
+    std::vector<Warpers> grid = warper_grid(vocab);
+    grid.push_back({0.0f, 0, 1.0f, 0.0f});  // greedy
+    for (std::size_t g = 0; g < grid.size(); ++g, ++seed) {
+      const std::vector<float> row = random_row(kShapes[seed % 6], vocab, seed);
+      GenerationConfig c = config_of(grid[g]);
+      c.logprobs = g % 3 == 0 ? 0 : g % 3 == 1 ? 5 : 20;
+      c.repetition_penalty = g % 2 == 0 ? 1.0f : 1.2f;
+      // Every third token masked, never the row's argmax (a finite logit stays allowed).
+      std::vector<std::uint8_t> mask(static_cast<std::size_t>(vocab));
+      for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 != 1;
+      mask[static_cast<std::size_t>(kernels::argmax(row.data(), vocab))] = 1;
+      const std::vector<std::uint8_t>* allowed = g % 4 == 3 ? &mask : nullptr;
+      const std::vector<std::int32_t> generated = {0, static_cast<std::int32_t>(vocab / 2)};
+      SCOPED_TRACE(testing::Message() << "vocab " << vocab << " seed " << seed << " setting " << g
+                                      << (allowed != nullptr ? " masked" : ""));
+      const TokenChoice got =
+          choose_token(c, row.data(), vocab, {}, generated, seed, 0, seed % 5, ws, allowed);
+      expect_same_choice(got,
+                         oracle_choose(c, row.data(), vocab, generated, seed, seed % 5, allowed));
+      expect_same_choice(
+          got, choose_token(c, row.data(), vocab, {}, generated, seed, 0, seed % 5, allowed));
+    }
   }
 }
 

@@ -210,6 +210,11 @@ void ServerCore::run_handler(const std::shared_ptr<Connection>& c, const Request
     } else if (w.streaming()) {
       w.finish();
     }
+  } else if (opt.on_abandoned) {
+    try {
+      opt.on_abandoned(req);
+    } catch (...) {  // metrics only: never fatal to the worker
+    }
   }
   {
     std::lock_guard<std::mutex> lock(c->mu);

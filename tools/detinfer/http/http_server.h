@@ -34,6 +34,10 @@ struct ServerOptions {
   std::function<Response(int status, const std::string& message)> error_response;
   // Called with the status of every response sent (for metrics).
   std::function<void(int status)> on_response;
+  // Called (on a worker, once) for a request whose client went away while it waited for
+  // a free worker: its handler never runs and nothing is answered (for metrics: the
+  // application counts what it would have cancelled).
+  std::function<void(const Request& request)> on_abandoned;
 };
 
 class HttpServer {

@@ -97,6 +97,7 @@ detinfer_http::ServerOptions http_options(const ServeOptions& o, detinfer_cli::S
     return detinfer_cli::ServeApp::error_response(status, message);
   };
   h.on_response = [&app](int status) { app.count(status); };
+  h.on_abandoned = [&app](const detinfer_http::Request& r) { app.abandoned(r); };
   return h;
 }
 

@@ -60,6 +60,7 @@ ServeApp::ServeApp(std::string model_name, detinfer::DeterministicSession& sessi
       http_ok_(http_counter("2xx")),
       http_4xx_(http_counter("4xx")),
       http_5xx_(http_counter("5xx")),
+      cancelled_(detinfer::SessionMetrics(session.metrics()).requests_cancelled),
       fingerprint_(system_fingerprint(session)),
       start_ns_(
           static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {
@@ -69,6 +70,13 @@ detinfer::Counter ServeApp::http_counter(const char* status_class) {
   return session_.metrics().counter("detinfer_http_requests_total",
                                     "HTTP requests answered by the server, by status class",
                                     {{"class", status_class}});
+}
+
+void ServeApp::abandoned(const Request& req) {
+  if (req.method == "POST" &&
+      (req.path == "/v1/completions" || req.path == "/v1/chat/completions")) {
+    cancelled_.inc();
+  }
 }
 
 void ServeApp::count(int status) {

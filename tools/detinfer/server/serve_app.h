@@ -43,6 +43,10 @@ class ServeApp {
   static detinfer_http::Response error_response(int status, const std::string& message);
   // Counts one answered response by status class (detinfer_http_requests_total).
   void count(int status);
+  // A request whose client left while it waited for an HTTP worker (never parsed, never
+  // submitted): a generating route's counts once in detinfer_requests_total{finish_reason=
+  // "cancelled"}, as a request cancelled in the engine's queue does (issue 33, item 4).
+  void abandoned(const detinfer_http::Request& req);
 
   // From now on generating routes get 503 and /health answers 503.
   void begin_shutdown() { stopping_ = true; }
@@ -83,6 +87,7 @@ class ServeApp {
   detinfer::DeterministicSession& session_;
   ServeHooks* hooks_;
   detinfer::Counter http_ok_, http_4xx_, http_5xx_;
+  detinfer::Counter cancelled_;  // the session's detinfer_requests_total{finish_reason="cancelled"}
   std::string fingerprint_;
   std::atomic<std::uint64_t> next_id_{0};
   std::uint64_t start_ns_;
