@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "detinfer/session.h"
-#include "devtools/model_tools.h"
-#include "qwen05b_shape.h"
+#include "shape_model.h"
 
 namespace {
 
@@ -44,22 +43,10 @@ Args parse(int argc, char** argv) {
 }
 
 std::string model_dir(const Args& a) {
-  if (!a.model.empty()) return a.model;
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/bench-verify-" + a.shape;
-  detinfer::devtools::TinyModelOptions o = a.shape == "qwen05b"
-                                               ? detinfer_bench::qwen05b_bf16_options(dir)
-                                               : detinfer::devtools::TinyModelOptions{};
-  o.out_dir = dir;
-  if (a.shape == "tiny") o.max_positions = 4096;
-  detinfer::devtools::make_tiny_model(o);
-  return dir;
+  return detinfer_bench::shape_model_dir(a.model, a.shape, "bench-verify-");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using detinfer_bench::median;
 
 template <class F>
 double seconds(F&& f) {
@@ -73,18 +60,10 @@ double seconds(F&& f) {
 int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
-    detinfer::SessionOptions so;
-    so.threads = a.threads;
-    so.max_batch = 1;
-    so.cache.prefix.enabled = false;
-    so.recorder.level = detinfer::RecordLevel::kOff;
-    so.distribution_interval = 0;
-    auto session = detinfer::DeterministicSession::open(model_dir(a), so);
-    std::vector<std::int32_t> prompt;
-    for (std::int32_t i = 0; i < a.prompt_tokens; ++i) prompt.push_back((7 * i + 3) % 250);
-    detinfer::GenerationConfig c;
-    c.max_new_tokens = a.tokens;
-    c.ignore_eos = true;
+    auto session = detinfer::DeterministicSession::open(model_dir(a),
+                                                        detinfer_bench::batch1_options(a.threads));
+    const std::vector<std::int32_t> prompt = detinfer_bench::bench_prompt(a.prompt_tokens);
+    const detinfer::GenerationConfig c = detinfer_bench::greedy_past_eos(a.tokens);
     std::vector<double> gen, ver;
     detinfer::Transcript t;
     for (std::int32_t r = 0; r < a.repeats; ++r) {

@@ -142,6 +142,11 @@ typedef struct dti_generation_config {
    * JSON Schema text (NUL-terminated) with DTI_RESPONSE_JSON_SCHEMA, NULL otherwise. */
   int32_t response_format;
   const char* json_schema;
+  /* Speculative decoding (docs/speculative.md; outputs unchanged): tokens the n-gram
+   * drafter proposes per step (0 = off, 1..8) and the n-gram lengths it matches. */
+  int32_t draft_tokens;    /* 0 */
+  int32_t draft_ngram_min; /* 1 */
+  int32_t draft_ngram_max; /* 3 */
 } dti_generation_config;
 
 typedef enum dti_response_format {
@@ -154,7 +159,10 @@ typedef enum dti_response_format {
 #define DTI_GENERATION_CONFIG_SIZE_V1 \
   ((uint32_t)(offsetof(dti_generation_config, ignore_eos) + sizeof(int32_t)))
 /* struct_size of the second version (response_format, json_schema). */
-#define DTI_GENERATION_CONFIG_SIZE_V2 ((uint32_t)sizeof(dti_generation_config))
+#define DTI_GENERATION_CONFIG_SIZE_V2 \
+  ((uint32_t)(offsetof(dti_generation_config, json_schema) + sizeof(const char*)))
+/* struct_size of the third version (draft_tokens, draft_ngram_min, draft_ngram_max). */
+#define DTI_GENERATION_CONFIG_SIZE_V3 ((uint32_t)sizeof(dti_generation_config))
 
 DETINFER_API dti_generation_config dti_generation_config_default(void);
 

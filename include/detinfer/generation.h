@@ -54,6 +54,14 @@ struct GenerationConfig {
   std::int32_t logprobs = 0;              // top-N logprobs per step: 0..20
   bool ignore_eos = false;                // generate max_new_tokens even past eos
   ResponseFormat response_format;         // text (unconstrained), JSON object or schema
+  // Speculative decoding (docs/speculative.md), a pure speed knob: outputs, digests and
+  // logprobs are bitwise those of plain decoding. draft_tokens > 0 turns on the
+  // prompt-lookup (n-gram) drafter: each decode step proposes up to draft_tokens tokens
+  // that followed the latest earlier occurrence of the text's last n tokens (n from
+  // draft_ngram_max down to draft_ngram_min) and verifies them in one pass.
+  std::int32_t draft_tokens = 0;     // 0 = off; 1..8
+  std::int32_t draft_ngram_min = 1;  // 1..8, <= draft_ngram_max
+  std::int32_t draft_ngram_max = 3;  // 1..8
 };
 
 enum class FinishReason : std::uint8_t {

@@ -145,6 +145,8 @@ struct DETINFER_API DETINFER_DEPRECATED_MACHINERY SessionMetrics {
   Counter replay_match;           // detinfer_replay_checks_total{result="match"}
   Counter replay_mismatch;        // ...{result="mismatch"}
   Gauge consistency_ratio;        // detinfer_consistency_ratio (1 until a check runs)
+  Counter draft_tokens;           // detinfer_speculative_draft_tokens_total
+  Counter accepted_draft_tokens;  // detinfer_speculative_accepted_tokens_total
 
   // The requests_* counter of a finish reason.
   const Counter& requests(FinishReason reason) const;

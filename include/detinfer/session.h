@@ -128,6 +128,10 @@ struct SessionStats {
   std::int64_t kv_blocks_in_use = 0;
   std::int64_t kv_blocks_capacity = 0;
   std::int64_t steps = 0;  // batched forward passes so far
+  // Speculative decoding (docs/speculative.md): tokens drafted so far and how many of them
+  // equalled the token the target chose (accepted: decoded without a pass of their own).
+  std::int64_t draft_tokens = 0;
+  std::int64_t accepted_draft_tokens = 0;
 };
 
 // Memory and per-token traffic of the loaded model (benchmarks, capacity planning).

@@ -13,8 +13,11 @@
 static_assert(DTI_SESSION_OPTIONS_SIZE_V1 == 48, "dti_session_options v1 layout changed");
 static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == offsetof(dti_generation_config, response_format),
               "dti_generation_config v1 layout changed");
-static_assert(DTI_GENERATION_CONFIG_SIZE_V2 == sizeof(dti_generation_config),
-              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V3");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V2 ==
+                  offsetof(dti_generation_config, json_schema) + sizeof(const char*),
+              "dti_generation_config v2 layout changed");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V3 == sizeof(dti_generation_config),
+              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V4");
 
 namespace detinfer::capi {
 namespace {
@@ -242,9 +245,10 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
                                 GenerationConfig* out) {
   if (in == nullptr) return DTI_OK;  // defaults
   dti_generation_config c = dti_generation_config_default();
-  if (dti_status s =
-          read_versioned(function, "dti_generation_config", *in,
-                         {DTI_GENERATION_CONFIG_SIZE_V1, DTI_GENERATION_CONFIG_SIZE_V2}, &c);
+  if (dti_status s = read_versioned(function, "dti_generation_config", *in,
+                                    {DTI_GENERATION_CONFIG_SIZE_V1, DTI_GENERATION_CONFIG_SIZE_V2,
+                                     DTI_GENERATION_CONFIG_SIZE_V3},
+                                    &c);
       s != DTI_OK) {
     return s;
   }

@@ -27,9 +27,11 @@ struct FieldSpec {
   double hi;
   bool lo_open;
   bool hi_open;
-  ModelBound bound;     // replaces `hi` when not kNone
-  bool affects_output;  // part of the result-cache key (every field is today)
-  const char* range;    // the range in words, for messages ("in (0, 1] (1 = off)")
+  ModelBound bound;  // replaces `hi` when not kNone
+  // Part of the result-cache key and of fingerprints and transcripts; false only for
+  // speed knobs that cannot change a bit of the output (speculative decoding).
+  bool affects_output;
+  const char* range;  // the range in words, for messages ("in (0, 1] (1 = off)")
 };
 
 // Limits that are not part of the model.
@@ -41,6 +43,9 @@ constexpr std::size_t kMaxStopStringBytes = 256;
 constexpr std::size_t kMaxStopTokenIds = 64;
 // The largest JSON Schema text of a response_format (docs/structured.md).
 constexpr std::size_t kMaxJsonSchemaBytes = 64 * 1024;
+// Speculative decoding (docs/speculative.md): tokens drafted per step, n-gram lengths.
+constexpr std::int32_t kMaxDraftTokens = 8;
+constexpr std::int32_t kMaxDraftNgram = 8;
 
 constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
 
@@ -66,7 +71,12 @@ constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
   X(length_penalty, -10, 10, false, false, ModelBound::kNone, true, "in [-10, 10]")            \
   X(early_stopping, 0, 1, false, false, ModelBound::kNone, true, "true or false")              \
   X(logprobs, 0, kMaxLogprobs, false, false, ModelBound::kNone, true, "in [0, 20]")            \
-  X(ignore_eos, 0, 1, false, false, ModelBound::kNone, true, "true or false")
+  X(ignore_eos, 0, 1, false, false, ModelBound::kNone, true, "true or false")                  \
+  X(draft_tokens, 0, kMaxDraftTokens, false, false, ModelBound::kNone, false,                  \
+    "0 (off) or in [1, 8]")                                                                    \
+  X(draft_ngram_min, 1, kMaxDraftNgram, false, false, ModelBound::kNone, false,                \
+    "in [1, 8], at most draft_ngram_max")                                                      \
+  X(draft_ngram_max, 1, kMaxDraftNgram, false, false, ModelBound::kNone, false, "in [1, 8]")
 
 // The members that are not plain scalars: an optional seed, an optional list of token ids
 // (each below the vocabulary size), a list of strings (`hi` is the largest count) and the
@@ -122,6 +132,11 @@ constexpr FieldDoc kGenerationFieldDocs[] = {
     {"early_stopping", "Beam search stops when num_beams hypotheses are finished"},
     {"logprobs", "Top-N logprobs per step"},
     {"ignore_eos", "Generate max-new-tokens even past eos"},
+    {"draft_tokens",
+     "Speculative decoding: tokens the n-gram (prompt-lookup) drafter proposes per step; "
+     "outputs are unchanged (docs/speculative.md)"},
+    {"draft_ngram_min", "Speculative decoding: the shortest n-gram the drafter matches"},
+    {"draft_ngram_max", "Speculative decoding: the longest n-gram the drafter matches"},
     {"seed", "Sampling seed (default: drawn and reported)"},
     {"stop_token_ids", "Stop token ids instead of the model's eos ids"},
     {"stop_strings", "Stop string (repeatable)"},

@@ -113,6 +113,12 @@ void check_combinations(const GenerationConfig& c, const ConfigLimits& limits) {
       bad("num_beams", " must be at most vocab/2 = ", limits.vocab_size / 2, ", got ", c.num_beams);
     }
     if (c.ignore_eos) bad("ignore_eos", " must be false when num_beams > 1");
+    if (c.draft_tokens != 0) {
+      bad("draft_tokens",
+          " must be 0 when num_beams > 1 (speculative decoding does not support beam search), "
+          "got ",
+          c.draft_tokens);
+    }
     if (c.response_format.type != ResponseFormatType::kText) {
       bad("response_format",
           " must be text when num_beams > 1 (constrained beam search is not "
@@ -123,6 +129,10 @@ void check_combinations(const GenerationConfig& c, const ConfigLimits& limits) {
         " must be 1 when greedy (temperature 0, num_beams 1): n > 1 needs temperature > 0 or "
         "num_beams >= n, got ",
         c.num_return_sequences);
+  }
+  if (c.draft_ngram_min > c.draft_ngram_max) {
+    bad("draft_ngram_min", " must be at most draft_ngram_max=", c.draft_ngram_max, ", got ",
+        c.draft_ngram_min);
   }
   if (c.response_format.type != ResponseFormatType::kText && !c.stop_strings.empty()) {
     bad("stop_strings",

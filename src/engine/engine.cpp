@@ -54,6 +54,15 @@ std::future<GenerationResult> Engine::submit(EngineRequest request) {
   if (!request.config.stop_token_ids) {
     request.config.stop_token_ids = impl_->model.config().eos_token_ids;
   }
+  if (request.config.draft_tokens > 0 && impl_->model.mode() == NumericsMode::kFast) {
+    // Fast mode's logits depend on the rows a pass carries: a verify pass could choose
+    // other tokens than plain decoding (docs/speculative.md).
+    throw Error(ErrorCode::kInvalidArgument,
+                "GenerationConfig.draft_tokens must be 0 in fast numerics mode: speculative "
+                "decoding keeps outputs unchanged only where logits do not depend on the rows a "
+                "pass carries (canonical, device_invariant)",
+                "draft_tokens");
+  }
   auto g = std::make_unique<Group>();
   g->reserve =
       impl_->blocks_needed(static_cast<std::int64_t>(request.prompt.size()), request.config);
@@ -123,6 +132,8 @@ EngineStats Engine::stats() const {
   s.kv_blocks_in_use = impl_->blocks_in_use.load();
   s.kv_blocks_capacity = impl_->pool.capacity();
   s.steps = impl_->steps.load();
+  s.draft_tokens = impl_->drafted.load();
+  s.accepted_draft_tokens = impl_->accepted.load();
   return s;
 }
 
@@ -253,7 +264,13 @@ void Engine::Impl::step() {
   std::int64_t rows = 0;
   for (const BatchEntry& e : b.entries) rows += e.rows;
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
+  step_drafted = step_accepted = 0;
   process_rows(b.entries, logits.data());
+  if (step_drafted > 0) {  // counted before any result of this step is delivered
+    drafted.fetch_add(step_drafted);
+    accepted.fetch_add(step_accepted);
+    for (auto& o : observers) o->on_drafts(step_drafted, step_accepted);
+  }
   for (auto& g : running) maybe_complete(*g);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
   b.stats.kv_blocks_capacity = pool.capacity();
@@ -265,16 +282,22 @@ void Engine::Impl::step() {
 }
 
 void Engine::Impl::build_batch(Batch& b) {
-  // Decode: one token for every running sequence.
+  // Decode: one token for every running sequence, followed by its drafts when it
+  // speculates (one row per token fed: the verify pass). Drafts of all sequences together
+  // stay within the prefill token budget, which bounds the step's rows and logits.
+  std::int64_t draft_budget = options.prefill_chunk_tokens;
   for (auto& gp : running) {
     Group& g = *gp;
     if (g.done || g.prefilling) continue;
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
       if (s.finished) continue;
-      ensure_blocks(pool, s.blocks, s.num_computed + 1);
-      b.steps.push_back({{s.pending}, s.num_computed, s.blocks, false});
-      b.entries.push_back({&g, i, 1, false});
+      const std::int32_t k = plan_draft(g, s, draft_budget);
+      draft_budget -= k;
+      ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
+      b.steps.push_back({{s.pending}, s.num_computed, s.blocks, k > 0});
+      b.steps.back().tokens.insert(b.steps.back().tokens.end(), s.draft.begin(), s.draft.end());
+      b.entries.push_back({&g, i, 1 + k, false, 1 + k});
       ++b.stats.decode_sequences;
     }
   }

@@ -55,6 +55,15 @@ struct EngineRequest {
   // step at that position computed.
   std::function<bool(std::int64_t step, const float* row)> score_row;
   std::int64_t score_from = 0;
+  // Speculative decoding (config.draft_tokens > 0, docs/speculative.md): when set, this
+  // drafter replaces the n-gram drafter (tests and benchmarks: one that replays or
+  // corrupts a known continuation). Called on the engine thread before each decode step
+  // of a sample with its index and generated tokens (the last one's K/V not computed
+  // yet); appends at most `max` proposed next tokens to `out` (empty on entry). Whatever
+  // it proposes, the output is that of plain decoding.
+  std::function<void(std::int32_t sample_index, const std::vector<std::int32_t>& generated,
+                     std::int32_t max, std::vector<std::int32_t>& out)>
+      drafter;
 };
 
 // The scheduler's counters; the session reports them as its SessionStats (the engine does
@@ -65,6 +74,10 @@ struct EngineStats {
   std::int64_t kv_blocks_in_use = 0;
   std::int64_t kv_blocks_capacity = 0;
   std::int64_t steps = 0;  // batched forward passes so far
+  // Speculative decoding (docs/speculative.md): drafted tokens, and those equal to the
+  // token the model chose.
+  std::int64_t draft_tokens = 0;
+  std::int64_t accepted_draft_tokens = 0;
 };
 
 class Engine {
@@ -81,7 +94,9 @@ class Engine {
   void set_prefix_provider(std::shared_ptr<PrefixProvider> provider);
 
   // Queues a request. Throws Error(kResourceExhausted) when the queue is full or the
-  // request could never fit the KV pool, Error(kUnavailable) after shutdown(). Thread-safe.
+  // request could never fit the KV pool, Error(kUnavailable) after shutdown(),
+  // Error(kInvalidArgument, "draft_tokens") for speculative decoding in fast numerics mode.
+  // Thread-safe.
   std::future<GenerationResult> submit(EngineRequest request);
 
   // What cancels a request whose EngineRequest::cancelled is `flag`: sets it and wakes the

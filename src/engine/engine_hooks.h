@@ -34,6 +34,10 @@ class EngineObserver {
   // abandoned): queue_depth and kv_blocks_* are set, the sequence counts are 0. Runs
   // before the request's future is ready, so gauges read after it are exact.
   virtual void on_gauges(const StepStats&) {}
+  // Speculative decoding (docs/speculative.md): a step's verify passes drafted `drafted`
+  // tokens, of which `accepted` equalled the token the model chose. Runs before the
+  // step's finished requests are delivered, so counters read after a result include it.
+  virtual void on_drafts(std::int64_t /*drafted*/, std::int64_t /*accepted*/) {}
   // A request cancelled before admission: it ran nothing and its future holds an empty
   // cancelled result. Neither on_finished nor on_failed is called for it.
   virtual void on_abandoned(const EngineRequest&) {}

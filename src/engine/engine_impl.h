@@ -34,6 +34,13 @@ struct SeqState {
   std::vector<std::int32_t> blocks;
   std::int64_t num_computed = 0;  // tokens whose K/V are in `blocks`
   std::int32_t pending = -1;      // chosen token whose K/V is not computed yet
+  // Speculative decoding (engine_speculative.cpp): the drafts fed after `pending` this
+  // step, and the adaptive draft length: how many tokens to ask for (0: not yet set), the
+  // steps left without drafting and the consecutive verify passes that accepted nothing.
+  std::vector<std::int32_t> draft;
+  std::int32_t draft_len = 0;
+  std::int32_t draft_pause = 0;
+  std::int32_t draft_misses = 0;
   std::vector<std::int32_t> generated;
   Sequence out;
   std::optional<Tokenizer::StreamDecoder> decoder;
@@ -119,6 +126,10 @@ struct Engine::Impl {
   std::atomic<std::int64_t> running_groups{0};
   std::atomic<std::int64_t> blocks_in_use{0};
   std::atomic<std::int64_t> steps{0};
+  std::atomic<std::int64_t> drafted{0};  // speculative decoding, all steps so far
+  std::atomic<std::int64_t> accepted{0};
+  std::int64_t step_drafted = 0;  // this step's (scheduler only)
+  std::int64_t step_accepted = 0;
 
   std::vector<std::unique_ptr<Group>> running;  // scheduler thread only
   // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
@@ -192,6 +203,14 @@ struct Engine::Impl {
   // A teacher-forced chunk (EngineRequest::score_row): hands its rows to the callback.
   void score_chunk(Group& g, const BatchEntry& be, const float* rows);
   void sample_step(Group& g, SeqState& s, const float* row);
+  // Speculative decoding (engine_speculative.cpp): the drafts of a sample's next decode
+  // step (into s.draft, at most `budget`; their count), and the verification of a step that fed
+  // them: the token chosen at each row exactly as sample_step chooses it, drafts kept while they
+  // equal it.
+  std::int32_t plan_draft(const Group& g, SeqState& s, std::int64_t budget);
+  void verify_drafts(Group& g, SeqState& s, const float* rows);
+  void adapt_draft_length(const GenerationConfig& c, SeqState& s, std::int64_t drafted_here,
+                          std::int64_t accepted_here);
   void beam_step(Group& g, const std::vector<std::size_t>& seqs,
                  const std::vector<const float*>& rows);
   void beam_finish(Group& g);

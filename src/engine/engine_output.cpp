@@ -21,6 +21,10 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
         continue;
       }
       SeqState& s = g.seqs[be.seq];
+      if (!be.prefill && !s.draft.empty()) {
+        verify_drafts(g, s, row);
+        continue;
+      }
       s.num_computed += be.tokens;
       if (be.prefill) {
         g.prefilled += be.tokens;

@@ -29,6 +29,7 @@ struct ReadField {
   template <typename T>
   void operator()(const core::FieldSpec& f, T& v) const {
     const char* key = f.key;
+    if (!f.affects_output) return;  // a speed knob: never recorded (config_to_json)
     if constexpr (kIsSeed<T>) {
       // Recorded beside the config as the seed actually used.
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -84,6 +85,9 @@ json config_to_json(const GenerationConfig& c) {
   json j = json::object();
   core::for_each_field(c, [&](const core::FieldSpec& f, const auto& v) {
     using T = std::decay_t<decltype(v)>;
+    // Speed knobs (speculative decoding) change no bit of the output: fingerprints and
+    // transcripts keep the bytes they had before these fields existed.
+    if (!f.affects_output) return;
     if constexpr (kIsSeed<T>) {
       // Recorded beside the config as the seed actually used.
     } else if constexpr (std::is_same_v<T, std::optional<std::vector<std::int32_t>>>) {

@@ -63,6 +63,12 @@ SessionMetrics::SessionMetrics(MetricsRegistry& r) {
   consistency_ratio = r.gauge("detinfer_consistency_ratio",
                               "Fraction of replay checks whose digests matched (1 before any).");
   consistency_ratio.set(1.0);
+  draft_tokens = r.counter("detinfer_speculative_draft_tokens_total",
+                           "Tokens proposed by the speculative decoding drafter.");
+  accepted_draft_tokens =
+      r.counter("detinfer_speculative_accepted_tokens_total",
+                "Drafted tokens equal to the token the model chose (decoded without a pass of "
+                "their own).");
 }
 
 const Counter& SessionMetrics::requests(FinishReason reason) const {

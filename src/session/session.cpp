@@ -235,6 +235,8 @@ SessionStats DeterministicSession::stats() const {
   s.kv_blocks_in_use = e.kv_blocks_in_use;
   s.kv_blocks_capacity = e.kv_blocks_capacity;
   s.steps = e.steps;
+  s.draft_tokens = e.draft_tokens;
+  s.accepted_draft_tokens = e.accepted_draft_tokens;
   return s;
 }
 

@@ -91,6 +91,11 @@ void Telemetry::on_step(const engine::StepStats& s) {
   if (batch > 0) metrics_.batch_size.observe(batch);
 }
 
+void Telemetry::on_drafts(std::int64_t drafted, std::int64_t accepted) {
+  metrics_.draft_tokens.inc(static_cast<std::uint64_t>(drafted));
+  metrics_.accepted_draft_tokens.inc(static_cast<std::uint64_t>(accepted));
+}
+
 void Telemetry::on_gauges(const engine::StepStats& s) {
   metrics_.queue_depth.set(static_cast<double>(s.queue_depth));
   metrics_.kv_blocks_in_use.set(static_cast<double>(s.kv_blocks_in_use));

@@ -16,7 +16,7 @@ namespace detinfer {
 namespace {
 
 // A new member of GenerationConfig must be added to the field table: this size changes.
-static_assert(sizeof(GenerationConfig) == 176,
+static_assert(sizeof(GenerationConfig) == 192,
               "GenerationConfig changed: add the new member to core/generation_fields.h and "
               "update this size");
 

@@ -137,6 +137,53 @@ TEST_F(ServeWire, ClientErrorsInTheBodyAre400WithAClearMessage) {
   EXPECT_EQ(complete(port(), {{"prompt", "still fine"}, {"max_tokens", 1}}).first, 200);
 }
 
+// Speculative decoding per request (docs/speculative.md): `draft_tokens` gives the same
+// text, digest and logprobs, whole and streamed; out of range or with beams it is a 400
+// naming it.
+TEST_F(ServeWire, DraftTokensChangeNoResponseAndBadValuesAre400) {
+  for (const json& base :
+       {json{{"prompt", "the cat sat on the mat. the cat sat on the mat. the cat"},
+             {"max_tokens", 20},
+             {"temperature", 0},
+             {"ignore_eos", true},
+             {"logprobs", 2}},
+        json{{"prompt", "one two one two one two one"},
+             {"max_tokens", 20},
+             {"temperature", 0.6},
+             {"seed", 5},
+             {"ignore_eos", true},
+             {"logprobs", 2}}}) {
+    const auto [s0, plain] = complete(port(), base);
+    ASSERT_EQ(s0, 200) << plain;
+    for (int k : {1, 4, 8}) {
+      json spec = base;
+      spec["draft_tokens"] = k;
+      const auto [s1, r] = complete(port(), spec);
+      ASSERT_EQ(s1, 200) << r;
+      EXPECT_EQ(r["choices"][0]["text"], plain["choices"][0]["text"]) << k;
+      EXPECT_EQ(r["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]) << k;
+      EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]) << k;
+    }
+    json streamed = base;
+    streamed["draft_tokens"] = 4;
+    streamed["stream"] = true;
+    httplib::Client c("127.0.0.1", port());
+    const auto st = c.Post("/v1/completions", streamed.dump(), "application/json");
+    ASSERT_TRUE(st);
+    std::string text;
+    for (const json& ev : sse_events(st->body)) {
+      if (ev.is_object() && ev.contains("choices") && !ev["choices"].empty()) {
+        text += ev["choices"][0].value("text", "");
+      }
+    }
+    EXPECT_EQ(text, plain["choices"][0]["text"].get<std::string>());
+  }
+  expect_400(R"({"prompt": "hi", "draft_tokens": 9})", "draft_tokens");
+  expect_400(R"({"prompt": "hi", "temperature": 0, "draft_tokens": 2, "num_beams": 2})",
+             "draft_tokens");
+  expect_400(R"({"prompt": "hi", "draft_ngram_min": 3, "draft_ngram_max": 2})", "draft_ngram_min");
+}
+
 // Defect 7: can never fit -> 400 naming the limit, no Retry-After.
 TEST_F(ServeWire, ARequestThatCanNeverFitIs400Not429) {
   const json e =

@@ -117,6 +117,22 @@ TEST(ConfigCheck, ContradictionsAreNamed) {
         c.ignore_eos = true;
       },
       "ignore_eos");
+  // Speculative decoding refuses beam search; the n-gram bounds must be ordered.
+  expect_invalid(
+      [](auto& c) {
+        c.num_beams = 2;
+        c.draft_tokens = 4;
+      },
+      "draft_tokens");
+  expect_invalid(
+      [](auto& c) {
+        c.draft_ngram_min = 4;
+        c.draft_ngram_max = 2;
+      },
+      "draft_ngram_min");
+  expect_invalid([](auto& c) { c.draft_tokens = 9; }, "draft_tokens");
+  expect_invalid([](auto& c) { c.draft_tokens = -1; }, "draft_tokens");
+  expect_invalid([](auto& c) { c.draft_ngram_max = 0; }, "draft_ngram_max");
   GenerationConfig c;
   c.num_beams = 8;
   try {

@@ -74,10 +74,12 @@ class FakeModel : public model::Model {
       for (std::size_t i = 0; i < s.tokens.size(); ++i) {
         state = fake_next_state(state, s.tokens[i]);
         store(kv, s.block_table, s.start_pos + static_cast<std::int64_t>(i), state);
+        if (s.all_logits || i + 1 == s.tokens.size()) {  // every position's row, or the last
+          const std::size_t at = logits.size();
+          logits.resize(at + kFakeVocab);
+          fake_row(state, logits.data() + at);
+        }
       }
-      const std::size_t at = logits.size();
-      logits.resize(at + kFakeVocab);
-      fake_row(state, logits.data() + at);
     }
   }
 

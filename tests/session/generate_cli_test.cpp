@@ -48,6 +48,38 @@ TEST(GenerateCli, BadArgumentsFailWithAMessage) {
   EXPECT_FALSE(m.err.empty());
 }
 
+// --speculative ngram / --draft-tokens N (docs/speculative.md): the same JSON output
+// (tokens, text, digest) as without, greedy and seeded; bad values fail naming them.
+TEST(GenerateCli, SpeculativeFlagsChangeNoOutput) {
+  const std::string cmd = cli_path() + " generate --model " + testing::tiny_model_dir() +
+                          " --prompt 'the cat sat on the mat. the cat sat on the mat. the cat'" +
+                          " --max-new-tokens 24 --ignore-eos --json --threads 1";
+  for (const std::string sampling : {"", " --temperature 0.7 --seed 3 --logprobs 2"}) {
+    const auto plain = run_shell(cmd + sampling);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const auto p = nlohmann::json::parse(plain.out);
+    for (const std::string flags :
+         {" --speculative ngram", " --draft-tokens 8 --draft-ngram-min 2", " --draft-tokens 1"}) {
+      const auto spec = run_shell(cmd + sampling + flags);
+      ASSERT_EQ(spec.exit_code, 0) << spec.err;
+      const auto q = nlohmann::json::parse(spec.out);
+      for (const char* f : {"tokens", "text", "digest", "finish_reason", "logprobs"}) {
+        EXPECT_EQ(p.value(f, nlohmann::json()), q.value(f, nlohmann::json())) << f << flags;
+      }
+    }
+  }
+  const auto bad = run_shell(cmd + " --speculative draft");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--speculative"), std::string::npos) << bad.err;
+  const auto big = run_shell(cmd + " --draft-tokens 9");
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.err.find("draft_tokens"), std::string::npos) << big.err;
+  const auto beams = run_shell(cli_path() + " generate --model " + testing::tiny_model_dir() +
+                               " --prompt hi --num-beams 2 --draft-tokens 2");
+  EXPECT_NE(beams.exit_code, 0);
+  EXPECT_NE(beams.err.find("draft_tokens"), std::string::npos) << beams.err;
+}
+
 // --json-schema FILE / --response-format json_object: the output follows the schema and
 // ends with it; an unsupported keyword fails naming it.
 TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {

@@ -59,6 +59,25 @@ void add_response_format_flags(CLI::App& app, detinfer::ResponseFormat& f,
       "docs/structured.md)");
 }
 
+// --speculative off|ngram: the drafter by name (docs/speculative.md). ngram keeps an
+// explicit --draft-tokens and otherwise drafts kDefaultDraftTokens; off turns it off.
+constexpr std::int32_t kDefaultDraftTokens = 4;
+void add_speculative_flag(CLI::App& app, detinfer::GenerationConfig& config) {
+  app.add_option_function<std::string>(
+      "--speculative",
+      [&config](const std::string& mode) {
+        if (mode == "off") {
+          config.draft_tokens = 0;
+        } else if (mode == "ngram") {
+          if (config.draft_tokens == 0) config.draft_tokens = kDefaultDraftTokens;
+        } else {
+          throw CLI::ValidationError("--speculative", "'" + mode + "' is not off or ngram");
+        }
+      },
+      "Speculative decoding: off, or ngram (prompt lookup; --draft-tokens N, default 4). "
+      "Outputs are bitwise those of plain decoding (docs/speculative.md)");
+}
+
 }  // namespace
 
 std::string generation_flag(const char* member) {
@@ -92,6 +111,7 @@ void add_generation_flags(CLI::App& app, detinfer::GenerationConfig& config) {
           app.add_option(names, member, help)->capture_default_str();
         }
       });
+  add_speculative_flag(app, config);
 }
 
 }  // namespace detinfer_cli
