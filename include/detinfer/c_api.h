@@ -86,6 +86,8 @@ typedef struct dti_session_options {
   const char* cache_salt;            /* mixed into prefix-cache keys; NULL = "" */
   /* --- v3: numerics --- */
   int32_t kv_dtype; /* dti_kv_dtype: KV cache storage precision; DTI_KV_F32 (docs/numerics.md) */
+  /* --- v4: speculative decoding (docs/speculative.md) --- */
+  const char* draft_model; /* draft model folder (same tokenizer); NULL = none */
 } dti_session_options;
 
 typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dti_kv_dtype;
@@ -94,6 +96,8 @@ typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dt
 #define DTI_SESSION_OPTIONS_SIZE_V1 ((uint32_t)offsetof(dti_session_options, prefix_cache))
 /* struct_size of the second version (caches, up to cache_salt). */
 #define DTI_SESSION_OPTIONS_SIZE_V2 ((uint32_t)offsetof(dti_session_options, kv_dtype))
+/* struct_size of the third version (kv_dtype). */
+#define DTI_SESSION_OPTIONS_SIZE_V3 ((uint32_t)offsetof(dti_session_options, draft_model))
 
 DETINFER_API dti_session_options dti_session_options_default(void);
 
@@ -143,10 +147,14 @@ typedef struct dti_generation_config {
   int32_t response_format;
   const char* json_schema;
   /* Speculative decoding (docs/speculative.md; outputs unchanged): tokens the n-gram
-   * drafter proposes per step (0 = off, 1..8) and the n-gram lengths it matches. */
+   * drafter proposes per step (0 = off, 1..8) and the n-gram lengths it matches
+   * (with draft_with_model: the draft model proposes them). */
   int32_t draft_tokens;    /* 0 */
   int32_t draft_ngram_min; /* 1 */
   int32_t draft_ngram_max; /* 3 */
+  /* --- v4: 1 = draft with the session's draft model (dti_session_options.draft_model)
+   * instead of n-grams; 0 (default) --- */
+  int32_t draft_with_model;
 } dti_generation_config;
 
 typedef enum dti_response_format {
@@ -162,7 +170,10 @@ typedef enum dti_response_format {
 #define DTI_GENERATION_CONFIG_SIZE_V2 \
   ((uint32_t)(offsetof(dti_generation_config, json_schema) + sizeof(const char*)))
 /* struct_size of the third version (draft_tokens, draft_ngram_min, draft_ngram_max). */
-#define DTI_GENERATION_CONFIG_SIZE_V3 ((uint32_t)sizeof(dti_generation_config))
+#define DTI_GENERATION_CONFIG_SIZE_V3 \
+  ((uint32_t)(offsetof(dti_generation_config, draft_ngram_max) + sizeof(int32_t)))
+/* struct_size of the fourth version (draft_with_model). */
+#define DTI_GENERATION_CONFIG_SIZE_V4 ((uint32_t)sizeof(dti_generation_config))
 
 DETINFER_API dti_generation_config dti_generation_config_default(void);
 

@@ -62,6 +62,10 @@ struct GenerationConfig {
   std::int32_t draft_tokens = 0;     // 0 = off; 1..8
   std::int32_t draft_ngram_min = 1;  // 1..8, <= draft_ngram_max
   std::int32_t draft_ngram_max = 3;  // 1..8
+  // With draft_tokens > 0: draft with the session's draft model
+  // (SessionOptions::draft_model_path) instead of the n-gram drafter. Without a draft
+  // model in the session the request is refused (field "draft_with_model").
+  bool draft_with_model = false;
 };
 
 enum class FinishReason : std::uint8_t {

@@ -61,6 +61,11 @@ struct SessionOptions {
   // Chat template file used instead of the model folder's (docs/chat.md): a .json file
   // ({"chat_template": ...}) or a Jinja file. "" = the model's own.
   std::string chat_template_path;
+  // Speculative decoding's draft model (docs/speculative.md): a folder like model_dir
+  // holding a smaller model with the same tokenizer. Requests opt in with
+  // GenerationConfig::draft_with_model; its proposals change only speed, never an
+  // output. "" = none.
+  std::string draft_model_path;
 
   // Caches (docs/cache.md). Defaults: the KV-prefix cache ON with only its memory tier
   // (budget 20% of physical memory, filled only as prompts are cached; TTL 3600 s) —

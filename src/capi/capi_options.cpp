@@ -16,8 +16,14 @@ static_assert(DTI_GENERATION_CONFIG_SIZE_V1 == offsetof(dti_generation_config, r
 static_assert(DTI_GENERATION_CONFIG_SIZE_V2 ==
                   offsetof(dti_generation_config, json_schema) + sizeof(const char*),
               "dti_generation_config v2 layout changed");
-static_assert(DTI_GENERATION_CONFIG_SIZE_V3 == sizeof(dti_generation_config),
-              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V4");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V3 ==
+                  offsetof(dti_generation_config, draft_ngram_max) + sizeof(std::int32_t),
+              "dti_generation_config v3 layout changed");
+static_assert(DTI_GENERATION_CONFIG_SIZE_V4 == sizeof(dti_generation_config),
+              "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V5");
+static_assert(DTI_SESSION_OPTIONS_SIZE_V3 >=
+                  offsetof(dti_session_options, kv_dtype) + sizeof(std::int32_t),
+              "dti_session_options v3 layout changed");
 
 namespace detinfer::capi {
 namespace {
@@ -102,7 +108,7 @@ constexpr int custom_rows() {
     n += f.c_field == session::CField::kCustom ? 1 : 0;
   return n;
 }
-static_assert(custom_rows() == 9, "a new kCustom SessionOptions row needs its C conversion here");
+static_assert(custom_rows() == 10, "a new kCustom SessionOptions row needs its C conversion here");
 
 // The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
@@ -114,6 +120,7 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
   if (c.disk_cache_dir != nullptr) cache.prefix.disk.directory = c.disk_cache_dir;
   if (c.redis_host != nullptr) cache.redis.host = c.redis_host;
   if (c.cache_salt != nullptr) out->cache_salt = c.cache_salt;
+  if (c.draft_model != nullptr) out->draft_model_path = c.draft_model;
 }
 
 }  // namespace
@@ -121,10 +128,10 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
 dti_status to_session_options(const char* fn, const dti_session_options* in, SessionOptions* out) {
   dti_session_options c = dti_session_options_default();
   if (in != nullptr) {
-    if (dti_status s = read_versioned(
-            fn, "dti_session_options", *in,
-            {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2, sizeof(dti_session_options)},
-            &c);
+    if (dti_status s = read_versioned(fn, "dti_session_options", *in,
+                                      {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2,
+                                       DTI_SESSION_OPTIONS_SIZE_V3, sizeof(dti_session_options)},
+                                      &c);
         s != DTI_OK) {
       return s;
     }
@@ -172,6 +179,7 @@ dti_status from_session_options(const SessionOptions& in, dti_session_options* o
   out->disk_cache_dir = c_string(cache.prefix.disk.directory);
   out->redis_host = c_string(cache.redis.host);
   out->cache_salt = c_string(in.cache_salt);
+  out->draft_model = c_string(in.draft_model_path);
   return DTI_OK;
 }
 
@@ -247,7 +255,7 @@ dti_status to_generation_config(const char* function, const dti_generation_confi
   dti_generation_config c = dti_generation_config_default();
   if (dti_status s = read_versioned(function, "dti_generation_config", *in,
                                     {DTI_GENERATION_CONFIG_SIZE_V1, DTI_GENERATION_CONFIG_SIZE_V2,
-                                     DTI_GENERATION_CONFIG_SIZE_V3},
+                                     DTI_GENERATION_CONFIG_SIZE_V3, DTI_GENERATION_CONFIG_SIZE_V4},
                                     &c);
       s != DTI_OK) {
     return s;

@@ -76,7 +76,8 @@ constexpr double kU32Max = std::numeric_limits<std::uint32_t>::max();
     "0 (off) or in [1, 8]")                                                                    \
   X(draft_ngram_min, 1, kMaxDraftNgram, false, false, ModelBound::kNone, false,                \
     "in [1, 8], at most draft_ngram_max")                                                      \
-  X(draft_ngram_max, 1, kMaxDraftNgram, false, false, ModelBound::kNone, false, "in [1, 8]")
+  X(draft_ngram_max, 1, kMaxDraftNgram, false, false, ModelBound::kNone, false, "in [1, 8]")   \
+  X(draft_with_model, 0, 1, false, false, ModelBound::kNone, false, "true or false")
 
 // The members that are not plain scalars: an optional seed, an optional list of token ids
 // (each below the vocabulary size), a list of strings (`hi` is the largest count) and the
@@ -133,10 +134,12 @@ constexpr FieldDoc kGenerationFieldDocs[] = {
     {"logprobs", "Top-N logprobs per step"},
     {"ignore_eos", "Generate max-new-tokens even past eos"},
     {"draft_tokens",
-     "Speculative decoding: tokens the n-gram (prompt-lookup) drafter proposes per step; "
+     "Speculative decoding: tokens the drafter (n-gram, or the draft model) proposes per step; "
      "outputs are unchanged (docs/speculative.md)"},
     {"draft_ngram_min", "Speculative decoding: the shortest n-gram the drafter matches"},
     {"draft_ngram_max", "Speculative decoding: the longest n-gram the drafter matches"},
+    {"draft_with_model",
+     "Speculative decoding: draft with the session's draft model instead of n-grams"},
     {"seed", "Sampling seed (default: drawn and reported)"},
     {"stop_token_ids", "Stop token ids instead of the model's eos ids"},
     {"stop_strings", "Stop string (repeatable)"},

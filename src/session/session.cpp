@@ -47,10 +47,14 @@ core::DType kv_storage_dtype(KvDType d) {
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
 // this process may use (cgroup limit or physical memory; 256 MiB when both are unknown).
 // The pool is allocated zero-filled by the backend, so untouched blocks cost no RAM.
-std::int64_t auto_kv_budget(const model::ModelConfig& c, const SessionOptions& o) {
-  // K + V of one token as stored: 4 bytes per element for f32, 2 for bf16/f16.
+// K + V of one token as stored: 4 bytes per element for f32, 2 for bf16/f16.
+std::int64_t kv_bytes_per_token(const model::ModelConfig& c, const SessionOptions& o) {
   const auto elem = static_cast<std::int64_t>(core::dtype_size(kv_storage_dtype(o.kv_dtype)));
-  const std::int64_t per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * elem;
+  return 2 * c.num_layers * c.num_kv_heads * c.head_dim * elem;
+}
+
+std::int64_t auto_kv_budget(const model::ModelConfig& c, const SessionOptions& o) {
+  const std::int64_t per_token = kv_bytes_per_token(c, o);
   const std::int64_t limit = core::memory_limit_bytes();
   const std::int64_t cap = limit > 0 ? limit / 4 : std::int64_t{256} << 20;
   const std::int64_t want = std::int64_t{o.max_batch} * c.max_position_embeddings * per_token;
@@ -103,6 +107,16 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   if (impl->options.kv_budget_bytes == 0) {
     impl->options.kv_budget_bytes = auto_kv_budget(mc, impl->options);
   }
+  if (!impl->options.draft_model_path.empty()) {
+    // Its own pool, holding as many tokens as the target's.
+    const SessionOptions& o = impl->options;
+    impl->draft = session::DraftModel::open(
+        o.draft_model_path, mo, model_dir, mc,
+        [&](const model::ModelConfig& c) {
+          return o.kv_budget_bytes / kv_bytes_per_token(mc, o) * kv_bytes_per_token(c, o);
+        },
+        o.kv_block_size);
+  }
   engine::EngineOptions eo;
   eo.max_batch = impl->options.max_batch;
   eo.prefill_chunk_tokens = impl->options.prefill_chunk_tokens;
@@ -152,6 +166,17 @@ void DeterministicSession::Impl::build_pipeline(const engine::EngineOptions& eo,
   }
 }
 
+void DeterministicSession::Impl::attach_drafter(engine::EngineRequest& r) const {
+  if (r.config.draft_tokens == 0 || !r.config.draft_with_model) return;
+  if (!draft) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "GenerationConfig.draft_with_model: the session has no draft model (open it with "
+                "SessionOptions.draft_model_path)",
+                "draft_with_model");
+  }
+  r.drafter = draft->drafter(r.prompt);
+}
+
 void DeterministicSession::Impl::shutdown() {
   if (prep) prep->close();
   if (engine) engine->shutdown();
@@ -161,6 +186,7 @@ void DeterministicSession::Impl::shutdown() {
 RequestHandle DeterministicSession::submit(const Prompt& prompt, const GenerationConfig& config,
                                            TokenCallback on_token) {
   engine::EngineRequest r = impl_->prep->prepare(prompt, config, std::move(on_token));
+  impl_->attach_drafter(r);
   RequestHandle h;
   h.id_ = r.id;
   h.cancel_ = impl_->engine->canceller(r.cancelled);

@@ -43,33 +43,36 @@ constexpr std::int64_t kMaxSteps = std::int64_t{1} << 20;
 
 // X(member path, key, flag, C handling, C member, lo, hi, doc), in documentation order.
 // `_` stands for "no C member".
-#define DETINFER_SESSION_FIELDS(X)                                                            \
-  X(mode, "mode", "--mode", kCustom, mode, 0, -1,                                             \
-    "Numerics mode: canonical | fast | device_invariant")                                     \
-  X(device, "device", "--device", kNone, _, 0, -1,                                            \
-    "cpu | cuda | cuda:N (weights, KV cache, kernels)")                                       \
-  X(kv_dtype, "kv_dtype", "--kv-dtype", kCustom, kv_dtype, 0, -1,                             \
-    "KV cache storage: f32 | bf16 | f16 (rounded to nearest-even, 2 bytes: twice the tokens " \
-    "per --kv-budget-bytes)")                                                                 \
-  X(threads, "threads", "--threads", kCopy, threads, 1, 1024,                                 \
-    "Kernel threads 1..1024 (0 = all cores)")                                                 \
-  X(kv_budget_bytes, "kv_budget_bytes", "--kv-budget-bytes", kCopy, kv_budget_bytes, 0,       \
-    kMaxKvBudgetBytes,                                                                        \
-    "KV pool bytes (0 = sized from the model and the memory available); bf16/f16 KV holds "   \
-    "twice the tokens of f32")                                                                \
-  X(kv_block_size, "kv_block_size", "--kv-block-size", kCopy, kv_block_size, 1, 1024,         \
-    "Tokens per KV block 1..1024")                                                            \
-  X(max_batch, "max_batch", "--max-batch", kCopy, max_batch, 1, 4096,                         \
-    "Sequences decoded per step 1..4096")                                                     \
-  X(prefill_chunk_tokens, "prefill_chunk_tokens", "--prefill-chunk-tokens", kCopy,            \
-    prefill_chunk_tokens, 1, kMaxSteps, "Prompt tokens per step 1..1048576")                  \
-  X(max_queue, "max_queue", "--max-queue", kCopy, max_queue, 1, kMaxSteps,                    \
-    "Waiting requests before refusal 1..1048576")                                             \
-  X(log_level, "log_level", "--log-level", kCustom, log_level, 0, -1,                         \
-    "trace | debug | info | warn | error | critical | off (\"\" = DETINFER_LOG_LEVEL)")       \
-  X(cache_salt, "cache_salt", "--cache-salt", kCustom, cache_salt, 0, -1,                     \
-    "Mixed into every prefix-cache key")                                                      \
-  DETINFER_SESSION_CACHE_FIELDS(X)                                                            \
+#define DETINFER_SESSION_FIELDS(X)                                                             \
+  X(mode, "mode", "--mode", kCustom, mode, 0, -1,                                              \
+    "Numerics mode: canonical | fast | device_invariant")                                      \
+  X(device, "device", "--device", kNone, _, 0, -1,                                             \
+    "cpu | cuda | cuda:N (weights, KV cache, kernels)")                                        \
+  X(kv_dtype, "kv_dtype", "--kv-dtype", kCustom, kv_dtype, 0, -1,                              \
+    "KV cache storage: f32 | bf16 | f16 (rounded to nearest-even, 2 bytes: twice the tokens "  \
+    "per --kv-budget-bytes)")                                                                  \
+  X(threads, "threads", "--threads", kCopy, threads, 1, 1024,                                  \
+    "Kernel threads 1..1024 (0 = all cores)")                                                  \
+  X(kv_budget_bytes, "kv_budget_bytes", "--kv-budget-bytes", kCopy, kv_budget_bytes, 0,        \
+    kMaxKvBudgetBytes,                                                                         \
+    "KV pool bytes (0 = sized from the model and the memory available); bf16/f16 KV holds "    \
+    "twice the tokens of f32")                                                                 \
+  X(kv_block_size, "kv_block_size", "--kv-block-size", kCopy, kv_block_size, 1, 1024,          \
+    "Tokens per KV block 1..1024")                                                             \
+  X(max_batch, "max_batch", "--max-batch", kCopy, max_batch, 1, 4096,                          \
+    "Sequences decoded per step 1..4096")                                                      \
+  X(prefill_chunk_tokens, "prefill_chunk_tokens", "--prefill-chunk-tokens", kCopy,             \
+    prefill_chunk_tokens, 1, kMaxSteps, "Prompt tokens per step 1..1048576")                   \
+  X(max_queue, "max_queue", "--max-queue", kCopy, max_queue, 1, kMaxSteps,                     \
+    "Waiting requests before refusal 1..1048576")                                              \
+  X(log_level, "log_level", "--log-level", kCustom, log_level, 0, -1,                          \
+    "trace | debug | info | warn | error | critical | off (\"\" = DETINFER_LOG_LEVEL)")        \
+  X(cache_salt, "cache_salt", "--cache-salt", kCustom, cache_salt, 0, -1,                      \
+    "Mixed into every prefix-cache key")                                                       \
+  X(draft_model_path, "speculative.draft_model", "--draft-model", kCustom, draft_model, 0, -1, \
+    "Speculative decoding's draft model folder (same tokenizer; used by requests with "        \
+    "draft_with_model, e.g. --speculative draft); \"\" = none")                                \
+  DETINFER_SESSION_CACHE_FIELDS(X)                                                             \
   DETINFER_SESSION_OBSERVABILITY_FIELDS(X)
 
 #define DETINFER_SESSION_CACHE_FIELDS(X)                                                           \

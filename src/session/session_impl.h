@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "session/cache_bridge.h"
+#include "session/draft_model.h"
 #include "session/numerics_identity.h"
 #include "session/replay.h"
 #include "session/request_prep.h"
@@ -39,6 +40,11 @@ struct DeterministicSession::Impl {
   session::NumericsIdentity numerics;  // built at open from the options and the loaded model
   std::unique_ptr<model::Model> model;
   std::optional<Tokenizer> tokenizer;
+  // Speculative decoding's draft model (SessionOptions::draft_model_path); null when none.
+  std::shared_ptr<session::DraftModel> draft;
+  // Sets r.drafter for a request that drafts with the draft model; Error(kInvalidArgument,
+  // "draft_with_model") when the session has none.
+  void attach_drafter(engine::EngineRequest& r) const;
   // Chat templates and generation defaults of the model folder; the tokenizer hash the
   // fingerprints record (with the chat template when it has its own file). session_chat.cpp.
   chat::ChatTemplates chat_templates;

@@ -78,14 +78,18 @@ static void test_versions(void) {
   CHECK(dti_session_open(model_dir, (const dti_session_options*)&old, &s) == DTI_INVALID_ARGUMENT);
   CHECK(strstr(dti_last_error(), "struct_size") != NULL);
   dti_generation_config c = dti_generation_config_default();
-  CHECK(c.struct_size == DTI_GENERATION_CONFIG_SIZE_V3);
+  CHECK(c.struct_size == DTI_GENERATION_CONFIG_SIZE_V4);
   CHECK(DTI_GENERATION_CONFIG_SIZE_V1 < DTI_GENERATION_CONFIG_SIZE_V2);
   CHECK(DTI_GENERATION_CONFIG_SIZE_V2 < DTI_GENERATION_CONFIG_SIZE_V3);
+  CHECK(DTI_GENERATION_CONFIG_SIZE_V3 < DTI_GENERATION_CONFIG_SIZE_V4);
   CHECK(c.draft_tokens == 0 && c.draft_ngram_min == 1 && c.draft_ngram_max == 3);
+  CHECK(c.draft_with_model == 0);
   CHECK(c.response_format == DTI_RESPONSE_TEXT && c.json_schema == NULL);
 
   /* v3: kv_dtype (f32 by default; a v2-sized struct keeps it; bad values are refused). */
-  CHECK(DTI_SESSION_OPTIONS_SIZE_V2 < sizeof(dti_session_options));
+  CHECK(DTI_SESSION_OPTIONS_SIZE_V2 < DTI_SESSION_OPTIONS_SIZE_V3);
+  CHECK(DTI_SESSION_OPTIONS_SIZE_V3 < sizeof(dti_session_options));
+  CHECK(d.draft_model == NULL);
   CHECK(d.kv_dtype == DTI_KV_F32);
   dti_session_options v2 = dti_session_options_default();
   v2.struct_size = DTI_SESSION_OPTIONS_SIZE_V2;

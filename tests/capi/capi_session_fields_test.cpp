@@ -79,6 +79,10 @@ std::map<std::string, Row> rows() {
       [](auto& c) { c.cache_salt = "salt"; },
       [](const SessionOptions& s) { return s.cache_salt == "salt"; },
       [](const auto& a, const auto& b) { return same_string(a.cache_salt, b.cache_salt); }};
+  r["speculative.draft_model"] = {
+      [](auto& c) { c.draft_model = "/models/draft"; },
+      [](const SessionOptions& s) { return s.draft_model_path == "/models/draft"; },
+      [](const auto& a, const auto& b) { return same_string(a.draft_model, b.draft_model); }};
   r["cache.prefix.disk.directory"] = {
       [](auto& c) { c.disk_cache_dir = "/tmp/d"; },
       [](const SessionOptions& s) { return s.cache.prefix.disk.directory == "/tmp/d"; },

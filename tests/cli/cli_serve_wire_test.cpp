@@ -182,6 +182,36 @@ TEST_F(ServeWire, DraftTokensChangeNoResponseAndBadValuesAre400) {
   expect_400(R"({"prompt": "hi", "temperature": 0, "draft_tokens": 2, "num_beams": 2})",
              "draft_tokens");
   expect_400(R"({"prompt": "hi", "draft_ngram_min": 3, "draft_ngram_max": 2})", "draft_ngram_min");
+  // This server has no draft model.
+  expect_400(R"({"prompt": "hi", "draft_tokens": 2, "draft_with_model": true})",
+             "draft_with_model");
+}
+
+// A server with --draft-model (the model itself as its draft): draft_with_model requests
+// answer what plain requests answer, whole and streamed.
+TEST_F(ServeWire, DraftModelRequestsChangeNoResponse) {
+  ServeProcess drafting;
+  ASSERT_TRUE(drafting.start(tiny_model(), {"--threads", "1", "--draft-model", tiny_model()}))
+      << drafting.log();
+  const json base{{"prompt", "a draft model proposes"},
+                  {"max_tokens", 16},
+                  {"temperature", 0.6},
+                  {"seed", 9},
+                  {"ignore_eos", true},
+                  {"logprobs", 2}};
+  const auto [s0, plain] = complete(port(), base);
+  ASSERT_EQ(s0, 200) << plain;
+  for (int k : {1, 4}) {
+    json spec = base;
+    spec["draft_tokens"] = k;
+    spec["draft_with_model"] = true;
+    const auto [s1, r] = complete(drafting.port(), spec);
+    ASSERT_EQ(s1, 200) << r;
+    EXPECT_EQ(r["choices"][0]["text"], plain["choices"][0]["text"]) << k;
+    EXPECT_EQ(r["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]) << k;
+    EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]) << k;
+  }
+  EXPECT_EQ(drafting.signal_and_wait(SIGTERM, 20), 0);
 }
 
 // Defect 7: can never fit -> 400 naming the limit, no Retry-After.

@@ -113,7 +113,7 @@ TEST(OpenAiFields, EveryPlainFieldIsReadTypedAndRangeChecked) {
       }
     }
   });
-  EXPECT_EQ(checked, 16);  // the 18 plain fields less first_sample_index and logprobs
+  EXPECT_EQ(checked, 17);  // the 19 plain fields less first_sample_index and logprobs
 }
 
 TEST(OpenAiFields, OpenAiDefaultsAndLimits) {

@@ -48,8 +48,9 @@ TEST(GenerateCli, BadArgumentsFailWithAMessage) {
   EXPECT_FALSE(m.err.empty());
 }
 
-// --speculative ngram / --draft-tokens N (docs/speculative.md): the same JSON output
-// (tokens, text, digest) as without, greedy and seeded; bad values fail naming them.
+// --speculative ngram|draft / --draft-tokens N / --draft-model DIR (docs/speculative.md):
+// the same JSON output (tokens, text, digest) as without, greedy and seeded; bad values
+// fail naming them.
 TEST(GenerateCli, SpeculativeFlagsChangeNoOutput) {
   const std::string cmd = cli_path() + " generate --model " + testing::tiny_model_dir() +
                           " --prompt 'the cat sat on the mat. the cat sat on the mat. the cat'" +
@@ -58,8 +59,11 @@ TEST(GenerateCli, SpeculativeFlagsChangeNoOutput) {
     const auto plain = run_shell(cmd + sampling);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     const auto p = nlohmann::json::parse(plain.out);
-    for (const std::string flags :
-         {" --speculative ngram", " --draft-tokens 8 --draft-ngram-min 2", " --draft-tokens 1"}) {
+    const std::string draft = " --draft-model " + testing::tiny_model_dir();
+    for (const std::string& flags :
+         {std::string(" --speculative ngram"), std::string(" --draft-tokens 8 --draft-ngram-min 2"),
+          std::string(" --draft-tokens 1"), " --speculative draft" + draft,
+          " --draft-tokens 3 --draft-with-model" + draft}) {
       const auto spec = run_shell(cmd + sampling + flags);
       ASSERT_EQ(spec.exit_code, 0) << spec.err;
       const auto q = nlohmann::json::parse(spec.out);
@@ -68,9 +72,15 @@ TEST(GenerateCli, SpeculativeFlagsChangeNoOutput) {
       }
     }
   }
-  const auto bad = run_shell(cmd + " --speculative draft");
+  const auto bad = run_shell(cmd + " --speculative eagle");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--speculative"), std::string::npos) << bad.err;
+  const auto no_model = run_shell(cmd + " --speculative draft");
+  EXPECT_NE(no_model.exit_code, 0);
+  EXPECT_NE(no_model.err.find("draft_with_model"), std::string::npos) << no_model.err;
+  const auto missing = run_shell(cmd + " --speculative draft --draft-model /nonexistent/draft");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("draft_model_path"), std::string::npos) << missing.err;
   const auto big = run_shell(cmd + " --draft-tokens 9");
   EXPECT_NE(big.exit_code, 0);
   EXPECT_NE(big.err.find("draft_tokens"), std::string::npos) << big.err;

@@ -59,8 +59,9 @@ void add_response_format_flags(CLI::App& app, detinfer::ResponseFormat& f,
       "docs/structured.md)");
 }
 
-// --speculative off|ngram: the drafter by name (docs/speculative.md). ngram keeps an
-// explicit --draft-tokens and otherwise drafts kDefaultDraftTokens; off turns it off.
+// --speculative off|ngram|draft: the drafter by name (docs/speculative.md). ngram and draft
+// keep an explicit --draft-tokens and otherwise draft kDefaultDraftTokens; draft uses the
+// session's --draft-model; off turns speculation off.
 constexpr std::int32_t kDefaultDraftTokens = 4;
 void add_speculative_flag(CLI::App& app, detinfer::GenerationConfig& config) {
   app.add_option_function<std::string>(
@@ -68,14 +69,16 @@ void add_speculative_flag(CLI::App& app, detinfer::GenerationConfig& config) {
       [&config](const std::string& mode) {
         if (mode == "off") {
           config.draft_tokens = 0;
-        } else if (mode == "ngram") {
+        } else if (mode == "ngram" || mode == "draft") {
           if (config.draft_tokens == 0) config.draft_tokens = kDefaultDraftTokens;
+          config.draft_with_model = mode == "draft";
         } else {
-          throw CLI::ValidationError("--speculative", "'" + mode + "' is not off or ngram");
+          throw CLI::ValidationError("--speculative", "'" + mode + "' is not off, ngram or draft");
         }
       },
-      "Speculative decoding: off, or ngram (prompt lookup; --draft-tokens N, default 4). "
-      "Outputs are bitwise those of plain decoding (docs/speculative.md)");
+      "Speculative decoding: off, ngram (prompt lookup) or draft (the --draft-model); "
+      "--draft-tokens N, default 4. Outputs are bitwise those of plain decoding "
+      "(docs/speculative.md)");
 }
 
 }  // namespace

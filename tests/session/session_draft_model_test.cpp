@@ -1,0 +1,217 @@
+// Speculative decoding with a draft model (docs/speculative.md, "The draft-model
+// drafter"): a second tiny model with the same tokenizer drafts, and every output (tokens,
+// text, step digests, logprobs, finish reason, score) is bitwise the output without it,
+// whatever the draft model proposes; the drafter proposes the draft model's own greedy
+// continuation and gives its KV back; mismatched or missing draft models are errors
+// naming the field.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "detinfer/error.h"
+#include "detinfer/session.h"
+#include "session/draft_model.h"
+#include "session/tiny_session.h"
+
+namespace detinfer {
+namespace {
+
+using testing::tiny_model_dir;
+using testing::tiny_options;
+
+void expect_identical(const GenerationResult& a, const GenerationResult& b,
+                      const std::string& what) {
+  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
+  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
+    const Sequence& x = a.sequences[i];
+    const Sequence& y = b.sequences[i];
+    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
+    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
+    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
+    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
+    EXPECT_EQ(x.score, y.score) << what << " sample " << i;
+    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
+    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
+      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
+      EXPECT_EQ(x.logprobs[t].logprob, y.logprobs[t].logprob) << what << " step " << t;
+    }
+  }
+}
+
+// A smaller model with the target's tokenizer (same vocabulary, other weights and depth).
+std::string other_draft_dir() {
+  static const std::string dir = [] {
+    devtools::TinyModelOptions o;
+    o.out_dir = testing::test_tmp_path("draft-model-", std::to_string(getpid()));
+    o.seed = 7;
+    o.layers = 1;
+    o.hidden = 32;
+    o.intermediate = 64;
+    o.heads = 2;
+    o.kv_heads = 1;
+    devtools::make_tiny_model(o);
+    return o.out_dir;
+  }();
+  return dir;
+}
+
+SessionOptions with_draft(const std::string& draft_dir, std::int32_t threads = 1) {
+  SessionOptions o = tiny_options(threads);
+  o.cache.prefix.enabled = false;
+  o.draft_model_path = draft_dir;
+  return o;
+}
+
+std::vector<GenerationConfig> configs() {
+  GenerationConfig greedy;
+  greedy.max_new_tokens = 32;
+  greedy.ignore_eos = true;
+  greedy.logprobs = 3;
+  GenerationConfig sampled = greedy;
+  sampled.temperature = 0.7f;
+  sampled.top_k = 20;
+  sampled.seed = 1234;
+  GenerationConfig n2 = sampled;
+  n2.num_return_sequences = 2;
+  n2.repetition_penalty = 1.1f;
+  n2.stop_strings = {"e t"};
+  return {greedy, sampled, n2};
+}
+
+GenerationConfig drafting(GenerationConfig c, std::int32_t k) {
+  c.draft_tokens = k;
+  c.draft_with_model = true;
+  return c;
+}
+
+const char* const kPrompt = "a draft model proposes, the target disposes";
+
+TEST(SessionDraftModel, TheTargetAsItsOwnDraftHasEveryGreedyDraftAccepted) {
+  auto s = DeterministicSession::open(tiny_model_dir(), with_draft(tiny_model_dir()));
+  GenerationConfig greedy = configs()[0];
+  const GenerationResult plain = s.generate(kPrompt, greedy);
+  const GenerationResult spec = s.generate(kPrompt, drafting(greedy, 4));
+  expect_identical(plain, spec, "greedy, self-draft");
+  const SessionStats st = s.stats();
+  EXPECT_GT(st.draft_tokens, 0);
+  // Canonical numerics: the draft model's greedy choice is the target's, bit for bit.
+  EXPECT_EQ(st.accepted_draft_tokens, st.draft_tokens);
+}
+
+TEST(SessionDraftModel, AnotherDraftModelChangesNoOutput) {
+  for (const std::int32_t threads : {1, 2}) {
+    auto s = DeterministicSession::open(tiny_model_dir(), with_draft(other_draft_dir(), threads));
+    for (const GenerationConfig& plain : configs()) {
+      const GenerationResult ref = s.generate(kPrompt, plain);
+      for (const std::int32_t k : {1, 3, 8}) {
+        expect_identical(ref, s.generate(kPrompt, drafting(plain, k)),
+                         "threads " + std::to_string(threads) + " k " + std::to_string(k));
+      }
+    }
+    EXPECT_GT(s.stats().draft_tokens, 0);
+  }
+}
+
+TEST(SessionDraftModel, ConcurrentDraftNgramAndPlainRequestsGiveTheirSoloOutputs) {
+  auto s = DeterministicSession::open(tiny_model_dir(), with_draft(other_draft_dir()));
+  std::vector<GenerationConfig> cs;
+  for (const GenerationConfig& c : configs()) {
+    cs.push_back(c);
+    cs.push_back(drafting(c, 4));
+    GenerationConfig ngram = c;
+    ngram.draft_tokens = 3;
+    cs.push_back(ngram);
+  }
+  std::vector<GenerationResult> solo;
+  for (const GenerationConfig& c : cs) solo.push_back(s.generate(kPrompt, c));
+  std::vector<RequestHandle> handles;
+  for (const GenerationConfig& c : cs) handles.push_back(s.submit(kPrompt, c));
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    expect_identical(solo[i], handles[i].get(), "batched request " + std::to_string(i));
+  }
+}
+
+TEST(SessionDraftModel, DraftingWithoutADraftModelIsRefusedNamingTheField) {
+  auto s = DeterministicSession::open(tiny_model_dir(), tiny_options());
+  try {
+    s.generate(kPrompt, drafting(configs()[0], 4));
+    FAIL() << "a draft_with_model request ran without a draft model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(e.field(), "draft_with_model");
+  }
+  // draft_with_model without draft_tokens drafts nothing: not an error.
+  GenerationConfig off = configs()[0];
+  off.draft_with_model = true;
+  EXPECT_NO_THROW(s.generate(kPrompt, off));
+}
+
+TEST(SessionDraftModel, AMismatchedOrMissingDraftModelIsAnErrorNamingTheField) {
+  devtools::TinyModelOptions o;
+  o.out_dir = testing::test_tmp_path("draft-other-vocab-", std::to_string(getpid()));
+  o.vocab = 300;  // another tokenizer
+  devtools::make_tiny_model(o);
+  for (const std::string& dir : {o.out_dir, std::string("/nonexistent/draft")}) {
+    try {
+      DeterministicSession::open(tiny_model_dir(), with_draft(dir));
+      FAIL() << "opened with draft model " << dir;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), "draft_model_path") << e.what();
+      EXPECT_NE(std::string(e.what()).find("draft_model_path"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The drafter on its own: it proposes the draft model's greedy continuation (checked
+// against the draft model run as a session), keeps K/V across calls, survives a rejected
+// draft (the text then differs from what it drafted) and gives every block back.
+TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
+  const std::string dir = other_draft_dir();
+  auto reference = DeterministicSession::open(dir, tiny_options());
+  GenerationConfig greedy;
+  greedy.max_new_tokens = 12;
+  greedy.ignore_eos = true;
+  const std::vector<std::int32_t> prompt = reference.encode(kPrompt);
+  const std::vector<std::int32_t> cont =
+      reference.generate(Prompt(prompt), greedy).sequences[0].tokens;
+
+  model::ModelOptions mo;
+  const model::ModelConfig target = model::Model::load(dir, mo)->config();
+  auto draft = session::DraftModel::open(
+      dir, mo, dir, target, [](const model::ModelConfig&) { return std::int64_t{1} << 20; }, 16);
+  const std::int64_t capacity = draft->kv_capacity_blocks();
+  {
+    session::Drafter d = draft->drafter(prompt);
+    std::vector<std::int32_t> out;
+    d(0, {}, 4, out);
+    EXPECT_EQ(out, std::vector<std::int32_t>(cont.begin(), cont.begin() + 4));
+    // Two tokens accepted, then a token the draft did not propose: it drafts on from there.
+    std::vector<std::int32_t> generated(cont.begin(), cont.begin() + 2);
+    generated.push_back((cont[2] + 1) % static_cast<std::int32_t>(target.vocab_size));
+    out.clear();
+    d(0, generated, 3, out);
+    auto again = reference.generate(Prompt([&] {
+                                      std::vector<std::int32_t> p = prompt;
+                                      p.insert(p.end(), generated.begin(), generated.end());
+                                      return p;
+                                    }()),
+                                    [] {
+                                      GenerationConfig c;
+                                      c.max_new_tokens = 3;
+                                      c.ignore_eos = true;
+                                      return c;
+                                    }());
+    EXPECT_EQ(out, again.sequences[0].tokens);
+    // A second sample of the same request keeps its own state.
+    out.clear();
+    d(1, {}, 2, out);
+    EXPECT_EQ(out, std::vector<std::int32_t>(cont.begin(), cont.begin() + 2));
+    EXPECT_LT(draft->kv_free_blocks(), capacity);
+  }
+  EXPECT_EQ(draft->kv_free_blocks(), capacity);
+}
+
+}  // namespace
+}  // namespace detinfer
