@@ -12,9 +12,9 @@
 
 namespace detinfer::devtools {
 
-enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
+enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2 };
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
 core::DType parse_weight_dtype(const std::string& name);

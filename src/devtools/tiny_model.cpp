@@ -80,6 +80,8 @@ const char* arch_class(TinyArch a) {
       return "Qwen2ForCausalLM";
     case TinyArch::kQwen3:
       return "Qwen3ForCausalLM";
+    case TinyArch::kOlmo2:
+      return "Olmo2ForCausalLM";
   }
   return "?";
 }
@@ -94,6 +96,8 @@ const char* model_type(TinyArch a) {
       return "qwen2";
     case TinyArch::kQwen3:
       return "qwen3";
+    case TinyArch::kOlmo2:
+      return "olmo2";
   }
   return "?";
 }
@@ -122,7 +126,9 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
       {"rope_scaling", nullptr},
   };
   if (o.head_dim != 0 || o.arch == TinyArch::kQwen3) c["head_dim"] = head_dim;
-  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3) c["attention_bias"] = false;
+  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kOlmo2) {
+    c["attention_bias"] = false;
+  }
   if (o.arch == TinyArch::kLlama && o.llama3_rope_scaling) {
     c["rope_scaling"] = {
         {"rope_type", "llama3"},
@@ -154,7 +160,11 @@ model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_
   c.head_dim = head_dim;
   c.tie_word_embeddings = o.tie_word_embeddings;
   c.attention_bias = o.arch == TinyArch::kQwen2;
-  c.qk_norm = o.arch == TinyArch::kQwen3;
+  if (o.arch == TinyArch::kQwen3) c.qk_norm = model::QkNorm::kPerHead;
+  if (o.arch == TinyArch::kOlmo2) {
+    c.qk_norm = model::QkNorm::kFullWidth;
+    c.norm_placement = model::NormPlacement::kPost;
+  }
   return c;
 }
 
@@ -169,6 +179,7 @@ void fill_tensor(const model::WeightSpec& spec, std::uint64_t seed, std::uint64_
     case model::WeightKind::kFinalNorm:
     case model::WeightKind::kInputNorm:
     case model::WeightKind::kPostNorm:
+    case model::WeightKind::kPostFfNorm:
     case model::WeightKind::kQNorm:
     case model::WeightKind::kKNorm:
       center = 1.0f;
@@ -215,8 +226,9 @@ TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "mistral") return TinyArch::kMistral;
   if (name == "qwen2") return TinyArch::kQwen2;
   if (name == "qwen3") return TinyArch::kQwen3;
+  if (name == "olmo2") return TinyArch::kOlmo2;
   fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
-       "' (llama, mistral, qwen2, qwen3)");
+       "' (llama, mistral, qwen2, qwen3, olmo2)");
 }
 
 core::DType parse_weight_dtype(const std::string& name) {

@@ -62,15 +62,17 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "mistral") name = "MistralForCausalLM";
     if (mt == "qwen2") name = "Qwen2ForCausalLM";
     if (mt == "qwen3") name = "Qwen3ForCausalLM";
+    if (mt == "olmo2") name = "Olmo2ForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
-  for (Architecture a :
-       {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3}) {
+  for (Architecture a : {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2,
+                         Architecture::kQwen3, Architecture::kOlmo2}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
-       "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+       "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+       "Olmo2ForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
@@ -83,8 +85,8 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
   if (f.boolean_or("mlp_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": mlp_bias = true is not supported");
   }
-  // Llama and Qwen3 put attention_bias on o_proj as well; only Qwen2's q/k/v-only biases
-  // are implemented.
+  // Llama, Qwen3 and OLMo 2 put attention_bias on o_proj as well; only Qwen2's q/k/v-only
+  // biases are implemented.
   if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
@@ -118,6 +120,8 @@ const char* to_string(Architecture a) {
       return "Qwen2ForCausalLM";
     case Architecture::kQwen3:
       return "Qwen3ForCausalLM";
+    case Architecture::kOlmo2:
+      return "Olmo2ForCausalLM";
   }
   return "?";
 }
@@ -150,12 +154,18 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   }
   if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxDim * 16);
-  const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, 1e-6);
+  // transformers' defaults: 1e-5 for OLMo 2 (Olmo2Config), 1e-6 for the others.
+  const double eps =
+      f.number_or("rms_norm_eps", 0.0, 1.0, c.architecture == Architecture::kOlmo2 ? 1e-5 : 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
   c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, 10000.0);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2;
-  c.qk_norm = c.architecture == Architecture::kQwen3;
+  if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
+  if (c.architecture == Architecture::kOlmo2) {
+    c.qk_norm = QkNorm::kFullWidth;
+    c.norm_placement = NormPlacement::kPost;
+  }
   reject_unsupported(f, c);
   parse_rope_scaling(f, c);
   apply_sliding_window(f, c);
@@ -214,8 +224,10 @@ std::string canonical_config_text(const ModelConfig& c) {
   write_rope_scaling(os, c.rope_scaling);
   os << "tie_word_embeddings=" << (c.tie_word_embeddings ? 1 : 0) << "\n"
      << "attention_bias=" << (c.attention_bias ? 1 : 0) << "\n"
-     << "qk_norm=" << (c.qk_norm ? 1 : 0) << "\n"
-     << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
+     << "qk_norm=" << static_cast<int>(c.qk_norm) << "\n";
+  // Written only for OLMo 2, so that the other architectures' texts keep their bytes.
+  if (c.norm_placement == NormPlacement::kPost) os << "norm_placement=post\n";
+  os << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
      << "eos_token_ids=" << ids(c.eos_token_ids) << "\n";
   return os.str();
 }

@@ -21,7 +21,8 @@ enum class WeightKind : std::uint8_t {
   kFinalNorm,
   kLmHead,
   kInputNorm,
-  kPostNorm,
+  kPostNorm,    // post_attention_layernorm (after attention: OLMo 2; before the MLP: others)
+  kPostFfNorm,  // post_feedforward_layernorm (OLMo 2)
   kQ,
   kK,
   kV,

@@ -70,6 +70,8 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
     case devtools::TinyArch::kQwen3:
       o.head_dim = 32;  // heads * head_dim != hidden
       break;
+    case devtools::TinyArch::kOlmo2:  // GQA (as OLMo 2 32B): q_norm and k_norm widths differ
+      break;
   }
   return o;
 }
