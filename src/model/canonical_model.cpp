@@ -144,6 +144,31 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kDown:
         l->down = pack(nullptr);
         break;
+      case WeightKind::kQkv:
+      case WeightKind::kGateUp:
+        take_fused(s, dtype, data, *l);
+        break;
+    }
+  }
+
+  // Phi-3's fused projections, split by rows into the layer's linears: each part is a
+  // contiguous run of whole rows of the [n][k] tensor, prepared (copied) like any other.
+  void take_fused(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
+    const std::int64_t k = s.shape[1];
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    auto part = [&](std::int64_t row0, std::int64_t rows) {
+      const std::size_t offset = static_cast<std::size_t>(row0 * k) * core::dtype_size(dtype);
+      return backend_->make_linear(bytes + offset, dtype, rows, k, nullptr);
+    };
+    if (s.kind == WeightKind::kQkv) {
+      const std::int64_t qd = config_.num_heads * config_.head_dim;
+      const std::int64_t kd = config_.num_kv_heads * config_.head_dim;
+      l.q = part(0, qd);
+      l.k = part(qd, kd);
+      l.v = part(qd + kd, kd);
+    } else {
+      l.gate = part(0, config_.intermediate_size);
+      l.up = part(config_.intermediate_size, config_.intermediate_size);
     }
   }
 
@@ -225,8 +250,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     be.project_qkv(*l.q, *l.k, *l.v, sublayer_input(l.input_norm, m), m, a.q.as<float>(),
                    a.k.as<float>(), a.v.as<float>());
     if (c.qk_norm != QkNorm::kNone) qk_norm(l, m);
-    be.rope(a.q.as<float>(), qd, c.num_heads, hd);
-    be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd);
+    be.rope(a.q.as<float>(), qd, c.num_heads, hd, rope_dims(c));
+    be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd, rope_dims(c));
     KvLayer layer;
     layer.k_pool = kv.k_pool(li);
     layer.v_pool = kv.v_pool(li);

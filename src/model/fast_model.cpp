@@ -108,6 +108,18 @@ class FastModel final : public TransformerBase, private WeightSink {
       case WeightKind::kDown:
         l->down = t;
         break;
+      case WeightKind::kQkv: {  // Phi-3: [q | k | v] rows (views of the one tensor)
+        const std::int64_t qd = config_.num_heads * config_.head_dim;
+        const std::int64_t kd = config_.num_kv_heads * config_.head_dim;
+        l->q = t.narrow(0, 0, qd);
+        l->k = t.narrow(0, qd, kd);
+        l->v = t.narrow(0, qd + kd, kd);
+        break;
+      }
+      case WeightKind::kGateUp:  // Phi-3: [gate | up] rows
+        l->gate = t.narrow(0, 0, config_.intermediate_size);
+        l->up = t.narrow(0, config_.intermediate_size, config_.intermediate_size);
+        break;
     }
   }
 
@@ -125,12 +137,14 @@ class FastModel final : public TransformerBase, private WeightSink {
     return x * at::rsqrt(x.pow(2).mean(-1, true) + config_.rms_norm_eps) * w;
   }
 
-  // x: [rows, heads, hd]; cos/sin: [rows, 1, hd/2].
+  // x: [rows, heads, hd]; cos/sin: [rows, 1, rd/2]: the first rd dims of each head rotate.
   static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    const std::int64_t half = x.size(2) / 2;
+    const std::int64_t half = cos.size(2), rd = 2 * half;
     const at::Tensor x1 = x.narrow(2, 0, half);
     const at::Tensor x2 = x.narrow(2, half, half);
-    return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+    at::Tensor rotated = at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+    if (rd == x.size(2)) return rotated;
+    return at::cat({rotated, x.narrow(2, rd, x.size(2) - rd)}, 2);
   }
 
   // Writes the step's K and V into layer li's pool and attends every sequence's rows
@@ -180,7 +194,7 @@ class FastModel final : public TransformerBase, private WeightSink {
     at::NoGradGuard no_grad;
     const ModelConfig& c = config_;
     const std::int64_t m = plan.rows, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-    const std::int64_t half = hd / 2;
+    const std::int64_t half = rope_dims(c) / 2;
     const at::Tensor tokens =
         at::from_blob(const_cast<std::int32_t*>(plan.tokens.data()), {m}, at::kInt).to(at::kLong);
     at::Tensor cos = at::empty({m, 1, half}, at::kFloat);

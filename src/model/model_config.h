@@ -9,7 +9,7 @@
 
 namespace detinfer::model {
 
-enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2 };
+enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
 const char* to_string(Architecture a);  // the Hugging Face class name
 
 // config.json's rope_scaling (docs/numerics.md, "RoPE table"; transformers'
@@ -57,6 +57,9 @@ struct ModelConfig {
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  // The leading dimensions of each head that RoPE rotates, int(head_dim *
+  // partial_rotary_factor) (Phi-3 / Phi-4-mini); 0 = all of them. See rope_dims().
+  std::int64_t partial_rotary_dim = 0;
   // The context limit detinfer enforces: config.json's value, capped at sliding_window
   // where a sliding window applies (inside the window, sliding-window attention equals
   // full attention, so every position detinfer accepts is computed exactly).
@@ -69,10 +72,18 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v biases (Qwen2)
   QkNorm qk_norm = QkNorm::kNone;
   NormPlacement norm_placement = NormPlacement::kPre;
+  // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up] rows) per
+  // layer instead of q/k/v_proj and gate/up_proj; split by rows at load.
+  bool fused_projections = false;
   core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
 };
+
+// The dimensions of each head RoPE rotates (the rest pass through unchanged).
+inline std::int64_t rope_dims(const ModelConfig& c) {
+  return c.partial_rotary_dim > 0 ? c.partial_rotary_dim : c.head_dim;
+}
 
 // Parses config.json (and generation_config.json, which overrides bos/eos, when
 // generation_json is non-empty). Validates every field; unknown architectures and

@@ -35,6 +35,8 @@ enum class WeightKind : std::uint8_t {
   kGate,
   kUp,
   kDown,
+  kQkv,     // Phi-3 qkv_proj: [q | k | v] rows
+  kGateUp,  // Phi-3 gate_up_proj: [gate | up] rows
 };
 
 struct WeightSpec {

@@ -7,7 +7,6 @@
 // clear errors.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -16,20 +15,18 @@
 
 #include "detinfer/error.h"
 #include "devtools/model_tools.h"
-#include "devtools/safetensors_writer.h"
+#include "model/hostile_model.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "model/model_test_util.h"
 #include "model/prefill_logits.h"
 #include "model/reference_olmo2.h"
-#include "model/tensor_store.h"
 
 namespace detinfer::model {
 namespace {
 
 using nlohmann::json;
 using testing::ReferenceOlmo2;
-using testing::rel_l2;
 
 std::string olmo2_model(const std::string& name, std::uint64_t seed = 3) {
   const std::string dir = testing::scratch_dir("olmo2-" + name);
@@ -39,30 +36,21 @@ std::string olmo2_model(const std::string& name, std::uint64_t seed = 3) {
 }
 
 // The worst relative L2 distance over the rows of `got` from the reference's rows.
-double worst(const std::vector<float>& got, const ReferenceOlmo2& ref,
-             const std::vector<std::int32_t>& tokens) {
-  const auto want = ref.logits(tokens);
-  double w = 0;
-  for (std::size_t t = 0; t < tokens.size(); ++t) {
-    w = std::max(w, rel_l2(got.data() + t * static_cast<std::size_t>(ref.vocab()), want[t]));
-  }
-  return w;
-}
 
 TEST(Olmo2, FortyPositionsWithin1e5AndBothFeaturesMatter) {
   const std::string dir = olmo2_model("ref");
   const ReferenceOlmo2 ref(dir);
   const auto tokens = testing::test_tokens(40, ref.vocab());
   const std::vector<float> got = testing::prefill_logits(dir, tokens, tokens.size());
-  const double err = worst(got, ref, tokens);
+  const double err = testing::worst_rel_l2(got, ref, tokens);
   RecordProperty("worst_rel_l2", std::to_string(err));
   EXPECT_LE(err, 1e-5);
-  const double no_post =
-      worst(got, ReferenceOlmo2(dir, ReferenceOlmo2::Ablation::kNoPostNorms), tokens);
+  const double no_post = testing::worst_rel_l2(
+      got, ReferenceOlmo2(dir, ReferenceOlmo2::Ablation::kNoPostNorms), tokens);
   RecordProperty("rel_l2_without_post_norms", std::to_string(no_post));
   EXPECT_GT(no_post, 1e-3) << "dropping the post-norms changes nothing";
-  const double per_head =
-      worst(got, ReferenceOlmo2(dir, ReferenceOlmo2::Ablation::kPerHeadQkNorm), tokens);
+  const double per_head = testing::worst_rel_l2(
+      got, ReferenceOlmo2(dir, ReferenceOlmo2::Ablation::kPerHeadQkNorm), tokens);
   RecordProperty("rel_l2_per_head_qk_norm", std::to_string(per_head));
   EXPECT_GT(per_head, 1e-3) << "per-head q/k norm changes nothing";
   // Canonical bits do not depend on chunking or threads.
@@ -75,7 +63,8 @@ TEST(Olmo2, FastModeFollowsTheSameComposition) {
   const std::string dir = olmo2_model("fast");
   const ReferenceOlmo2 ref(dir);
   const auto tokens = testing::test_tokens(40, ref.vocab(), 1);
-  EXPECT_LE(worst(testing::prefill_logits(dir, tokens, 9, 1, NumericsMode::kFast), ref, tokens),
+  EXPECT_LE(testing::worst_rel_l2(testing::prefill_logits(dir, tokens, 9, 1, NumericsMode::kFast),
+                                  ref, tokens),
             1e-4);
 }
 
@@ -102,19 +91,11 @@ TEST(Olmo2, ConfigReadsTheHuggingFaceFields) {
 }
 
 ErrorCode config_error(const std::function<void(json&)>& edit, const std::string& field) {
-  const std::string dir = olmo2_model("hostile-config");
-  std::ifstream in(dir + "/config.json");
-  json c = json::parse(in);
-  edit(c);
-  std::ofstream(dir + "/config.json") << c.dump();
-  try {
-    load_model_config(dir);
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find(field), std::string::npos) << e.message();
-    return e.code();
-  }
-  ADD_FAILURE() << "accepted " << c.dump();
-  return ErrorCode::kInternal;
+  return testing::config_error(olmo2_model("hostile-config"), edit, field);
+}
+
+Error load_error(const std::function<bool(devtools::TensorEntry&)>& edit) {
+  return testing::load_error(olmo2_model("hostile-weights"), edit);
 }
 
 TEST(Olmo2, UnsupportedConfigsAreClearErrors) {
@@ -125,45 +106,6 @@ TEST(Olmo2, UnsupportedConfigsAreClearErrors) {
   EXPECT_EQ(
       config_error([](json& c) { c["architectures"] = {"Olmo3ForCausalLM"}; }, "Olmo2ForCausalLM"),
       ErrorCode::kUnsupported);
-}
-
-// Rewrites model.safetensors (f32) through `edit`, which may drop (return false) or
-// reshape a tensor: its data are then the original's first elements, zero-padded.
-void rewrite_weights(const std::string& dir,
-                     const std::function<bool(devtools::TensorEntry&)>& edit) {
-  std::vector<std::pair<devtools::TensorEntry, std::vector<std::uint8_t>>> kept;
-  {
-    const TensorStore store = TensorStore::open(dir);
-    for (const auto& [name, ref] : store.tensors()) {
-      devtools::TensorEntry e{name, ref.info->dtype, ref.info->shape};
-      if (!edit(e)) continue;
-      std::int64_t n = 4;
-      for (const std::int64_t d : e.shape) n *= d;
-      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n), 0);
-      std::memcpy(bytes.data(), ref.data(), std::min<std::size_t>(bytes.size(), ref.info->size()));
-      kept.push_back({e, std::move(bytes)});
-    }
-  }
-  std::vector<devtools::TensorEntry> entries;
-  for (const auto& k : kept) entries.push_back(k.first);
-  devtools::write_safetensors(dir + "/model.safetensors", entries,
-                              [&](const devtools::TensorEntry& e, std::vector<std::uint8_t>& b) {
-                                for (const auto& k : kept) {
-                                  if (k.first.name == e.name) b = k.second;
-                                }
-                              });
-}
-
-Error load_error(const std::function<bool(devtools::TensorEntry&)>& edit) {
-  const std::string dir = olmo2_model("hostile-weights");
-  rewrite_weights(dir, edit);
-  try {
-    Model::load(dir, {});
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "a broken OLMo 2 checkpoint loaded";
-  return Error(ErrorCode::kInternal, "accepted");
 }
 
 TEST(Olmo2, WrongWidthOrMissingWeightsAreClearErrors) {

@@ -8,6 +8,7 @@
 
 #include "detinfer/numerics.h"
 #include "model/model.h"
+#include "model/model_test_util.h"
 
 namespace detinfer::testing {
 
@@ -33,6 +34,19 @@ inline std::vector<float> prefill_logits(const std::string& dir,
     out.insert(out.end(), step.begin(), step.end());
   }
   return out;
+}
+
+// The worst relative L2 distance of `got`'s rows ([T][vocab], as prefill_logits returns)
+// from a float64 reference model's logits of `tokens`.
+template <class Reference>
+double worst_rel_l2(const std::vector<float>& got, const Reference& ref,
+                    const std::vector<std::int32_t>& tokens) {
+  const auto want = ref.logits(tokens);
+  double w = 0;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    w = std::max(w, rel_l2(got.data() + t * static_cast<std::size_t>(ref.vocab()), want[t]));
+  }
+  return w;
 }
 
 }  // namespace detinfer::testing

@@ -30,8 +30,10 @@ inline double bf16_to_double(std::uint16_t b) {
 
 class ReferenceModel {
  public:
-  // `ignore_rope_scaling`: the model without its rope_scaling (tests that scaling matters).
-  explicit ReferenceModel(const std::string& dir, bool ignore_rope_scaling = false) {
+  // `ignore_rope_scaling`: the model without its rope_scaling (tests that scaling matters);
+  // `ignore_partial_rotary`: every head dimension rotates (tests that partial rotary does).
+  explicit ReferenceModel(const std::string& dir, bool ignore_rope_scaling = false,
+                          bool ignore_partial_rotary = false) {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
     arch_ = c["architectures"][0].get<std::string>();
@@ -45,7 +47,10 @@ class ReferenceModel {
     eps_ = c["rms_norm_eps"];
     theta_ = c["rope_theta"];
     tied_ = c.value("tie_word_embeddings", false);
-    rope_ = ReferenceRope(c, head_dim_, ignore_rope_scaling);
+    // transformers: dim = int(head_dim * partial_rotary_factor) (Phi-3).
+    const double partial = ignore_partial_rotary ? 1.0 : c.value("partial_rotary_factor", 1.0);
+    rotary_dim_ = static_cast<int>(head_dim_ * partial);
+    rope_ = ReferenceRope(c, rotary_dim_, ignore_rope_scaling);
     const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
       const std::int64_t n = ref.info->numel();
@@ -195,8 +200,9 @@ class ReferenceModel {
     return y;
   }
 
+  // rotate_half on the first rotary_dim_ dimensions of each head; the rest pass through.
   void rope(std::vector<double>& x, int heads, int pos) const {
-    const int half = head_dim_ / 2;
+    const int half = rotary_dim_ / 2;
     for (int h = 0; h < heads; ++h) {
       double* v = x.data() + h * head_dim_;
       for (int i = 0; i < half; ++i) {
@@ -210,6 +216,7 @@ class ReferenceModel {
 
   std::string arch_;
   int hidden_ = 0, inter_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
+  int rotary_dim_ = 0;
   double eps_ = 0, theta_ = 0;
   bool tied_ = false;
   ReferenceRope rope_{nlohmann::json{{"rope_theta", 10000.0}}, 2};
