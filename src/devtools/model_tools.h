@@ -12,9 +12,9 @@
 
 namespace detinfer::devtools {
 
-enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
+enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" and "f32" | "bf16" | "f16";
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
 core::DType parse_weight_dtype(const std::string& name);
@@ -31,8 +31,9 @@ struct TinyModelOptions {
   std::int64_t vocab = 512;           // vocab_size; >= 259 also writes a tokenizer.json
   std::int64_t max_positions = 2048;  // max_position_embeddings
   double rope_theta = 10000.0;
-  bool llama3_rope_scaling = false;  // llama only: rope_scaling {rope_type: llama3, factor 8}
-  std::int64_t sliding_window = 0;   // mistral only: 0 = null
+  bool llama3_rope_scaling = false;    // llama only: rope_scaling {rope_type: llama3, factor 8}
+  std::int64_t sliding_window = 0;     // mistral, phi3: 0 = null
+  double partial_rotary_factor = 1.0;  // phi3 only: written to config.json when not 1
   bool tie_word_embeddings = false;
   double rms_norm_eps = 1e-5;
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index

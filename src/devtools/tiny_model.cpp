@@ -65,6 +65,12 @@ void check_options(const TinyModelOptions& o) {
   const std::int64_t hd = o.head_dim != 0 ? o.head_dim : o.hidden / o.heads;
   if (hd % 2 != 0) fail(ErrorCode::kInvalidArgument, "head_dim ", hd, " must be even");
   if (o.out_dir.empty()) fail(ErrorCode::kInvalidArgument, "tiny model: out_dir is empty");
+  if (!(o.partial_rotary_factor > 0.0 && o.partial_rotary_factor <= 1.0)) {
+    fail(ErrorCode::kInvalidArgument, "tiny model: partial_rotary_factor must be in (0, 1]");
+  }
+  if (o.partial_rotary_factor != 1.0 && o.arch != TinyArch::kPhi3) {
+    fail(ErrorCode::kInvalidArgument, "tiny model: partial_rotary_factor is for phi3 only");
+  }
   if (!(o.rms_norm_eps > 0.0 && o.rope_theta > 1.0)) {
     fail(ErrorCode::kInvalidArgument, "tiny model: rms_norm_eps and rope_theta must be positive");
   }
@@ -80,6 +86,10 @@ const char* arch_class(TinyArch a) {
       return "Qwen2ForCausalLM";
     case TinyArch::kQwen3:
       return "Qwen3ForCausalLM";
+    case TinyArch::kOlmo2:
+      return "Olmo2ForCausalLM";
+    case TinyArch::kPhi3:
+      return "Phi3ForCausalLM";
   }
   return "?";
 }
@@ -94,6 +104,10 @@ const char* model_type(TinyArch a) {
       return "qwen2";
     case TinyArch::kQwen3:
       return "qwen3";
+    case TinyArch::kOlmo2:
+      return "olmo2";
+    case TinyArch::kPhi3:
+      return "phi3";
   }
   return "?";
 }
@@ -122,7 +136,10 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
       {"rope_scaling", nullptr},
   };
   if (o.head_dim != 0 || o.arch == TinyArch::kQwen3) c["head_dim"] = head_dim;
-  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3) c["attention_bias"] = false;
+  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kOlmo2 ||
+      o.arch == TinyArch::kPhi3) {
+    c["attention_bias"] = false;
+  }
   if (o.arch == TinyArch::kLlama && o.llama3_rope_scaling) {
     c["rope_scaling"] = {
         {"rope_type", "llama3"},
@@ -131,7 +148,11 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
         {"high_freq_factor", 4.0},
         {"original_max_position_embeddings", std::max<std::int64_t>(o.max_positions / 4, 16)}};
   }
-  if (o.arch == TinyArch::kMistral) {
+  if (o.arch == TinyArch::kPhi3) {
+    c["original_max_position_embeddings"] = o.max_positions;
+    if (o.partial_rotary_factor != 1.0) c["partial_rotary_factor"] = o.partial_rotary_factor;
+  }
+  if (o.arch == TinyArch::kMistral || o.arch == TinyArch::kPhi3) {
     c["sliding_window"] =
         o.sliding_window != 0 ? nlohmann::json(o.sliding_window) : nlohmann::json(nullptr);
   }
@@ -154,7 +175,12 @@ model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_
   c.head_dim = head_dim;
   c.tie_word_embeddings = o.tie_word_embeddings;
   c.attention_bias = o.arch == TinyArch::kQwen2;
-  c.qk_norm = o.arch == TinyArch::kQwen3;
+  if (o.arch == TinyArch::kQwen3) c.qk_norm = model::QkNorm::kPerHead;
+  if (o.arch == TinyArch::kOlmo2) {
+    c.qk_norm = model::QkNorm::kFullWidth;
+    c.norm_placement = model::NormPlacement::kPost;
+  }
+  c.fused_projections = o.arch == TinyArch::kPhi3;
   return c;
 }
 
@@ -169,6 +195,7 @@ void fill_tensor(const model::WeightSpec& spec, std::uint64_t seed, std::uint64_
     case model::WeightKind::kFinalNorm:
     case model::WeightKind::kInputNorm:
     case model::WeightKind::kPostNorm:
+    case model::WeightKind::kPostFfNorm:
     case model::WeightKind::kQNorm:
     case model::WeightKind::kKNorm:
       center = 1.0f;
@@ -215,8 +242,10 @@ TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "mistral") return TinyArch::kMistral;
   if (name == "qwen2") return TinyArch::kQwen2;
   if (name == "qwen3") return TinyArch::kQwen3;
+  if (name == "olmo2") return TinyArch::kOlmo2;
+  if (name == "phi3") return TinyArch::kPhi3;
   fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
-       "' (llama, mistral, qwen2, qwen3)");
+       "' (llama, mistral, qwen2, qwen3, olmo2, phi3)");
 }
 
 core::DType parse_weight_dtype(const std::string& name) {

@@ -164,8 +164,10 @@ class Backend {
   virtual void mlp_gate_up(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
                            std::int64_t m, float* g, float* u, float* a);
   // RoPE in place on `heads` vectors of head_dim per step row (row r at x + r*ldx), at
-  // the row's position.
-  virtual void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) = 0;
+  // the row's position: the first `rotary_dims` of each head rotate (the RoPE table's
+  // 2 * half()), the rest pass through.
+  virtual void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim,
+                    std::int64_t rotary_dims) = 0;
   // Writes every step row's K and V (kv_stride floats at k + r*ld, v + r*ld) into its KV
   // slot of the layer's pools.
   virtual void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) = 0;

@@ -13,7 +13,8 @@ namespace detinfer::model {
 namespace {
 
 struct Layer {
-  BackendBuffer input_norm, post_norm, q_norm, k_norm;
+  // post_norm: post_attention_layernorm; post_ff_norm: post_feedforward_layernorm (OLMo 2).
+  BackendBuffer input_norm, post_norm, post_ff_norm, q_norm, k_norm;
   std::unique_ptr<BackendLinear> q, k, v, o, gate, up, down;
 };
 
@@ -50,7 +51,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
                                               (lm_head_ ? lm_head_->bytes() : 0));
     for (const Layer& l : layers_) {
-      for (const BackendBuffer* b : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm}) {
+      for (const BackendBuffer* b :
+           {&l.input_norm, &l.post_norm, &l.post_ff_norm, &l.q_norm, &l.k_norm}) {
         resident += static_cast<std::int64_t>(b->bytes());
       }
       for (const auto* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
@@ -103,6 +105,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kPostNorm:
         l->post_norm = upload_f32(s, dtype, data);
         break;
+      case WeightKind::kPostFfNorm:
+        l->post_ff_norm = upload_f32(s, dtype, data);
+        break;
       case WeightKind::kQNorm:
         l->q_norm = upload_f32(s, dtype, data);
         break;
@@ -139,6 +144,31 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kDown:
         l->down = pack(nullptr);
         break;
+      case WeightKind::kQkv:
+      case WeightKind::kGateUp:
+        take_fused(s, dtype, data, *l);
+        break;
+    }
+  }
+
+  // Phi-3's fused projections, split by rows into the layer's linears: each part is a
+  // contiguous run of whole rows of the [n][k] tensor, prepared (copied) like any other.
+  void take_fused(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
+    const std::int64_t k = s.shape[1];
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    auto part = [&](std::int64_t row0, std::int64_t rows) {
+      const std::size_t offset = static_cast<std::size_t>(row0 * k) * core::dtype_size(dtype);
+      return backend_->make_linear(bytes + offset, dtype, rows, k, nullptr);
+    };
+    if (s.kind == WeightKind::kQkv) {
+      const std::int64_t qd = config_.num_heads * config_.head_dim;
+      const std::int64_t kd = config_.num_kv_heads * config_.head_dim;
+      l.q = part(0, qd);
+      l.k = part(qd, kd);
+      l.v = part(qd + kd, kd);
+    } else {
+      l.gate = part(0, config_.intermediate_size);
+      l.up = part(config_.intermediate_size, config_.intermediate_size);
     }
   }
 
@@ -170,28 +200,58 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     set_scratch_bytes(static_cast<std::int64_t>(held));
   }
 
+  // q and k RMSNorm (before RoPE): per head (rows of head_dim) or over the whole projection.
+  void qk_norm(const Layer& l, std::int64_t m) {
+    const ModelConfig& c = config_;
+    Backend& be = *backend_;
+    Activations& a = act_;
+    const std::int64_t hd = c.head_dim;
+    const std::int64_t qd = c.num_heads * hd, kd = c.num_kv_heads * hd;
+    const bool full = c.qk_norm == QkNorm::kFullWidth;
+    const std::int64_t qn = full ? qd : hd, q_rows = full ? m : m * c.num_heads;
+    const std::int64_t kn = full ? kd : hd, k_rows = full ? m : m * c.num_kv_heads;
+    be.rms_norm(a.q.as<float>(), qn, l.q_norm.as<float>(), c.rms_norm_eps, a.attn.as<float>(), qn,
+                q_rows, qn);
+    std::swap(a.q, a.attn);
+    be.rms_norm(a.k.as<float>(), kn, l.k_norm.as<float>(), c.rms_norm_eps, a.k_tmp.as<float>(), kn,
+                k_rows, kn);
+    std::swap(a.k, a.k_tmp);
+  }
+
+  // x += sublayer output `out` (m rows of hidden), through `norm` first when the layer
+  // puts its norms after the sublayers (OLMo 2); `norm` is unused otherwise.
+  void residual_add(const BackendBuffer& norm, float* out, std::int64_t m) {
+    const std::int64_t h = config_.hidden_size;
+    float* x = act_.x.as<float>();
+    if (config_.norm_placement == NormPlacement::kPost) {
+      float* hn = act_.hn.as<float>();
+      backend_->rms_norm(out, h, norm.as<float>(), config_.rms_norm_eps, hn, h, m, h);
+      out = hn;
+    }
+    backend_->add(x, out, x, m * h);
+  }
+
+  // The sublayer's input: x itself (post-norm layers), else rms_norm(x, norm) in hn.
+  const float* sublayer_input(const BackendBuffer& norm, std::int64_t m) {
+    const std::int64_t h = config_.hidden_size;
+    if (config_.norm_placement == NormPlacement::kPost) return act_.x.as<float>();
+    float* hn = act_.hn.as<float>();
+    backend_->rms_norm(act_.x.as<float>(), h, norm.as<float>(), config_.rms_norm_eps, hn, h, m, h);
+    return hn;
+  }
+
   void run_layer(const Layer& l, KvCachePool& kv, std::int64_t li, std::int64_t m) {
     const ModelConfig& c = config_;
     Backend& be = *backend_;
     Activations& a = act_;
     const std::int64_t h = c.hidden_size, hd = c.head_dim;
     const std::int64_t qd = c.num_heads * hd, kd = c.num_kv_heads * hd, inter = c.intermediate_size;
-    float* x = a.x.as<float>();
-    float* hn = a.hn.as<float>();
     float* tmp = a.tmp.as<float>();
-    be.rms_norm(x, h, l.input_norm.as<float>(), c.rms_norm_eps, hn, h, m, h);
-    be.project_qkv(*l.q, *l.k, *l.v, hn, m, a.q.as<float>(), a.k.as<float>(), a.v.as<float>());
-    if (c.qk_norm) {
-      // Per-head RMSNorm: each head vector is one row of length head_dim.
-      be.rms_norm(a.q.as<float>(), hd, l.q_norm.as<float>(), c.rms_norm_eps, a.attn.as<float>(), hd,
-                  m * c.num_heads, hd);
-      std::swap(a.q, a.attn);
-      be.rms_norm(a.k.as<float>(), hd, l.k_norm.as<float>(), c.rms_norm_eps, a.k_tmp.as<float>(),
-                  hd, m * c.num_kv_heads, hd);
-      std::swap(a.k, a.k_tmp);
-    }
-    be.rope(a.q.as<float>(), qd, c.num_heads, hd);
-    be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd);
+    be.project_qkv(*l.q, *l.k, *l.v, sublayer_input(l.input_norm, m), m, a.q.as<float>(),
+                   a.k.as<float>(), a.v.as<float>());
+    if (c.qk_norm != QkNorm::kNone) qk_norm(l, m);
+    be.rope(a.q.as<float>(), qd, c.num_heads, hd, rope_dims(c));
+    be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd, rope_dims(c));
     KvLayer layer;
     layer.k_pool = kv.k_pool(li);
     layer.v_pool = kv.v_pool(li);
@@ -202,11 +262,12 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     be.kv_write(a.k.as<float>(), a.v.as<float>(), kd, layer);
     be.attention(a.q.as<float>(), qd, c.num_heads, layer, attention_scale_, a.attn.as<float>(), qd);
     be.linear(*l.o, a.attn.as<float>(), qd, m, tmp, h);
-    be.add(x, tmp, x, m * h);
-    be.rms_norm(x, h, l.post_norm.as<float>(), c.rms_norm_eps, hn, h, m, h);
-    be.mlp_gate_up(*l.gate, *l.up, hn, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
+    residual_add(l.post_norm, tmp, m);
+    // Pre-norm layers: post_attention_layernorm normalizes the MLP's input.
+    const float* mlp_in = sublayer_input(l.post_norm, m);
+    be.mlp_gate_up(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
     be.linear(*l.down, a.a.as<float>(), inter, m, tmp, h);
-    be.add(x, tmp, x, m * h);
+    residual_add(l.post_ff_norm, tmp, m);  // (pre-norm layers: a plain add)
   }
 
   void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {

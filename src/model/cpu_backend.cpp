@@ -96,10 +96,11 @@ class CpuBackend final : public Backend {
     kernels::run_gate_up_silu(packed(wgate), packed(wup), x, wgate.k(), m, g, u, a, &pool_);
   }
 
-  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) override {
+  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim,
+            std::int64_t rotary_dims) override {
     for (std::int64_t r = 0; r < plan_->rows; ++r) {
       const std::int64_t pos = plan_->positions[static_cast<std::size_t>(r)];
-      kernels::rope(x + r * ldx, heads, head_dim, head_dim, rope_->cos(pos), rope_->sin(pos));
+      kernels::rope(x + r * ldx, heads, head_dim, rotary_dims, rope_->cos(pos), rope_->sin(pos));
     }
   }
 

@@ -133,8 +133,9 @@ class CudaBackend final : public Backend {
                          bias, y, ldy);
   }
 
-  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim) override {
-    ops_->rope(x, plan_->rows, ldx, heads, head_dim, head_dim, rope_cos_.as<float>(),
+  void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim,
+            std::int64_t rotary_dims) override {
+    ops_->rope(x, plan_->rows, ldx, heads, head_dim, rotary_dims, rope_cos_.as<float>(),
                rope_sin_.as<float>(), rope_half_, positions_.as<std::int32_t>());
   }
 

@@ -19,7 +19,7 @@ namespace detinfer::model {
 namespace {
 
 struct Layer {
-  at::Tensor input_norm, post_norm, q_norm, k_norm;
+  at::Tensor input_norm, post_norm, post_ff_norm, q_norm, k_norm;
   at::Tensor q_bias, k_bias, v_bias;
   at::Tensor q, k, v, o, gate, up, down;
 };
@@ -69,6 +69,9 @@ class FastModel final : public TransformerBase, private WeightSink {
       case WeightKind::kPostNorm:
         l->post_norm = t;
         break;
+      case WeightKind::kPostFfNorm:
+        l->post_ff_norm = t;
+        break;
       case WeightKind::kQNorm:
         l->q_norm = t;
         break;
@@ -105,6 +108,18 @@ class FastModel final : public TransformerBase, private WeightSink {
       case WeightKind::kDown:
         l->down = t;
         break;
+      case WeightKind::kQkv: {  // Phi-3: [q | k | v] rows (views of the one tensor)
+        const std::int64_t qd = config_.num_heads * config_.head_dim;
+        const std::int64_t kd = config_.num_kv_heads * config_.head_dim;
+        l->q = t.narrow(0, 0, qd);
+        l->k = t.narrow(0, qd, kd);
+        l->v = t.narrow(0, qd + kd, kd);
+        break;
+      }
+      case WeightKind::kGateUp:  // Phi-3: [gate | up] rows
+        l->gate = t.narrow(0, 0, config_.intermediate_size);
+        l->up = t.narrow(0, config_.intermediate_size, config_.intermediate_size);
+        break;
     }
   }
 
@@ -122,19 +137,64 @@ class FastModel final : public TransformerBase, private WeightSink {
     return x * at::rsqrt(x.pow(2).mean(-1, true) + config_.rms_norm_eps) * w;
   }
 
-  // x: [rows, heads, hd]; cos/sin: [rows, 1, hd/2].
+  // x: [rows, heads, hd]; cos/sin: [rows, 1, rd/2]: the first rd dims of each head rotate.
   static at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    const std::int64_t half = x.size(2) / 2;
+    const std::int64_t half = cos.size(2), rd = 2 * half;
     const at::Tensor x1 = x.narrow(2, 0, half);
     const at::Tensor x2 = x.narrow(2, half, half);
-    return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+    at::Tensor rotated = at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+    if (rd == x.size(2)) return rotated;
+    return at::cat({rotated, x.narrow(2, rd, x.size(2) - rd)}, 2);
+  }
+
+  // Writes the step's K and V into layer li's pool and attends every sequence's rows
+  // (causal, GQA); [rows, num_heads * head_dim].
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                    const BatchPlan& plan, KvCachePool& kv, std::int64_t li) const {
+    const ModelConfig& c = config_;
+    const std::int64_t m = plan.rows, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+    const std::int64_t kd = nkv * hd;
+    const std::int64_t pool_tokens = kv.capacity() * kv.block_size();
+    // f32 only: Model::load rejects another kv_dtype in fast mode, forward() a pool of one.
+    float* kp = static_cast<float*>(kv.k_pool(li));
+    float* vp = static_cast<float*>(kv.v_pool(li));
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int64_t slot = plan.kv_slots[static_cast<std::size_t>(r)];
+      std::memcpy(kp + slot * kd, k.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
+      std::memcpy(vp + slot * kd, v.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
+    }
+    const at::Tensor kall = at::from_blob(kp, {pool_tokens, nkv, hd}, at::kFloat);
+    const at::Tensor vall = at::from_blob(vp, {pool_tokens, nkv, hd}, at::kFloat);
+    std::vector<at::Tensor> outs;
+    for (const BatchPlan::Seq& s : plan.seqs) {
+      const std::int64_t keys = s.start_pos + s.rows;
+      at::Tensor slots = at::empty({keys}, at::kLong);
+      for (std::int64_t t = 0; t < keys; ++t) {
+        slots.data_ptr<std::int64_t>()[t] =
+            s.block_table[t / kv.block_size()] * kv.block_size() + t % kv.block_size();
+      }
+      // [nh, keys, hd] after repeating each kv head for its query group.
+      const at::Tensor ks =
+          kall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
+      const at::Tensor vs =
+          vall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
+      const at::Tensor qs = q.narrow(0, s.row_begin, s.rows).transpose(0, 1);  // [nh, rows, hd]
+      at::Tensor scores = at::matmul(qs, ks.transpose(1, 2)) * attention_scale_;
+      // Row r (position start_pos + r) sees keys [0, start_pos + r].
+      const at::Tensor key_idx = at::arange(keys, at::kLong).view({1, keys});
+      const at::Tensor row_pos = at::arange(s.start_pos, keys, at::kLong).view({s.rows, 1});
+      scores = scores.masked_fill(key_idx.gt(row_pos), -std::numeric_limits<float>::infinity());
+      const at::Tensor p = at::softmax(scores, -1);
+      outs.push_back(at::matmul(p, vs).transpose(0, 1).reshape({s.rows, nh * hd}));
+    }
+    return at::cat(outs, 0);
   }
 
   void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {
     at::NoGradGuard no_grad;
     const ModelConfig& c = config_;
     const std::int64_t m = plan.rows, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-    const std::int64_t kd = nkv * hd, half = hd / 2;
+    const std::int64_t half = rope_dims(c) / 2;
     const at::Tensor tokens =
         at::from_blob(const_cast<std::int32_t*>(plan.tokens.data()), {m}, at::kInt).to(at::kLong);
     at::Tensor cos = at::empty({m, 1, half}, at::kFloat);
@@ -147,52 +207,32 @@ class FastModel final : public TransformerBase, private WeightSink {
                   static_cast<std::size_t>(half) * 4);
     }
     at::Tensor x = embed_.index_select(0, tokens);
-    const std::int64_t pool_tokens = kv.capacity() * kv.block_size();
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       const Layer& l = layers_[static_cast<std::size_t>(li)];
-      const at::Tensor hn = rms_norm(x, l.input_norm);
-      at::Tensor q = linear(hn, l.q, l.q_bias).view({m, nh, hd});
-      at::Tensor k = linear(hn, l.k, l.k_bias).view({m, nkv, hd});
+      const bool post = c.norm_placement == NormPlacement::kPost;
+      const at::Tensor hn = post ? x : rms_norm(x, l.input_norm);
+      at::Tensor q = linear(hn, l.q, l.q_bias);
+      at::Tensor k = linear(hn, l.k, l.k_bias);
       const at::Tensor v = linear(hn, l.v, l.v_bias).contiguous();
-      if (c.qk_norm) {
+      if (c.qk_norm == QkNorm::kFullWidth) {
+        q = rms_norm(q, l.q_norm);
+        k = rms_norm(k, l.k_norm);
+      }
+      q = q.view({m, nh, hd});
+      k = k.view({m, nkv, hd});
+      if (c.qk_norm == QkNorm::kPerHead) {
         q = rms_norm(q, l.q_norm);
         k = rms_norm(k, l.k_norm);
       }
       q = rope(q, cos, sin).contiguous();
       k = rope(k, cos, sin).contiguous();
-      // f32 only: Model::load rejects another kv_dtype in fast mode, forward() a pool of one.
-      float* kp = static_cast<float*>(kv.k_pool(li));
-      float* vp = static_cast<float*>(kv.v_pool(li));
-      for (std::int64_t r = 0; r < m; ++r) {
-        const std::int64_t slot = plan.kv_slots[static_cast<std::size_t>(r)];
-        std::memcpy(kp + slot * kd, k.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
-        std::memcpy(vp + slot * kd, v.data_ptr<float>() + r * kd, static_cast<std::size_t>(kd) * 4);
+      const at::Tensor attn = attend(q, k, v, plan, kv, li);
+      if (post) {  // OLMo 2: norms on the sublayer outputs
+        x = x + rms_norm(linear(attn, l.o), l.post_norm);
+        x = x +
+            rms_norm(linear(at::silu(linear(x, l.gate)) * linear(x, l.up), l.down), l.post_ff_norm);
+        continue;
       }
-      const at::Tensor kall = at::from_blob(kp, {pool_tokens, nkv, hd}, at::kFloat);
-      const at::Tensor vall = at::from_blob(vp, {pool_tokens, nkv, hd}, at::kFloat);
-      std::vector<at::Tensor> outs;
-      for (const BatchPlan::Seq& s : plan.seqs) {
-        const std::int64_t keys = s.start_pos + s.rows;
-        at::Tensor slots = at::empty({keys}, at::kLong);
-        for (std::int64_t t = 0; t < keys; ++t) {
-          slots.data_ptr<std::int64_t>()[t] =
-              s.block_table[t / kv.block_size()] * kv.block_size() + t % kv.block_size();
-        }
-        // [nh, keys, hd] after repeating each kv head for its query group.
-        const at::Tensor ks =
-            kall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
-        const at::Tensor vs =
-            vall.index_select(0, slots).repeat_interleave(nh / nkv, 1).transpose(0, 1);
-        const at::Tensor qs = q.narrow(0, s.row_begin, s.rows).transpose(0, 1);  // [nh, rows, hd]
-        at::Tensor scores = at::matmul(qs, ks.transpose(1, 2)) * attention_scale_;
-        // Row r (position start_pos + r) sees keys [0, start_pos + r].
-        const at::Tensor key_idx = at::arange(keys, at::kLong).view({1, keys});
-        const at::Tensor row_pos = at::arange(s.start_pos, keys, at::kLong).view({s.rows, 1});
-        scores = scores.masked_fill(key_idx.gt(row_pos), -std::numeric_limits<float>::infinity());
-        const at::Tensor p = at::softmax(scores, -1);
-        outs.push_back(at::matmul(p, vs).transpose(0, 1).reshape({s.rows, nh * hd}));
-      }
-      const at::Tensor attn = at::cat(outs, 0);
       x = x + linear(attn, l.o);
       const at::Tensor h2 = rms_norm(x, l.post_norm);
       x = x + linear(at::silu(linear(h2, l.gate)) * linear(h2, l.up), l.down);

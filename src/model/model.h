@@ -1,5 +1,6 @@
-// A loaded transformer (Llama / Mistral / Qwen2 / Qwen3 family) and its forward pass
-// over a paged KV cache. Composed by the engine; knows nothing of sampling or requests.
+// A loaded transformer (Llama / Mistral / Qwen2 / Qwen3 / OLMo 2 / Phi-3 family) and its
+// forward pass over a paged KV cache. Composed by the engine; knows nothing of sampling or
+// requests.
 #pragma once
 
 #include <cstdint>

@@ -62,15 +62,18 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "mistral") name = "MistralForCausalLM";
     if (mt == "qwen2") name = "Qwen2ForCausalLM";
     if (mt == "qwen3") name = "Qwen3ForCausalLM";
+    if (mt == "olmo2") name = "Olmo2ForCausalLM";
+    if (mt == "phi3") name = "Phi3ForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
-  for (Architecture a :
-       {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3}) {
+  for (Architecture a : {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2,
+                         Architecture::kQwen3, Architecture::kOlmo2, Architecture::kPhi3}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
-       "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+       "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+       "Olmo2ForCausalLM, Phi3ForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
@@ -83,8 +86,8 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
   if (f.boolean_or("mlp_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": mlp_bias = true is not supported");
   }
-  // Llama and Qwen3 put attention_bias on o_proj as well; only Qwen2's q/k/v-only biases
-  // are implemented.
+  // Llama, Qwen3 and OLMo 2 put attention_bias on o_proj as well; only Qwen2's q/k/v-only
+  // biases are implemented.
   if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
@@ -93,7 +96,9 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
 
 void apply_sliding_window(Fields& f, ModelConfig& c) {
   bool applies = false;
-  if (c.architecture == Architecture::kMistral) applies = f.has("sliding_window");
+  if (c.architecture == Architecture::kMistral || c.architecture == Architecture::kPhi3) {
+    applies = f.has("sliding_window");
+  }
   if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
     applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
   }
@@ -104,6 +109,33 @@ void apply_sliding_window(Fields& f, ModelConfig& c) {
                   f.path(), c.sliding_window, c.max_position_embeddings, c.sliding_window);
     c.max_position_embeddings = c.sliding_window;
   }
+}
+
+// partial_rotary_factor, at the top level or inside rope_scaling (where transformers'
+// rope_parameters put it; that one wins): Phi-3 rotates the first int(head_dim * factor)
+// dimensions of each head (transformers' int(): truncation of the double product); the
+// other architectures rotate all of them and refuse another factor.
+void parse_partial_rotary(Fields& f, ModelConfig& c) {
+  double p = f.number_or("partial_rotary_factor", 1e-9, 1.0, 1.0);
+  std::string field = f.path_of("partial_rotary_factor");
+  if (f.has("rope_scaling")) {
+    Fields r = f.object("rope_scaling");
+    if (r.has("partial_rotary_factor")) {
+      p = r.number_or("partial_rotary_factor", 1e-9, 1.0, 1.0);
+      field = r.path_of("partial_rotary_factor");
+    }
+  }
+  if (p == 1.0) return;
+  if (c.architecture != Architecture::kPhi3) {
+    fail(ErrorCode::kUnsupported, field, ": ", p, " (partial rotary is implemented for ",
+         to_string(Architecture::kPhi3), " only)");
+  }
+  const auto dims = static_cast<std::int64_t>(static_cast<double>(c.head_dim) * p);
+  if (dims < 2 || dims % 2 != 0) {
+    fail(ErrorCode::kCorrupt, field, ": ", p, " gives ", dims,
+         " rotary dimensions per head (must be even and at least 2)");
+  }
+  if (dims != c.head_dim) c.partial_rotary_dim = dims;
 }
 
 }  // namespace
@@ -118,6 +150,10 @@ const char* to_string(Architecture a) {
       return "Qwen2ForCausalLM";
     case Architecture::kQwen3:
       return "Qwen3ForCausalLM";
+    case Architecture::kOlmo2:
+      return "Olmo2ForCausalLM";
+    case Architecture::kPhi3:
+      return "Phi3ForCausalLM";
   }
   return "?";
 }
@@ -150,13 +186,23 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   }
   if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxDim * 16);
-  const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, 1e-6);
+  // transformers' defaults: 1e-5 for OLMo 2 and Phi-3 (Olmo2Config, Phi3Config), 1e-6 for
+  // the others.
+  const bool eps_1e5 =
+      c.architecture == Architecture::kOlmo2 || c.architecture == Architecture::kPhi3;
+  const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, eps_1e5 ? 1e-5 : 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
   c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, 10000.0);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2;
-  c.qk_norm = c.architecture == Architecture::kQwen3;
+  if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
+  if (c.architecture == Architecture::kOlmo2) {
+    c.qk_norm = QkNorm::kFullWidth;
+    c.norm_placement = NormPlacement::kPost;
+  }
+  c.fused_projections = c.architecture == Architecture::kPhi3;
   reject_unsupported(f, c);
+  parse_partial_rotary(f, c);
   parse_rope_scaling(f, c);
   apply_sliding_window(f, c);
   c.bos_token_ids = token_ids(f, "bos_token_id");
@@ -206,16 +252,20 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "num_hidden_layers=" << c.num_layers << "\n"
      << "num_attention_heads=" << c.num_heads << "\n"
      << "num_key_value_heads=" << c.num_kv_heads << "\n"
-     << "head_dim=" << c.head_dim << "\n"
-     << "max_position_embeddings=" << c.max_position_embeddings << "\n"
+     << "head_dim=" << c.head_dim << "\n";
+  // Written only for partial rotary (Phi-3), so that other texts keep their bytes.
+  if (c.partial_rotary_dim != 0) os << "partial_rotary_dim=" << c.partial_rotary_dim << "\n";
+  os << "max_position_embeddings=" << c.max_position_embeddings << "\n"
      << "sliding_window=" << c.sliding_window << "\n"
      << "rms_norm_eps=" << hex_bits(static_cast<double>(c.rms_norm_eps)) << "\n"
      << "rope_theta=" << hex_bits(c.rope_theta) << "\n";
   write_rope_scaling(os, c.rope_scaling);
   os << "tie_word_embeddings=" << (c.tie_word_embeddings ? 1 : 0) << "\n"
      << "attention_bias=" << (c.attention_bias ? 1 : 0) << "\n"
-     << "qk_norm=" << (c.qk_norm ? 1 : 0) << "\n"
-     << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
+     << "qk_norm=" << static_cast<int>(c.qk_norm) << "\n";
+  // Written only for OLMo 2, so that the other architectures' texts keep their bytes.
+  if (c.norm_placement == NormPlacement::kPost) os << "norm_placement=post\n";
+  os << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
      << "eos_token_ids=" << ids(c.eos_token_ids) << "\n";
   return os.str();
 }

@@ -9,7 +9,7 @@
 
 namespace detinfer::model {
 
-enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3 };
+enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
 const char* to_string(Architecture a);  // the Hugging Face class name
 
 // config.json's rope_scaling (docs/numerics.md, "RoPE table"; transformers'
@@ -34,6 +34,20 @@ struct RopeScaling {
   std::vector<double> long_factor;   // longrope: head_dim / 2 entries (validated, unused)
 };
 
+// Where a layer's q/k RMSNorm applies (docs/numerics.md, "Model composition").
+enum class QkNorm : std::uint8_t {
+  kNone = 0,
+  kPerHead = 1,    // Qwen3: one head_dim vector per head, weights of head_dim
+  kFullWidth = 2,  // OLMo 2: the whole projection, weights of num_heads * head_dim
+};
+
+// Where a layer's two RMSNorms sit (docs/numerics.md, "Model composition").
+enum class NormPlacement : std::uint8_t {
+  kPre,   // input_layernorm / post_attention_layernorm on each sublayer's input
+  kPost,  // OLMo 2: post_attention_layernorm / post_feedforward_layernorm on each
+          // sublayer's output, before the residual add; no norm on the inputs
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   std::int64_t vocab_size = 0;
@@ -43,6 +57,9 @@ struct ModelConfig {
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  // The leading dimensions of each head that RoPE rotates, int(head_dim *
+  // partial_rotary_factor) (Phi-3 / Phi-4-mini); 0 = all of them. See rope_dims().
+  std::int64_t partial_rotary_dim = 0;
   // The context limit detinfer enforces: config.json's value, capped at sliding_window
   // where a sliding window applies (inside the window, sliding-window attention equals
   // full attention, so every position detinfer accepts is computed exactly).
@@ -53,11 +70,20 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2)
-  bool qk_norm = false;         // per-head q_norm/k_norm (Qwen3)
+  QkNorm qk_norm = QkNorm::kNone;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up] rows) per
+  // layer instead of q/k/v_proj and gate/up_proj; split by rows at load.
+  bool fused_projections = false;
   core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
 };
+
+// The dimensions of each head RoPE rotates (the rest pass through unchanged).
+inline std::int64_t rope_dims(const ModelConfig& c) {
+  return c.partial_rotary_dim > 0 ? c.partial_rotary_dim : c.head_dim;
+}
 
 // Parses config.json (and generation_config.json, which overrides bos/eos, when
 // generation_json is non-empty). Validates every field; unknown architectures and

@@ -13,12 +13,13 @@ namespace {
 constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
 constexpr double kMaxFactor = 1e6;
 
-// A longrope factor list: head_dim / 2 finite numbers in (0, 1e6].
+// A longrope factor list: one finite number in (0, 1e6] per rotated dimension pair.
 std::vector<double> factor_list(core::ObjectReader& r, const char* key, std::int64_t half) {
   const core::json& a = r.array(key);
   const std::string path = r.path_of(key);
   if (static_cast<std::int64_t>(a.size()) != half) {
-    fail(ErrorCode::kCorrupt, path, ": ", a.size(), " entries, expected head_dim / 2 = ", half);
+    fail(ErrorCode::kCorrupt, path, ": ", a.size(), " entries, expected ", half,
+         " (the rotated dimensions per head / 2)");
   }
   std::vector<double> out;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -57,13 +58,16 @@ void parse_yarn(core::ObjectReader& f, core::ObjectReader& r, ModelConfig& c) {
 
 void parse_longrope(core::ObjectReader& f, core::ObjectReader& r, ModelConfig& c) {
   RopeScaling& s = c.rope_scaling;
-  s.original_max_position_embeddings = original_positions(f, r, c.max_position_embeddings);
+  // Phi3Config always has original_max_position_embeddings (4096 unless given).
+  const std::int64_t fallback =
+      c.architecture == Architecture::kPhi3 ? 4096 : c.max_position_embeddings;
+  s.original_max_position_embeddings = original_positions(f, r, fallback);
   const double ratio = static_cast<double>(c.max_position_embeddings) /
                        static_cast<double>(s.original_max_position_embeddings);
   s.factor = r.number_or("factor", 1e-6, kMaxFactor, ratio);
   s.attention_factor = r.number_or("attention_factor", 1e-6, 1e6, 0.0);
-  s.short_factor = factor_list(r, "short_factor", c.head_dim / 2);
-  s.long_factor = factor_list(r, "long_factor", c.head_dim / 2);
+  s.short_factor = factor_list(r, "short_factor", rope_dims(c) / 2);
+  s.long_factor = factor_list(r, "long_factor", rope_dims(c) / 2);
   // transformers switches to long_factor once a sequence passes the original length and
   // rotates the keys cached before with the short one: a result that would depend on
   // chunking. detinfer keeps short_factor and the original length as its context limit.
@@ -99,13 +103,17 @@ std::string hex_bits(double d) {
 void parse_rope_scaling(core::ObjectReader& f, ModelConfig& c) {
   if (!f.has("rope_scaling")) return;
   core::ObjectReader r = f.object("rope_scaling");
-  const std::string type = r.string_or("rope_type", r.string_or("type", ""));
+  std::string type = r.string_or("rope_type", r.string_or("type", ""));
   if (type.empty() || type == "default") return;
-  if (r.has("partial_rotary_factor") || f.has("partial_rotary_factor")) {
-    const double p = r.has("partial_rotary_factor") ? r.number("partial_rotary_factor")
-                                                    : f.number("partial_rotary_factor");
-    if (p != 1.0) fail(ErrorCode::kUnsupported, f.path(), ": partial_rotary_factor ", p);
+  if (c.architecture == Architecture::kPhi3) {
+    // Phi3Config renames the early "su" and "yarn" to longrope and accepts nothing else.
+    if (type == "su" || type == "yarn") type = "longrope";
+    if (type != "longrope") {
+      fail(ErrorCode::kUnsupported, f.path(), ": rope_scaling type '", type,
+           "' (Phi3ForCausalLM accepts only default and longrope)");
+    }
   }
+  // (partial_rotary_factor: model_config.cpp, before this.)
   RopeScaling& s = c.rope_scaling;
   s.type = type;
   if (type == "llama3") {

@@ -11,9 +11,9 @@
 namespace detinfer::model {
 
 // Reads rope_scaling from the config object `f` into c.rope_scaling. `c` must hold
-// max_position_embeddings and head_dim already. A type detinfer does not implement is
-// Error(kUnsupported); a malformed value Error(kCorrupt) naming the field. longrope caps
-// c.max_position_embeddings at original_max_position_embeddings (its canonical rule).
+// architecture, max_position_embeddings, head_dim and partial_rotary_dim already. A type detinfer
+// does not implement is Error(kUnsupported); a malformed value Error(kCorrupt) naming the field.
+// longrope caps c.max_position_embeddings at original_max_position_embeddings (its canonical rule).
 void parse_rope_scaling(core::ObjectReader& f, ModelConfig& c);
 
 // A double's exact bit pattern as 16 hex digits (canonical_config_text's floats).

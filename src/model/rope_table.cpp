@@ -74,13 +74,14 @@ double scaling_attention_factor(const RopeScaling& s) {
 
 }  // namespace
 
-RopeTable::RopeTable(const ModelConfig& c) : half_(c.head_dim / 2) {
+RopeTable::RopeTable(const ModelConfig& c) : half_(rope_dims(c) / 2) {
+  const std::int64_t d = rope_dims(c);  // head_dim, or the partial rotary dimensions
   const RopeScaling& s = c.rope_scaling;
   inv_freq_.resize(static_cast<std::size_t>(half_));
   std::vector<double> base(static_cast<std::size_t>(half_));
   for (std::int64_t i = 0; i < half_; ++i) {
     const auto at = static_cast<std::size_t>(i);
-    const double exponent = static_cast<double>(2 * i) / static_cast<double>(c.head_dim);
+    const double exponent = static_cast<double>(2 * i) / static_cast<double>(d);
     base[at] = rope_math::pow(c.rope_theta, exponent);
     double f = 1.0 / base[at];
     if (s.type == "llama3") f = llama3(s, f);
@@ -88,7 +89,7 @@ RopeTable::RopeTable(const ModelConfig& c) : half_(c.head_dim / 2) {
     if (s.type == "longrope") f = 1.0 / (s.short_factor[at] * base[at]);
     inv_freq_[at] = f;
   }
-  if (s.type == "yarn") yarn(s, c.rope_theta, c.head_dim, base, inv_freq_);
+  if (s.type == "yarn") yarn(s, c.rope_theta, d, base, inv_freq_);
   attention_factor_ = scaling_attention_factor(s);
 }
 

@@ -36,23 +36,36 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
     auto add = [&](const std::string& n, WeightKind k, std::vector<std::int64_t> shape) {
       w.push_back({p + n, k, l, std::move(shape)});
     };
-    add("input_layernorm.weight", WeightKind::kInputNorm, {h});
+    if (c.norm_placement == NormPlacement::kPre) {
+      add("input_layernorm.weight", WeightKind::kInputNorm, {h});
+    } else {
+      add("post_feedforward_layernorm.weight", WeightKind::kPostFfNorm, {h});
+    }
     add("post_attention_layernorm.weight", WeightKind::kPostNorm, {h});
-    add("self_attn.q_proj.weight", WeightKind::kQ, {q, h});
-    add("self_attn.k_proj.weight", WeightKind::kK, {kv, h});
-    add("self_attn.v_proj.weight", WeightKind::kV, {kv, h});
+    if (c.fused_projections) {
+      add("self_attn.qkv_proj.weight", WeightKind::kQkv, {q + 2 * kv, h});
+    } else {
+      add("self_attn.q_proj.weight", WeightKind::kQ, {q, h});
+      add("self_attn.k_proj.weight", WeightKind::kK, {kv, h});
+      add("self_attn.v_proj.weight", WeightKind::kV, {kv, h});
+    }
     add("self_attn.o_proj.weight", WeightKind::kO, {h, q});
     if (c.attention_bias) {
       add("self_attn.q_proj.bias", WeightKind::kQBias, {q});
       add("self_attn.k_proj.bias", WeightKind::kKBias, {kv});
       add("self_attn.v_proj.bias", WeightKind::kVBias, {kv});
     }
-    if (c.qk_norm) {
-      add("self_attn.q_norm.weight", WeightKind::kQNorm, {c.head_dim});
-      add("self_attn.k_norm.weight", WeightKind::kKNorm, {c.head_dim});
+    if (c.qk_norm != QkNorm::kNone) {
+      const bool full = c.qk_norm == QkNorm::kFullWidth;
+      add("self_attn.q_norm.weight", WeightKind::kQNorm, {full ? q : c.head_dim});
+      add("self_attn.k_norm.weight", WeightKind::kKNorm, {full ? kv : c.head_dim});
     }
-    add("mlp.gate_proj.weight", WeightKind::kGate, {inter, h});
-    add("mlp.up_proj.weight", WeightKind::kUp, {inter, h});
+    if (c.fused_projections) {
+      add("mlp.gate_up_proj.weight", WeightKind::kGateUp, {2 * inter, h});
+    } else {
+      add("mlp.gate_proj.weight", WeightKind::kGate, {inter, h});
+      add("mlp.up_proj.weight", WeightKind::kUp, {inter, h});
+    }
     add("mlp.down_proj.weight", WeightKind::kDown, {h, inter});
   }
   std::sort(w.begin(), w.end(),

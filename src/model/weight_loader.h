@@ -21,7 +21,8 @@ enum class WeightKind : std::uint8_t {
   kFinalNorm,
   kLmHead,
   kInputNorm,
-  kPostNorm,
+  kPostNorm,    // post_attention_layernorm (after attention: OLMo 2; before the MLP: others)
+  kPostFfNorm,  // post_feedforward_layernorm (OLMo 2)
   kQ,
   kK,
   kV,
@@ -34,6 +35,8 @@ enum class WeightKind : std::uint8_t {
   kGate,
   kUp,
   kDown,
+  kQkv,     // Phi-3 qkv_proj: [q | k | v] rows
+  kGateUp,  // Phi-3 gate_up_proj: [gate | up] rows
 };
 
 struct WeightSpec {

@@ -195,7 +195,7 @@ TEST_P(CudaModelEmulation, CanonicalForwardEqualsCpuBitForBit) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  static const char* const kArch[] = {"llama", "mistral", "qwen2", "qwen3"};
+  static const char* const kArch[] = {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"};
   static const char* const kDtype[] = {"f32", "bf16", "f16"};
   return std::string(kArch[static_cast<int>(info.param.arch)]) + "_" +
          kDtype[static_cast<int>(info.param.dtype)];
@@ -207,7 +207,9 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
                                            Case{devtools::TinyArch::kQwen2, core::DType::kF32},
                                            Case{devtools::TinyArch::kQwen2, core::DType::kBF16},
                                            Case{devtools::TinyArch::kQwen3, core::DType::kF32},
-                                           Case{devtools::TinyArch::kQwen3, core::DType::kBF16}),
+                                           Case{devtools::TinyArch::kQwen3, core::DType::kBF16},
+                                           Case{devtools::TinyArch::kOlmo2, core::DType::kBF16},
+                                           Case{devtools::TinyArch::kPhi3, core::DType::kBF16}),
                          case_name);
 
 TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysCloseToCpu) {

@@ -6,6 +6,7 @@
 
 #include "common/subprocess.h"
 #include "devtools/model_tools.h"
+#include "model/model_config.h"
 #include "model/model_test_util.h"
 
 namespace detinfer {
@@ -38,6 +39,32 @@ TEST(CliModel, MakeTinyModelIsDeterministic) {
   const auto bad_shape = run_shell(cli_path() + " make-tiny-model --heads 3 --out " + a);
   EXPECT_NE(bad_shape.exit_code, 0);
   EXPECT_NE(bad_shape.err.find("heads"), std::string::npos) << bad_shape.err;
+}
+
+// --arch olmo2 and --arch phi3 (with --partial-rotary-factor) write models that load as
+// those architectures; a partial rotary factor is refused for the other architectures.
+TEST(CliModel, MakeTinyModelWritesOlmo2AndPhi3) {
+  const std::string olmo2 = scratch_dir("cli-olmo2"), phi3 = scratch_dir("cli-phi3");
+  auto r = run_shell(cli_path() + " make-tiny-model --arch olmo2 --out " + olmo2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_shell(cli_path() + " make-tiny-model --arch phi3 --partial-rotary-factor 0.5 --out " +
+                phi3);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const model::ModelConfig o = model::load_model_config(olmo2);
+  EXPECT_EQ(o.architecture, model::Architecture::kOlmo2);
+  EXPECT_EQ(o.norm_placement, model::NormPlacement::kPost);
+  const model::ModelConfig p = model::load_model_config(phi3);
+  EXPECT_EQ(p.architecture, model::Architecture::kPhi3);
+  EXPECT_EQ(p.partial_rotary_dim, 8);  // half of head_dim 16
+  for (const std::string& dir : {olmo2, phi3}) {
+    const auto gen =
+        run_shell(cli_path() + " generate --model " + dir + " --prompt hello --max-new-tokens 4");
+    EXPECT_EQ(gen.exit_code, 0) << dir << ": " << gen.err;
+  }
+  const auto bad = run_shell(cli_path() + " make-tiny-model --arch llama " +
+                             "--partial-rotary-factor 0.5 --out " + scratch_dir("cli-bad"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("partial_rotary_factor"), std::string::npos) << bad.err;
 }
 
 TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {

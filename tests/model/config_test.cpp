@@ -42,7 +42,7 @@ TEST(ModelConfig, Qwen2HasBiasesAndGqa) {
       base("Qwen2ForCausalLM"), json{{"eos_token_id", {151645, 151643}}, {"bos_token_id", 151643}});
   EXPECT_EQ(c.architecture, model::Architecture::kQwen2);
   EXPECT_TRUE(c.attention_bias);
-  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.qk_norm, model::QkNorm::kNone);
   EXPECT_EQ(c.head_dim, 64);
   EXPECT_EQ(c.num_kv_heads, 2);
   EXPECT_TRUE(c.tie_word_embeddings);
@@ -56,7 +56,7 @@ TEST(ModelConfig, Qwen3HasQkNormAndExplicitHeadDim) {
   json j = base("Qwen3ForCausalLM");
   j["head_dim"] = 128;
   const model::ModelConfig c = parse(j);
-  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.qk_norm, model::QkNorm::kPerHead);
   EXPECT_FALSE(c.attention_bias);
   EXPECT_EQ(c.head_dim, 128);
   j["attention_bias"] = true;

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "detinfer/error.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/reference_forward.h"
+#include "model/reference_olmo2.h"
+#include "model/reference_phi3.h"
 
 namespace detinfer {
 namespace {
@@ -93,11 +96,19 @@ struct Case {
 
 class ForwardVsReference : public ::testing::TestWithParam<Case> {};
 
+// The float64 pass of the architecture's transformers semantics.
+std::unique_ptr<ReferenceModel> reference_for(devtools::TinyArch arch, const std::string& dir) {
+  if (arch == devtools::TinyArch::kOlmo2) return std::make_unique<testing::ReferenceOlmo2>(dir);
+  if (arch == devtools::TinyArch::kPhi3) return std::make_unique<testing::ReferencePhi3>(dir);
+  return std::make_unique<ReferenceModel>(dir);
+}
+
 TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
   const Case c = GetParam();
   const std::string dir = scratch_dir("ref");
   devtools::make_tiny_model(tiny_options(c.arch, c.dtype, dir, 7));
-  const ReferenceModel ref(dir);
+  const std::unique_ptr<ReferenceModel> ref_model = reference_for(c.arch, dir);
+  const ReferenceModel& ref = *ref_model;
   const auto tokens = test_tokens(40, ref.vocab());
   const auto expected = ref.logits(tokens);
   double max_err[2] = {0, 0};
@@ -135,8 +146,9 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> v;
-  for (devtools::TinyArch a : {devtools::TinyArch::kLlama, devtools::TinyArch::kMistral,
-                               devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3}) {
+  for (devtools::TinyArch a :
+       {devtools::TinyArch::kLlama, devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2,
+        devtools::TinyArch::kQwen3, devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3}) {
     for (core::DType d : {core::DType::kF32, core::DType::kBF16, core::DType::kF16})
       v.push_back({a, d});
   }
@@ -144,7 +156,7 @@ std::vector<Case> all_cases() {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  static const char* const kArch[] = {"llama", "mistral", "qwen2", "qwen3"};
+  static const char* const kArch[] = {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"};
   static const char* const kDtype[] = {"f32", "bf16", "f16"};
   return std::string(kArch[static_cast<int>(info.param.arch)]) + "_" +
          kDtype[static_cast<int>(info.param.dtype)];
@@ -191,7 +203,8 @@ TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, CanonicalInvariance,
                          ::testing::Values(devtools::TinyArch::kLlama, devtools::TinyArch::kMistral,
-                                           devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3));
+                                           devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3,
+                                           devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3));
 
 TEST(Forward, LastRowOnlyMatchesAllLogits) {
   const std::string dir = scratch_dir("last");

@@ -70,6 +70,11 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
     case devtools::TinyArch::kQwen3:
       o.head_dim = 32;  // heads * head_dim != hidden
       break;
+    case devtools::TinyArch::kOlmo2:  // GQA (as OLMo 2 32B): q_norm and k_norm widths differ
+      break;
+    case devtools::TinyArch::kPhi3:
+      o.partial_rotary_factor = 0.75;  // as Phi-4-mini: 12 of 16 dims rotate
+      break;
   }
   return o;
 }

@@ -30,8 +30,10 @@ inline double bf16_to_double(std::uint16_t b) {
 
 class ReferenceModel {
  public:
-  // `ignore_rope_scaling`: the model without its rope_scaling (tests that scaling matters).
-  explicit ReferenceModel(const std::string& dir, bool ignore_rope_scaling = false) {
+  // `ignore_rope_scaling`: the model without its rope_scaling (tests that scaling matters);
+  // `ignore_partial_rotary`: every head dimension rotates (tests that partial rotary does).
+  explicit ReferenceModel(const std::string& dir, bool ignore_rope_scaling = false,
+                          bool ignore_partial_rotary = false) {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
     arch_ = c["architectures"][0].get<std::string>();
@@ -45,7 +47,10 @@ class ReferenceModel {
     eps_ = c["rms_norm_eps"];
     theta_ = c["rope_theta"];
     tied_ = c.value("tie_word_embeddings", false);
-    rope_ = ReferenceRope(c, head_dim_, ignore_rope_scaling);
+    // transformers: dim = int(head_dim * partial_rotary_factor) (Phi-3).
+    const double partial = ignore_partial_rotary ? 1.0 : c.value("partial_rotary_factor", 1.0);
+    rotary_dim_ = static_cast<int>(head_dim_ * partial);
+    rope_ = ReferenceRope(c, rotary_dim_, ignore_rope_scaling);
     const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
       const std::int64_t n = ref.info->numel();
@@ -68,63 +73,17 @@ class ReferenceModel {
 
   int vocab() const { return vocab_; }
 
+  virtual ~ReferenceModel() = default;
+
   // [T][vocab] logits for the prompt `tokens` at positions 0..T-1.
   std::vector<std::vector<double>> logits(const std::vector<std::int32_t>& tokens) const {
     const int t_count = static_cast<int>(tokens.size());
-    const int qd = heads_ * head_dim_, kd = kv_heads_ * head_dim_;
     std::vector<std::vector<double>> x(t_count);
     const auto& emb = w("model.embed_tokens.weight");
     for (int t = 0; t < t_count; ++t) {
       x[t].assign(emb.begin() + tokens[t] * hidden_, emb.begin() + (tokens[t] + 1) * hidden_);
     }
-    for (int l = 0; l < layers_; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".";
-      std::vector<std::vector<double>> q(t_count), k(t_count), v(t_count);
-      for (int t = 0; t < t_count; ++t) {
-        const auto h = rms(x[t], w(p + "input_layernorm.weight"));
-        q[t] = linear(h, p + "self_attn.q_proj", qd);
-        k[t] = linear(h, p + "self_attn.k_proj", kd);
-        v[t] = linear(h, p + "self_attn.v_proj", kd);
-        if (arch_ == "Qwen3ForCausalLM") {
-          per_head_norm(q[t], heads_, w(p + "self_attn.q_norm.weight"));
-          per_head_norm(k[t], kv_heads_, w(p + "self_attn.k_norm.weight"));
-        }
-        rope(q[t], heads_, t);
-        rope(k[t], kv_heads_, t);
-      }
-      const int group = heads_ / kv_heads_;
-      for (int t = 0; t < t_count; ++t) {
-        std::vector<double> attn(qd, 0.0);
-        for (int hh = 0; hh < heads_; ++hh) {
-          const int kvh = hh / group;
-          std::vector<double> s(t + 1);
-          double mx = -1e300;
-          for (int j = 0; j <= t; ++j) {
-            double d = 0;
-            for (int i = 0; i < head_dim_; ++i) {
-              d += q[t][hh * head_dim_ + i] * k[j][kvh * head_dim_ + i];
-            }
-            s[j] = d / std::sqrt(static_cast<double>(head_dim_));
-            mx = std::max(mx, s[j]);
-          }
-          double sum = 0;
-          for (int j = 0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
-          for (int j = 0; j <= t; ++j) {
-            for (int i = 0; i < head_dim_; ++i) {
-              attn[hh * head_dim_ + i] += s[j] / sum * v[j][kvh * head_dim_ + i];
-            }
-          }
-        }
-        const auto o = linear(attn, p + "self_attn.o_proj", hidden_);
-        for (int i = 0; i < hidden_; ++i) x[t][i] += o[i];
-        const auto h2 = rms(x[t], w(p + "post_attention_layernorm.weight"));
-        auto g = linear(h2, p + "mlp.gate_proj", inter_);
-        const auto u = linear(h2, p + "mlp.up_proj", inter_);
-        for (int i = 0; i < inter_; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-        const auto d = linear(g, p + "mlp.down_proj", hidden_);
-        for (int i = 0; i < hidden_; ++i) x[t][i] += d[i];
-      }
-    }
+    for (int l = 0; l < layers_; ++l) layer("model.layers." + std::to_string(l) + ".", x);
     std::vector<std::vector<double>> out(t_count);
     const auto& head = w(tied_ ? "model.embed_tokens.weight" : "lm_head.weight");
     for (int t = 0; t < t_count; ++t) {
@@ -139,7 +98,76 @@ class ReferenceModel {
     return out;
   }
 
- private:
+ protected:
+  using Rows = std::vector<std::vector<double>>;
+
+  // One decoder layer (prefix "model.layers.N.") over every row: the Llama family's
+  // pre-norm layer, with Qwen2's biases and Qwen3's per-head q/k norm.
+  virtual void layer(const std::string& p, Rows& x) const {
+    const int t_count = static_cast<int>(x.size());
+    const int qd = heads_ * head_dim_, kd = kv_heads_ * head_dim_;
+    Rows q(t_count), k(t_count), v(t_count);
+    for (int t = 0; t < t_count; ++t) {
+      const auto h = rms(x[t], w(p + "input_layernorm.weight"));
+      q[t] = linear(h, p + "self_attn.q_proj", qd);
+      k[t] = linear(h, p + "self_attn.k_proj", kd);
+      v[t] = linear(h, p + "self_attn.v_proj", kd);
+      if (arch_ == "Qwen3ForCausalLM") {
+        per_head_norm(q[t], heads_, w(p + "self_attn.q_norm.weight"));
+        per_head_norm(k[t], kv_heads_, w(p + "self_attn.k_norm.weight"));
+      }
+      rope(q[t], heads_, t);
+      rope(k[t], kv_heads_, t);
+    }
+    const Rows attn = attend(q, k, v);
+    for (int t = 0; t < t_count; ++t) {
+      const auto o = linear(attn[t], p + "self_attn.o_proj", hidden_);
+      for (int i = 0; i < hidden_; ++i) x[t][i] += o[i];
+      const auto d = mlp(rms(x[t], w(p + "post_attention_layernorm.weight")), p);
+      for (int i = 0; i < hidden_; ++i) x[t][i] += d[i];
+    }
+  }
+
+  // Causal softmax attention of every row (q, k after RoPE), heads concatenated.
+  Rows attend(const Rows& q, const Rows& k, const Rows& v) const {
+    const int t_count = static_cast<int>(q.size());
+    const int group = heads_ / kv_heads_;
+    Rows out(t_count);
+    for (int t = 0; t < t_count; ++t) {
+      std::vector<double> attn(heads_ * head_dim_, 0.0);
+      for (int hh = 0; hh < heads_; ++hh) {
+        const int kvh = hh / group;
+        std::vector<double> s(t + 1);
+        double mx = -1e300;
+        for (int j = 0; j <= t; ++j) {
+          double d = 0;
+          for (int i = 0; i < head_dim_; ++i) {
+            d += q[t][hh * head_dim_ + i] * k[j][kvh * head_dim_ + i];
+          }
+          s[j] = d / std::sqrt(static_cast<double>(head_dim_));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int j = 0; j <= t; ++j) {
+          for (int i = 0; i < head_dim_; ++i) {
+            attn[hh * head_dim_ + i] += s[j] / sum * v[j][kvh * head_dim_ + i];
+          }
+        }
+      }
+      out[t] = std::move(attn);
+    }
+    return out;
+  }
+
+  // down(silu(gate(h)) * up(h)).
+  std::vector<double> mlp(const std::vector<double>& h, const std::string& p) const {
+    auto g = linear(h, p + "mlp.gate_proj", inter_);
+    const auto u = linear(h, p + "mlp.up_proj", inter_);
+    for (int i = 0; i < inter_; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    return linear(g, p + "mlp.down_proj", hidden_);
+  }
+
   const std::vector<double>& w(const std::string& name) const { return w_.at(name); }
 
   std::vector<double> rms(const std::vector<double>& x, const std::vector<double>& g) const {
@@ -172,8 +200,9 @@ class ReferenceModel {
     return y;
   }
 
+  // rotate_half on the first rotary_dim_ dimensions of each head; the rest pass through.
   void rope(std::vector<double>& x, int heads, int pos) const {
-    const int half = head_dim_ / 2;
+    const int half = rotary_dim_ / 2;
     for (int h = 0; h < heads; ++h) {
       double* v = x.data() + h * head_dim_;
       for (int i = 0; i < half; ++i) {
@@ -187,6 +216,7 @@ class ReferenceModel {
 
   std::string arch_;
   int hidden_ = 0, inter_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
+  int rotary_dim_ = 0;
   double eps_ = 0, theta_ = 0;
   bool tied_ = false;
   ReferenceRope rope_{nlohmann::json{{"rope_theta", 10000.0}}, 2};

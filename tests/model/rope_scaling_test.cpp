@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 #include "model/model_test_util.h"
+#include "model/prefill_logits.h"
 #include "model/reference_forward.h"
 #include "model/rope_math.h"
 #include "model/rope_table.h"
@@ -41,27 +42,6 @@ std::string scaled_model(const std::string& name, const json& scaling) {
   c["rope_scaling"] = scaling;
   std::ofstream(dir + "/config.json") << c.dump(2);
   return dir;
-}
-
-// Every position's logits of one prefill in chunks of `chunk` on `threads` threads.
-std::vector<float> logits(const std::string& dir, const std::vector<std::int32_t>& tokens,
-                          std::size_t chunk, std::int32_t threads = 1) {
-  auto m = Model::load(dir, {NumericsMode::kCanonical, threads, {}});
-  KvCachePool kv(m->config(), 16, std::int64_t{16} << 20);
-  std::vector<std::int32_t> table;
-  for (std::size_t b = 0; b < (tokens.size() + 15) / 16; ++b) table.push_back(kv.allocate());
-  std::vector<float> out, step;
-  for (std::size_t at = 0; at < tokens.size(); at += chunk) {
-    SequenceStep s;
-    s.tokens.assign(tokens.begin() + at, tokens.begin() + std::min(tokens.size(), at + chunk));
-    s.start_pos = static_cast<std::int64_t>(at);
-    s.block_table = table;
-    s.all_logits = true;
-    step.clear();  // forward appends
-    m->forward({s}, kv, step);
-    out.insert(out.end(), step.begin(), step.end());
-  }
-  return out;
 }
 
 struct Variant {
@@ -122,7 +102,7 @@ TEST_P(RopeScalingVsReference, FortyPositionsWithin1e5AndTheScalingMatters) {
   const auto tokens = testing::test_tokens(40, ref.vocab());
   const auto want = ref.logits(tokens);
   const auto without = unscaled.logits(tokens);
-  const std::vector<float> got = logits(dir, tokens, tokens.size());
+  const std::vector<float> got = testing::prefill_logits(dir, tokens, tokens.size());
   double worst = 0, worst_without = 0;
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const float* row = got.data() + t * static_cast<std::size_t>(ref.vocab());
@@ -137,8 +117,9 @@ TEST_P(RopeScalingVsReference, FortyPositionsWithin1e5AndTheScalingMatters) {
     EXPECT_LE(worst_without, 1e-5) << v.name;
   }
   // Canonical bits do not depend on chunking or threads.
-  EXPECT_EQ(logits(dir, tokens, 1), got) << v.name << ": token by token";
-  EXPECT_EQ(logits(dir, tokens, 7, 2), got) << v.name << ": chunks of 7, 2 threads";
+  EXPECT_EQ(testing::prefill_logits(dir, tokens, 1), got) << v.name << ": token by token";
+  EXPECT_EQ(testing::prefill_logits(dir, tokens, 7, 2), got)
+      << v.name << ": chunks of 7, 2 threads";
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RopeScalingVsReference, ::testing::ValuesIn(variants()),

@@ -2,8 +2,9 @@
 // written from that page alone (plain loops, no detinfer kernels or model code: its own
 // chunked dot and sum, its own exp from the page's pseudo-code, the RoPE table from glibc
 // as the page defines it) equals the canonical model's logits bit for bit, for every
-// supported architecture, weight dtype, tied and untied heads, llama3 RoPE scaling, and
-// prompts that span more than one 64-key attention chunk.
+// supported architecture (OLMo 2's post-norms and full-width q/k norm, Phi-3's fused
+// projections and partial rotary included), weight dtype, tied and untied heads, llama3
+// RoPE scaling, and prompts that span more than one 64-key attention chunk.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,6 +98,7 @@ class SpecModel {
   explicit SpecModel(const std::string& dir) : store_(model::TensorStore::open(dir)) {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
+    arch_ = c["architectures"][0].get<std::string>();
     hidden_ = c["hidden_size"];
     layers_ = c["num_hidden_layers"];
     heads_ = c["num_attention_heads"];
@@ -106,10 +108,13 @@ class SpecModel {
     eps_ = static_cast<float>(c["rms_norm_eps"].get<double>());
     scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
     tied_ = c.value("tie_word_embeddings", false);
+    // "RoPE table": d = r = int(head_dim * partial_rotary_factor).
+    rot_ = static_cast<std::int64_t>(static_cast<double>(head_dim_) *
+                                     c.value("partial_rotary_factor", 1.0));
     const double theta = c["rope_theta"];
     const bool llama3 = c.contains("rope_scaling") && !c["rope_scaling"].is_null();
-    for (std::int64_t i = 0; i < head_dim_ / 2; ++i) {
-      double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim_));
+    for (std::int64_t i = 0; i < rot_ / 2; ++i) {
+      double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rot_));
       if (llama3) {
         const auto& r = c["rope_scaling"];
         const double factor = r["factor"], lo = r["low_freq_factor"], hi = r["high_freq_factor"];
@@ -138,27 +143,7 @@ class SpecModel {
     for (std::int64_t l = 0; l < layers_; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       Vec keys(t_count * kvd), values(t_count * kvd);
-      for (std::int64_t t = 0; t < t_count; ++t) {
-        Vec h = rms_norm(x[t], w(p + "input_layernorm.weight"), hidden_);
-        Vec q = linear(h, p + "self_attn.q_proj"), k = linear(h, p + "self_attn.k_proj");
-        const Vec v = linear(h, p + "self_attn.v_proj");
-        if (has(p + "self_attn.q_norm.weight")) {
-          q = rms_norm(q, w(p + "self_attn.q_norm.weight"), head_dim_);
-          k = rms_norm(k, w(p + "self_attn.k_norm.weight"), head_dim_);
-        }
-        rope(q, t);
-        rope(k, t);
-        std::copy(k.begin(), k.end(), keys.begin() + t * kvd);
-        std::copy(v.begin(), v.end(), values.begin() + t * kvd);
-        const Vec o = linear(attention(q, keys, values, t + 1), p + "self_attn.o_proj");
-        for (std::int64_t i = 0; i < hidden_; ++i) x[t][i] = x[t][i] + o[i];
-        h = rms_norm(x[t], w(p + "post_attention_layernorm.weight"), hidden_);
-        const Vec g = linear(h, p + "mlp.gate_proj"), u = linear(h, p + "mlp.up_proj");
-        Vec a(g.size());
-        for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
-        const Vec d = linear(a, p + "mlp.down_proj");
-        for (std::int64_t i = 0; i < hidden_; ++i) x[t][i] = x[t][i] + d[i];
-      }
+      for (std::int64_t t = 0; t < t_count; ++t) layer_row(p, t, x[t], keys, values);
     }
     Vec out;
     const std::string head = tied_ ? "model.embed_tokens" : "lm_head";
@@ -170,6 +155,50 @@ class SpecModel {
   }
 
  private:
+  // One layer ("One token row at position pos") for row t; appends its K and V.
+  void layer_row(const std::string& p, std::int64_t t, Vec& x, Vec& keys, Vec& values) {
+    const std::int64_t qd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+    const bool post = arch_ == "Olmo2ForCausalLM";  // norm_placement = post
+    Vec h = post ? x : rms_norm(x, w(p + "input_layernorm.weight"), hidden_);
+    Vec q, k, v;
+    if (has(p + "self_attn.qkv_proj.weight")) {  // Phi-3: rows [q | k | v]
+      const Vec qkv = linear(h, p + "self_attn.qkv_proj");
+      q.assign(qkv.begin(), qkv.begin() + qd);
+      k.assign(qkv.begin() + qd, qkv.begin() + qd + kvd);
+      v.assign(qkv.begin() + qd + kvd, qkv.end());
+    } else {
+      q = linear(h, p + "self_attn.q_proj");
+      k = linear(h, p + "self_attn.k_proj");
+      v = linear(h, p + "self_attn.v_proj");
+    }
+    if (has(p + "self_attn.q_norm.weight")) {  // per head (Qwen3) or full width (OLMo 2)
+      q = rms_norm(q, w(p + "self_attn.q_norm.weight"), post ? qd : head_dim_);
+      k = rms_norm(k, w(p + "self_attn.k_norm.weight"), post ? kvd : head_dim_);
+    }
+    rope(q, t);
+    rope(k, t);
+    std::copy(k.begin(), k.end(), keys.begin() + t * kvd);
+    std::copy(v.begin(), v.end(), values.begin() + t * kvd);
+    Vec o = linear(attention(q, keys, values, t + 1), p + "self_attn.o_proj");
+    if (post) o = rms_norm(o, w(p + "post_attention_layernorm.weight"), hidden_);
+    for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + o[i];
+    h = post ? x : rms_norm(x, w(p + "post_attention_layernorm.weight"), hidden_);
+    Vec g, u;
+    if (has(p + "mlp.gate_up_proj.weight")) {  // Phi-3: rows [gate | up]
+      const Vec gu = linear(h, p + "mlp.gate_up_proj");
+      g.assign(gu.begin(), gu.begin() + gu.size() / 2);
+      u.assign(gu.begin() + gu.size() / 2, gu.end());
+    } else {
+      g = linear(h, p + "mlp.gate_proj");
+      u = linear(h, p + "mlp.up_proj");
+    }
+    Vec a(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+    Vec d = linear(a, p + "mlp.down_proj");
+    if (post) d = rms_norm(d, w(p + "post_feedforward_layernorm.weight"), hidden_);
+    for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+  }
+
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
   Vec w(const std::string& name) {
     auto it = cache_.find(name);
@@ -206,8 +235,9 @@ class SpecModel {
     return y;
   }
 
+  // The first rot_ elements of each head rotate; the rest pass through.
   void rope(Vec& x, std::int64_t pos) const {
-    const std::int64_t half = head_dim_ / 2;
+    const std::int64_t half = rot_ / 2;
     for (std::size_t b = 0; b < x.size(); b += head_dim_) {
       for (std::int64_t i = 0; i < half; ++i) {
         const double angle = static_cast<double>(pos) * inv_[i];
@@ -248,7 +278,9 @@ class SpecModel {
 
   model::TensorStore store_;
   std::map<std::string, Vec> cache_;
+  std::string arch_;
   std::int64_t hidden_ = 0, layers_ = 0, heads_ = 0, kv_heads_ = 0, vocab_ = 0, head_dim_ = 0;
+  std::int64_t rot_ = 0;
   float eps_ = 0, scale_ = 0;
   bool tied_ = false;
   std::vector<double> inv_;
@@ -266,7 +298,9 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
                             SpecCase{devtools::TinyArch::kMistral, core::DType::kF16, false},
                             SpecCase{devtools::TinyArch::kQwen2, core::DType::kBF16, true},
                             SpecCase{devtools::TinyArch::kQwen2, core::DType::kF32, false},
-                            SpecCase{devtools::TinyArch::kQwen3, core::DType::kBF16, false}}) {
+                            SpecCase{devtools::TinyArch::kQwen3, core::DType::kBF16, false},
+                            SpecCase{devtools::TinyArch::kOlmo2, core::DType::kBF16, false},
+                            SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true}}) {
     const std::string dir = testing::scratch_dir("spec");
     devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;

@@ -18,8 +18,8 @@ const detinfer_cli::RegisterCommand kRegister(
     "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<MakeTinyOptions>();
-      sub.add_option("--arch", o->arch, "llama | mistral | qwen2 | qwen3")
-          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3"}))
+      sub.add_option("--arch", o->arch, "llama | mistral | qwen2 | qwen3 | olmo2 | phi3")
+          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"}))
           ->capture_default_str();
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
           ->check(CLI::IsMember({"f32", "bf16", "f16"}))
@@ -40,7 +40,10 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_flag("--llama3-rope-scaling", o->model.llama3_rope_scaling,
                    "llama: add rope_scaling {rope_type: llama3, factor: 8}");
       sub.add_option("--sliding-window", o->model.sliding_window,
-                     "mistral: sliding_window (0 = null)")
+                     "mistral, phi3: sliding_window (0 = null)")
+          ->capture_default_str();
+      sub.add_option("--partial-rotary-factor", o->model.partial_rotary_factor,
+                     "phi3: partial_rotary_factor (RoPE on the first int(head_dim * f) dims)")
           ->capture_default_str();
       sub.add_flag("--tie-word-embeddings", o->model.tie_word_embeddings,
                    "Share embed and lm_head");
