@@ -38,6 +38,12 @@ class EngineObserver {
   // tokens, of which `accepted` equalled the token the model chose. Runs before the
   // step's finished requests are delivered, so counters read after a result include it.
   virtual void on_drafts(std::int64_t /*drafted*/, std::int64_t /*accepted*/) {}
+  // KV admission (docs/session.md, "KV admission and preemption"): a running request was preempted
+  // (its KV blocks freed, back at the front of the queue) or a preempted one was admitted again (it
+  // resumes by recomputing its prompt and generated tokens). Both run before any result
+  // of the step is delivered.
+  virtual void on_preempted(const EngineRequest&) {}
+  virtual void on_resumed(const EngineRequest&) {}
   // A request cancelled before admission: it ran nothing and its future holds an empty
   // cancelled result. Neither on_finished nor on_failed is called for it.
   virtual void on_abandoned(const EngineRequest&) {}
