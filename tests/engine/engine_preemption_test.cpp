@@ -3,8 +3,10 @@
 // once still complete, each bitwise equal to its run alone; a preempted request streams
 // each token once; the victim is always the youngest preemptible running request.
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "engine/engine_test_support.h"
 
@@ -38,6 +40,11 @@ struct PreemptionLog : engine::EngineObserver {
     waiting.insert(r.id);
   }
   void on_resumed(const engine::EngineRequest& r) override {
+    // Preempted requests go back to the front of the queue in admission order.
+    if (r.id != *waiting.begin()) {
+      violations.push_back("request " + std::to_string(r.id) + " resumed before " +
+                           std::to_string(*waiting.begin()));
+    }
     resumed.push_back(r.id);
     waiting.erase(r.id);
   }
@@ -284,6 +291,74 @@ TEST(EnginePreemption, MaxNewTokensThatFitThePoolAloneNeverFail) {
     expect_same_output(run_alone(t.requests[i]), t.results[i], "request " + std::to_string(i));
   }
   EXPECT_GT(t.stats.preemptions, 0);
+}
+
+// Cancels one request the moment it is preempted (on the engine thread): it is then
+// waiting in the queue, holding no blocks, with tokens already streamed.
+struct CancelOnPreemption : engine::EngineObserver {
+  std::uint64_t target = 0;
+  std::function<void()> cancel;
+  int finished = 0;
+  void on_preempted(const engine::EngineRequest& r) override {
+    if (r.id == target && cancel) std::exchange(cancel, nullptr)();
+  }
+  void on_finished(const engine::EngineRequest& r, GenerationResult&) override {
+    if (r.id == target) ++finished;
+  }
+};
+
+TEST(EnginePreemption, CancelledWhileWaitingAfterPreemptionKeepsWhatItStreamed) {
+  FakeModel m;
+  engine::Engine e(m, nullptr, tight_options(16));
+  auto cancel = std::make_shared<CancelOnPreemption>();
+  e.add_observer(cancel);
+  GenerationConfig one;
+  one.max_new_tokens = 1;
+  Gate gate;
+  engine::EngineRequest blocker = request({5}, one);
+  blocker.on_token = gate.callback();
+  auto fb = e.submit(blocker);
+  gate.wait_entered();
+  GenerationConfig c;
+  c.max_new_tokens = 40;
+  c.ignore_eos = true;
+  std::vector<engine::EngineRequest> rs;
+  std::vector<std::future<GenerationResult>> fs;
+  std::vector<std::int32_t> streamed;  // of the last request (engine thread, read after)
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    engine::EngineRequest r = request({3, 4, 5, static_cast<std::int32_t>(5 + id)}, c);
+    r.id = id;
+    rs.push_back(r);
+    rs.back().cancelled = std::make_shared<std::atomic<bool>>(false);  // for its run alone
+    if (id == 3) {
+      r.on_token = [&streamed](const TokenEvent& ev) {
+        streamed.push_back(ev.token);
+        return true;
+      };
+      cancel->target = 3;
+      cancel->cancel = e.canceller(r.cancelled);
+    }
+    fs.push_back(e.submit(std::move(r)));
+  }
+  gate.release();
+  fb.get();
+  const GenerationResult r0 = fs[0].get();
+  const GenerationResult r1 = fs[1].get();
+  const GenerationResult r2 = fs[2].get();
+  expect_same_output(run_alone(rs[0]), r0, "request 1");
+  expect_same_output(run_alone(rs[1]), r1, "request 2");
+  ASSERT_EQ(r2.sequences.size(), 1u);
+  const Sequence& cut = r2.sequences[0];
+  EXPECT_EQ(cut.finish_reason, FinishReason::kCancelled);
+  ASSERT_FALSE(cut.tokens.empty()) << "it was preempted after streaming tokens";
+  ASSERT_LT(cut.tokens.size(), 40u);
+  EXPECT_EQ(cut.tokens, streamed);
+  const Sequence full = run_alone(rs[2]).sequences[0];
+  ASSERT_EQ(full.tokens.size(), 40u);
+  EXPECT_TRUE(std::equal(cut.tokens.begin(), cut.tokens.end(), full.tokens.begin()));
+  EXPECT_EQ(cancel->finished, 1);  // observers see it finish once, like a running request
+  EXPECT_EQ(e.stats().kv_blocks_in_use, 0);
+  EXPECT_EQ(e.stats().resumptions + 1, e.stats().preemptions);
 }
 
 }  // namespace

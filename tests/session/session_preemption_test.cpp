@@ -1,0 +1,196 @@
+// KV admission with deterministic preemption through the session on the tiny model
+// (docs/session.md, "KV admission and preemption"): many concurrent requests with large
+// max_new_tokens and short prompts on a KV pool that could not reserve them up front all
+// complete, each bitwise equal (tokens, text, step digests, logprob bits, finish reason)
+// to its run alone, streamed tokens arrive once each, and the preemptions show in
+// SessionStats and /metrics.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "detinfer/session.h"
+#include "session/tiny_session.h"
+
+namespace detinfer {
+namespace {
+
+using testing::metric;
+using testing::tiny_model_dir;
+using testing::tiny_options;
+
+void expect_bitwise(const GenerationResult& a, const GenerationResult& b, const std::string& what) {
+  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
+  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
+    const Sequence& x = a.sequences[i];
+    const Sequence& y = b.sequences[i];
+    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
+    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
+    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
+    EXPECT_EQ(x.digest, y.digest) << what << " sample " << i;
+    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
+    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
+    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
+      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
+      EXPECT_EQ(std::memcmp(&x.logprobs[t].logprob, &y.logprobs[t].logprob, sizeof(float)), 0)
+          << what << " step " << t;
+      ASSERT_EQ(x.logprobs[t].top.size(), y.logprobs[t].top.size()) << what;
+      for (std::size_t k = 0; k < x.logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(x.logprobs[t].top[k].token, y.logprobs[t].top[k].token) << what;
+        EXPECT_EQ(std::memcmp(&x.logprobs[t].top[k].logprob, &y.logprobs[t].top[k].logprob,
+                              sizeof(float)),
+                  0)
+            << what;
+      }
+    }
+  }
+}
+
+// Holds the engine thread in the first request's token callback until opened, so that
+// every other request is queued before the first admission (one schedule in every run).
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool open = false;
+  TokenCallback callback() {
+    return [this](const TokenEvent&) {
+      std::unique_lock<std::mutex> lk(mu);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lk, [&] { return open; });
+      return true;
+    };
+  }
+  void wait_entered() {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lk(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+// What one request streamed (engine thread; read after its result).
+struct Streamed {
+  std::map<std::pair<std::int32_t, std::int32_t>, int> count;  // (sample, step) -> events
+  std::map<std::int32_t, std::string> text;                    // sample -> text
+};
+
+GenerationConfig kind_config(int kind, const std::string& stop) {
+  GenerationConfig c;
+  c.max_new_tokens = 160;
+  c.ignore_eos = true;
+  switch (kind % 5) {
+    case 0:
+      break;  // greedy
+    case 1:
+      c.temperature = 0.8f;
+      c.top_k = 40;
+      c.repetition_penalty = 1.3f;
+      c.seed = 17 + kind;
+      break;
+    case 2:
+      c.temperature = 1.0f;
+      c.top_p = 0.9f;
+      c.num_return_sequences = 2;
+      c.max_new_tokens = 96;
+      c.seed = 3 + kind;
+      break;
+    case 3:
+      c.stop_strings = {stop};
+      break;
+    default:
+      c.logprobs = 2;
+      c.temperature = 0.7f;
+      c.seed = 9;
+      break;
+  }
+  return c;
+}
+
+TEST(SessionPreemption, LongRequestsOnASmallPoolAllCompleteEqualToAlone) {
+  DeterministicSession solo = DeterministicSession::open(tiny_model_dir(), tiny_options());
+  const std::int64_t per_token = solo.footprint().kv_bytes_per_token;
+  // 40 blocks of 16 tokens: one request needs at most 14 (20 for n = 2), 12 need ~170.
+  SessionOptions small = tiny_options();
+  small.kv_budget_bytes = per_token * small.kv_block_size * 40;
+  DeterministicSession s = DeterministicSession::open(tiny_model_dir(), small);
+  ASSERT_EQ(s.stats().kv_blocks_capacity, 40);
+
+  // A stop string from the middle of a greedy output, so that the stop request stops
+  // part-way, its stop-matcher state carried across any preemption.
+  GenerationConfig greedy;
+  greedy.max_new_tokens = 160;
+  greedy.ignore_eos = true;
+  const std::string probe = solo.generate("a stop probe", greedy).sequences[0].text;
+  ASSERT_GT(probe.size(), 20u);
+  const std::string stop = probe.substr(probe.size() * 3 / 5, 2);
+
+  std::vector<std::string> prompts;
+  std::vector<GenerationConfig> configs;
+  for (int i = 0; i < 12; ++i) {
+    prompts.push_back("request " + std::to_string(i) + " says");
+    configs.push_back(kind_config(i, stop));
+  }
+  Gate gate;
+  GenerationConfig one;
+  one.max_new_tokens = 1;
+  RequestHandle blocker = s.submit("hold", one, gate.callback());
+  gate.wait_entered();
+  std::vector<Streamed> streams(prompts.size());
+  std::vector<RequestHandle> handles;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Streamed* st = &streams[i];
+    handles.push_back(s.submit(prompts[i], configs[i], [st](const TokenEvent& ev) {
+      ++st->count[{ev.sample_index, ev.step}];
+      st->text[ev.sample_index] += ev.text;
+      return true;
+    }));
+  }
+  gate.release();
+  blocker.get();
+  std::vector<GenerationResult> results;
+  for (auto& h : handles) results.push_back(h.get());
+
+  const SessionStats stats = s.stats();
+  EXPECT_GT(stats.preemptions, 0) << "the pool must have run out";
+  EXPECT_EQ(stats.resumptions, stats.preemptions);
+  EXPECT_EQ(stats.kv_blocks_in_use, 0);
+  const std::string m = s.metrics_text();
+  EXPECT_EQ(metric(m, "detinfer_preemptions_total"), static_cast<double>(stats.preemptions));
+  EXPECT_EQ(metric(m, "detinfer_resumptions_total"), static_cast<double>(stats.resumptions));
+  EXPECT_EQ(metric(solo.metrics_text(), "detinfer_preemptions_total"), 0.0);
+
+  bool stopped = false;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const std::string what = "request " + std::to_string(i);
+    expect_bitwise(solo.generate(prompts[i], configs[i]), results[i], what);
+    std::size_t events = 0;
+    for (std::size_t k = 0; k < results[i].sequences.size(); ++k) {
+      const Sequence& seq = results[i].sequences[k];
+      for (std::size_t t = 0; t < seq.tokens.size(); ++t) {
+        const std::pair<std::int32_t, std::int32_t> key{static_cast<std::int32_t>(k),
+                                                        static_cast<std::int32_t>(t)};
+        EXPECT_EQ(streams[i].count[key], 1) << what << " sample " << k << " step " << t;
+      }
+      events += seq.tokens.size();
+      EXPECT_EQ(streams[i].text[static_cast<std::int32_t>(k)], seq.text) << what;
+      if (!configs[i].stop_strings.empty() && seq.finish_reason == FinishReason::kStop) {
+        stopped = true;
+      }
+    }
+    EXPECT_EQ(streams[i].count.size(), events) << what;
+  }
+  EXPECT_TRUE(stopped) << "the stop string must end a request";
+}
+
+}  // namespace
+}  // namespace detinfer
