@@ -293,6 +293,39 @@ TEST(EnginePreemption, MaxNewTokensThatFitThePoolAloneNeverFail) {
   EXPECT_GT(t.stats.preemptions, 0);
 }
 
+TEST(EnginePreemption, SixtyFourRequestsOf2048TokensOnAnEighthOfTheirReservation) {
+  // Issue 32's acceptance shape: 64 concurrent requests with max_new_tokens 2048 and short
+  // prompts on a pool of 4096 blocks of 4 tokens, an eighth of the 64 x 515 blocks an
+  // up-front reservation would take. All complete, each equal to its run alone.
+  Traffic t;
+  Rng rng{64, 2048};
+  for (int i = 0; i < 64; ++i) {
+    GenerationConfig c;
+    c.max_new_tokens = 2048;
+    c.ignore_eos = true;
+    if (i % 2 == 1) {
+      c.temperature = 0.8f;
+      c.seed = static_cast<std::uint64_t>(i);
+    }
+    engine::EngineRequest r = request(random_prompt(rng, 8), c);
+    r.id = static_cast<std::uint64_t>(i + 1);
+    t.requests.push_back(std::move(r));
+  }
+  engine::EngineOptions o = tight_options(4096);
+  o.max_batch = 64;
+  o.prefill_chunk_tokens = 512;
+  run_traffic(t, o);
+  EXPECT_GT(t.stats.preemptions, 0);
+  EXPECT_EQ(t.stats.resumptions, t.stats.preemptions);
+  EXPECT_TRUE(t.log->violations.empty()) << t.log->violations.front();
+  for (std::size_t i = 0; i < t.requests.size(); ++i) {
+    ASSERT_EQ(t.results[i].sequences[0].tokens.size(), 2048u);
+    expect_same_output(run_alone(t.requests[i], o), t.results[i],
+                       "request " + std::to_string(i + 1));
+    expect_streamed_once(t.streams[i], t.results[i], "request " + std::to_string(i + 1));
+  }
+}
+
 // Cancels one request the moment it is preempted (on the engine thread): it is then
 // waiting in the queue, holding no blocks, with tokens already streamed.
 struct CancelOnPreemption : engine::EngineObserver {
