@@ -206,8 +206,8 @@ void Engine::Impl::add_recompute_chunks(Batch& b, std::int64_t& budget) {
 }
 
 void Engine::Impl::finish_preempted(Group& g) {
-  cancel_group(g);  // it holds no blocks; its live samples end with what they have
-  GenerationResult r = build_result(g);
+  output.cancel_group(g);  // it holds no blocks; its live samples end with what they have
+  GenerationResult r = output.build_result(g);
   for (auto& o : observers) o->on_finished(g.req, r);
   g.done = true;
   g.promise.set_value(std::move(r));
