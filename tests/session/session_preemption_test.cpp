@@ -6,77 +6,23 @@
 // SessionStats and /metrics.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <cstring>
 #include <future>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/gate.h"
 #include "detinfer/session.h"
 #include "session/tiny_session.h"
 
 namespace detinfer {
 namespace {
 
+using testing::expect_identical;
+using testing::Gate;
 using testing::metric;
 using testing::tiny_model_dir;
 using testing::tiny_options;
-
-void expect_bitwise(const GenerationResult& a, const GenerationResult& b, const std::string& what) {
-  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
-  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
-    const Sequence& x = a.sequences[i];
-    const Sequence& y = b.sequences[i];
-    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
-    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
-    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
-    EXPECT_EQ(x.digest, y.digest) << what << " sample " << i;
-    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
-    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
-    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
-      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
-      EXPECT_EQ(std::memcmp(&x.logprobs[t].logprob, &y.logprobs[t].logprob, sizeof(float)), 0)
-          << what << " step " << t;
-      ASSERT_EQ(x.logprobs[t].top.size(), y.logprobs[t].top.size()) << what;
-      for (std::size_t k = 0; k < x.logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(x.logprobs[t].top[k].token, y.logprobs[t].top[k].token) << what;
-        EXPECT_EQ(std::memcmp(&x.logprobs[t].top[k].logprob, &y.logprobs[t].top[k].logprob,
-                              sizeof(float)),
-                  0)
-            << what;
-      }
-    }
-  }
-}
-
-// Holds the engine thread in the first request's token callback until opened, so that
-// every other request is queued before the first admission (one schedule in every run).
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool entered = false;
-  bool open = false;
-  TokenCallback callback() {
-    return [this](const TokenEvent&) {
-      std::unique_lock<std::mutex> lk(mu);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lk, [&] { return open; });
-      return true;
-    };
-  }
-  void wait_entered() {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return entered; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    open = true;
-    cv.notify_all();
-  }
-};
 
 // What one request streamed (engine thread; read after its result).
 struct Streamed {
@@ -172,7 +118,7 @@ TEST(SessionPreemption, LongRequestsOnASmallPoolAllCompleteEqualToAlone) {
   bool stopped = false;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string what = "request " + std::to_string(i);
-    expect_bitwise(solo.generate(prompts[i], configs[i]), results[i], what);
+    expect_identical(solo.generate(prompts[i], configs[i]), results[i], what);
     std::size_t events = 0;
     for (std::size_t k = 0; k < results[i].sequences.size(); ++k) {
       const Sequence& seq = results[i].sequences[k];
