@@ -212,7 +212,13 @@ void Engine::Impl::admit(std::vector<std::unique_ptr<Group>>& admitted) {
       g.admitted = EngineClock::now();
       g.last_token = g.req.submitted;
     }
-    if (g.seqs.empty()) start_prefill(g);
+    if (g.seqs.empty()) {
+      start_prefill(g);
+    } else if (prefix) {
+      for (SeqState& s : g.seqs) {
+        if (!s.finished) restore_computed(g, s);
+      }
+    }
     // `running` stays in admission order: a resumed request goes back to its place.
     const auto at = std::upper_bound(
         running.begin(), running.end(), g.order,

@@ -77,6 +77,16 @@ class PrefixProvider {
                                 const std::vector<std::int32_t>& /*tokens*/,
                                 const model::KvCachePool& /*pool*/,
                                 const std::vector<std::int32_t>& /*block_table*/) {}
+  // When a preempted sequence resumes (docs/session.md, "KV admission and preemption"):
+  // restore() for `tokens` (its prompt and generated tokens; the sequence's full blocks
+  // were given to publish_sequence() when it was preempted) instead of the prompt. Same
+  // contract: a multiple of the block size, less than tokens.size().
+  virtual std::int64_t restore_sequence(const EngineRequest& /*request*/,
+                                        const std::vector<std::int32_t>& /*tokens*/,
+                                        model::KvCachePool& /*pool*/,
+                                        std::vector<std::int32_t>& /*block_table*/) {
+    return 0;
+  }
 };
 
 }  // namespace detinfer::engine

@@ -139,6 +139,10 @@ struct Engine::Impl {
            s.num_computed + 1 < static_cast<std::int64_t>(g.req.prompt.size() + s.generated.size());
   }
   void add_recompute_chunks(Batch& b, std::int64_t& budget);
+  // With a prefix cache: a preempted sample's full blocks (prompt and generated tokens with
+  // K/V) are published, and restored when it resumes, so that only the rest is recomputed.
+  void publish_computed(const Group& g, const SeqState& s);
+  void restore_computed(const Group& g, SeqState& s);
   // A preempted request cancelled while it waited: finished with what it has.
   void finish_preempted(Group& g);
 

@@ -9,11 +9,12 @@
 // the next step's tokens do not fit, the youngest preemptible request (the highest
 // admission number, Group::order) is preempted: its blocks are released, it goes back to
 // the front of the queue and, once admitted again, recomputes its prompt and generated
-// tokens by prefill. Its state (generated tokens, output, stream decoder, stop strings,
-// grammar, draft length) is kept, the last recomputed token's logits row is exactly the row
-// the decode step would have computed (chunking invariance, docs/numerics.md), and the
-// next token is drawn with the same Philox (seed, sample, step): the output is bitwise that
-// of an uninterrupted run, and no token is streamed twice.
+// tokens by prefill (with a prefix cache, its full blocks are published when it is
+// preempted and restored when it resumes, so only the rest is recomputed). Its state (generated
+// tokens, output, stream decoder, stop strings, grammar, draft length) is kept, the last recomputed
+// token's logits row is exactly the row the decode step would have computed (chunking invariance,
+// docs/numerics.md), and the next token is drawn with the same Philox (seed, sample, step): the
+// output is bitwise that of an uninterrupted run, and no token is streamed twice.
 //
 // Beam searches hold their worst case (Engine::blocks_needed) from admission and
 // teacher-forced scoring requests their prompt; neither is ever preempted (a restarted beam
@@ -145,6 +146,7 @@ void Engine::Impl::preempt(std::size_t running_index) {
   running.erase(running.begin() + static_cast<std::ptrdiff_t>(running_index));
   Group& g = *gp;
   for (SeqState& s : g.seqs) {
+    if (prefix && !s.blocks.empty()) publish_computed(g, s);
     release_blocks(pool, s.blocks);
     s.num_computed = 0;
     s.draft.clear();
@@ -162,6 +164,37 @@ void Engine::Impl::preempt(std::size_t running_index) {
   g.reserve = 0;
   running_seqs -= g.width;
   queue.push_front(std::move(gp));  // preempted in youngest-first order: oldest ends first
+}
+
+// The first `count` tokens of a sample: its prompt, then its generated tokens.
+static std::vector<std::int32_t> sequence_tokens(const Group& g, const SeqState& s,
+                                                 std::int64_t count) {
+  std::vector<std::int32_t> tokens = g.req.prompt;
+  tokens.insert(tokens.end(), s.generated.begin(), s.generated.end());
+  tokens.resize(static_cast<std::size_t>(count));
+  return tokens;
+}
+
+void Engine::Impl::publish_computed(const Group& g, const SeqState& s) {
+  if (s.num_computed < pool.block_size()) return;  // no full block
+  try {
+    prefix->publish_sequence(g.req, sequence_tokens(g, s, s.num_computed), pool, s.blocks);
+  } catch (const std::exception& e) {
+    logger().warn("prefix cache publish of a preempted sequence failed: {}", e.what());
+  }
+}
+
+void Engine::Impl::restore_computed(const Group& g, SeqState& s) {
+  const auto total = static_cast<std::int64_t>(g.req.prompt.size() + s.generated.size());
+  try {
+    s.num_computed = prefix->restore_sequence(g.req, sequence_tokens(g, s, total), pool, s.blocks);
+    DETINFER_INTERNAL_CHECK(s.num_computed >= 0 && s.num_computed < total &&
+                            s.num_computed % pool.block_size() == 0);
+  } catch (const std::exception& e) {
+    logger().warn("prefix cache restore of a preempted sequence failed, recomputing: {}", e.what());
+    release_blocks(pool, s.blocks);
+    s.num_computed = 0;
+  }
 }
 
 void Engine::Impl::add_recompute_chunks(Batch& b, std::int64_t& budget) {

@@ -62,12 +62,34 @@ GenerationConfig kind_config(int kind, const std::string& stop) {
   return c;
 }
 
-TEST(SessionPreemption, LongRequestsOnASmallPoolAllCompleteEqualToAlone) {
+// Every streamed token arrived once, and the streamed text is the result's.
+void expect_streamed_once(const Streamed& st, const GenerationResult& r, const std::string& what) {
+  std::size_t events = 0;
+  for (std::size_t k = 0; k < r.sequences.size(); ++k) {
+    const Sequence& seq = r.sequences[k];
+    for (std::size_t t = 0; t < seq.tokens.size(); ++t) {
+      const std::pair<std::int32_t, std::int32_t> key{static_cast<std::int32_t>(k),
+                                                      static_cast<std::int32_t>(t)};
+      const auto it = st.count.find(key);
+      EXPECT_TRUE(it != st.count.end() && it->second == 1)
+          << what << " sample " << k << " step " << t;
+    }
+    events += seq.tokens.size();
+    const auto text = st.text.find(static_cast<std::int32_t>(k));
+    EXPECT_EQ(text == st.text.end() ? std::string() : text->second, seq.text) << what;
+  }
+  EXPECT_EQ(st.count.size(), events) << what;
+}
+
+// 12 requests of up to 160 tokens (n = 2 for some) queued behind a blocker, so that all
+// are admitted by their prompts at once on a 40-block pool (one needs at most 14 blocks,
+// 20 for n = 2; together ~170): the pool runs out and requests are preempted. Each result
+// must equal the request's run alone in a session with a large pool.
+void run_preempted_traffic(bool prefix_cache) {
   DeterministicSession solo = DeterministicSession::open(tiny_model_dir(), tiny_options());
-  const std::int64_t per_token = solo.footprint().kv_bytes_per_token;
-  // 40 blocks of 16 tokens: one request needs at most 14 (20 for n = 2), 12 need ~170.
   SessionOptions small = tiny_options();
-  small.kv_budget_bytes = per_token * small.kv_block_size * 40;
+  small.kv_budget_bytes = solo.footprint().kv_bytes_per_token * small.kv_block_size * 40;
+  small.cache.prefix.enabled = prefix_cache;
   DeterministicSession s = DeterministicSession::open(tiny_model_dir(), small);
   ASSERT_EQ(s.stats().kv_blocks_capacity, 40);
 
@@ -114,28 +136,34 @@ TEST(SessionPreemption, LongRequestsOnASmallPoolAllCompleteEqualToAlone) {
   EXPECT_EQ(metric(m, "detinfer_preemptions_total"), static_cast<double>(stats.preemptions));
   EXPECT_EQ(metric(m, "detinfer_resumptions_total"), static_cast<double>(stats.resumptions));
   EXPECT_EQ(metric(solo.metrics_text(), "detinfer_preemptions_total"), 0.0);
+  // No two prompts share a block: every prefix-cache hit is a resumed sample's own
+  // blocks, published when it was preempted.
+  if (prefix_cache) {
+    EXPECT_GT(s.cache_stats().prefix.cached_tokens, 0) << "resumptions restore their blocks";
+  } else {
+    EXPECT_EQ(s.cache_stats().prefix.cached_tokens, 0);
+  }
 
   bool stopped = false;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string what = "request " + std::to_string(i);
     expect_identical(solo.generate(prompts[i], configs[i]), results[i], what);
-    std::size_t events = 0;
-    for (std::size_t k = 0; k < results[i].sequences.size(); ++k) {
-      const Sequence& seq = results[i].sequences[k];
-      for (std::size_t t = 0; t < seq.tokens.size(); ++t) {
-        const std::pair<std::int32_t, std::int32_t> key{static_cast<std::int32_t>(k),
-                                                        static_cast<std::int32_t>(t)};
-        EXPECT_EQ(streams[i].count[key], 1) << what << " sample " << k << " step " << t;
-      }
-      events += seq.tokens.size();
-      EXPECT_EQ(streams[i].text[static_cast<std::int32_t>(k)], seq.text) << what;
+    expect_streamed_once(streams[i], results[i], what);
+    for (const Sequence& seq : results[i].sequences) {
       if (!configs[i].stop_strings.empty() && seq.finish_reason == FinishReason::kStop) {
         stopped = true;
       }
     }
-    EXPECT_EQ(streams[i].count.size(), events) << what;
   }
   EXPECT_TRUE(stopped) << "the stop string must end a request";
+}
+
+TEST(SessionPreemption, LongRequestsOnASmallPoolEqualAloneRecomputingEverything) {
+  run_preempted_traffic(false);
+}
+
+TEST(SessionPreemption, LongRequestsOnASmallPoolEqualAloneRestoringFromThePrefixCache) {
+  run_preempted_traffic(true);
 }
 
 }  // namespace
