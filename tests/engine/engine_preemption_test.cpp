@@ -273,6 +273,49 @@ TEST(EnginePreemption, BeamSearchesAreNeverPreemptedAndMixedTrafficCompletes) {
   EXPECT_EQ(t.stats.kv_blocks_in_use, 0);
 }
 
+TEST(EnginePreemption, TeacherForcedScoringIsNeverPreemptedAndSeesEachRowOnce) {
+  // Scoring requests (EngineRequest::score_row) hold their prompt's blocks and are never
+  // preempted; among preempted traffic each hands every position's row over once, in
+  // order, equal to the row computed directly.
+  Traffic t;
+  t.requests = mixed_requests(8);
+  std::vector<std::shared_ptr<std::vector<std::vector<float>>>> rows;
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    Rng rng{7, k};
+    std::vector<std::int32_t> prompt(40);
+    for (auto& x : prompt) x = 2 + static_cast<std::int32_t>(rng.next(kFakeVocab - 4));
+    GenerationConfig c;
+    c.max_new_tokens = 1;
+    engine::EngineRequest r = request(prompt, c);
+    r.id = 30 + k;
+    auto seen = std::make_shared<std::vector<std::vector<float>>>();
+    r.score_row = [seen](std::int64_t step, const float* row) {
+      EXPECT_EQ(step, static_cast<std::int64_t>(seen->size()));
+      seen->emplace_back(row, row + kFakeVocab);
+      return true;
+    };
+    rows.push_back(seen);
+    t.requests.insert(t.requests.begin() + static_cast<std::ptrdiff_t>(3 + 4 * k), r);
+  }
+  run_traffic(t, tight_options(24));
+  EXPECT_GT(t.stats.preemptions, 0);
+  for (const std::uint64_t id : t.log->preempted) EXPECT_LT(id, 30u) << "a scoring request";
+  for (std::size_t i = 0, k = 0; i < t.requests.size(); ++i) {
+    const engine::EngineRequest& r = t.requests[i];
+    if (!r.score_row) {
+      expect_same_output(run_alone(r), t.results[i], "request " + std::to_string(r.id));
+      continue;
+    }
+    const std::vector<std::vector<float>>& seen = *rows[k++];
+    ASSERT_EQ(seen.size(), r.prompt.size());
+    for (std::size_t p = 0; p < seen.size(); ++p) {
+      const std::vector<std::int32_t> prefix(r.prompt.begin(),
+                                             r.prompt.begin() + static_cast<std::ptrdiff_t>(p + 1));
+      EXPECT_EQ(seen[p], fake_logits(prefix)) << "scoring request " << r.id << " position " << p;
+    }
+  }
+}
+
 TEST(EnginePreemption, MaxNewTokensThatFitThePoolAloneNeverFail) {
   // Each request alone fills most of the pool; together they could never be reserved up
   // front. None is refused and all complete.
