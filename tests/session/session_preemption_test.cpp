@@ -3,7 +3,9 @@
 // max_new_tokens and short prompts on a KV pool that could not reserve them up front all
 // complete, each bitwise equal (tokens, text, step digests, logprob bits, finish reason)
 // to its run alone, streamed tokens arrive once each, and the preemptions show in
-// SessionStats and /metrics.
+// SessionStats and /metrics. The traffic mixes greedy, seeded sampling with a repetition
+// penalty, n = 2, a stop string, JSON-constrained decoding and logprobs; with the prefix
+// cache off (everything recomputed) and on (resumed samples restore their blocks).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -34,7 +36,7 @@ GenerationConfig kind_config(int kind, const std::string& stop) {
   GenerationConfig c;
   c.max_new_tokens = 160;
   c.ignore_eos = true;
-  switch (kind % 5) {
+  switch (kind % 6) {
     case 0:
       break;  // greedy
     case 1:
@@ -52,6 +54,12 @@ GenerationConfig kind_config(int kind, const std::string& stop) {
       break;
     case 3:
       c.stop_strings = {stop};
+      break;
+    case 4:  // constrained decoding: the grammar state is carried across a preemption
+      c.response_format.type = ResponseFormatType::kJsonObject;
+      c.ignore_eos = false;
+      c.temperature = 0.9f;
+      c.seed = 41 + kind;
       break;
     default:
       c.logprobs = 2;
