@@ -147,6 +147,8 @@ struct DETINFER_API DETINFER_DEPRECATED_MACHINERY SessionMetrics {
   Gauge consistency_ratio;        // detinfer_consistency_ratio (1 until a check runs)
   Counter draft_tokens;           // detinfer_speculative_draft_tokens_total
   Counter accepted_draft_tokens;  // detinfer_speculative_accepted_tokens_total
+  Counter preemptions;            // detinfer_preemptions_total
+  Counter resumptions;            // detinfer_resumptions_total
 
   // The requests_* counter of a finish reason.
   const Counter& requests(FinishReason reason) const;

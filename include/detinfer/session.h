@@ -137,6 +137,11 @@ struct SessionStats {
   // equalled the token the target chose (accepted: decoded without a pass of their own).
   std::int64_t draft_tokens = 0;
   std::int64_t accepted_draft_tokens = 0;
+  // KV admission (docs/session.md, "KV admission and preemption"): requests preempted
+  // because the KV pool ran out during decode, and preempted requests resumed (each
+  // resumes by recomputing its tokens; its output is unchanged).
+  std::int64_t preemptions = 0;
+  std::int64_t resumptions = 0;
 };
 
 // Memory and per-token traffic of the loaded model (benchmarks, capacity planning).

@@ -116,6 +116,9 @@ void Engine::shutdown() {
     }
     impl_->retire_abandoned(cancelled);  // cancelled before the close: as if it had run
     for (auto& g : queued) {
+      if (g->order >= 0) {  // preempted: it had run, like the running ones
+        for (auto& o : impl_->observers) o->on_failed(g->req, closed);
+      }
       g->promise.set_exception(std::make_exception_ptr(closed));
       impl_->output.keep_failed(std::move(g->promise));
     }
@@ -134,6 +137,8 @@ EngineStats Engine::stats() const {
   s.steps = impl_->steps.load();
   s.draft_tokens = impl_->drafted.load();
   s.accepted_draft_tokens = impl_->accepted.load();
+  s.preemptions = impl_->preemptions.load();
+  s.resumptions = impl_->resumptions.load();
   return s;
 }
 
@@ -148,22 +153,7 @@ void Engine::Impl::loop() {
       cv.wait(lk, [&] { return stopping || cancel_pending || !queue.empty() || !running.empty(); });
       if (stopping) return;
       take_abandoned(cancelled);
-      // Admission in arrival order; a request that does not fit waits (no overtaking,
-      // so a large request cannot starve).
-      while (!queue.empty()) {
-        Group& g = *queue.front();
-        if (g.cancelled()) {  // its flag was set directly (no canceller): it never runs
-          cancelled.push_back(std::move(queue.front()));
-          queue.pop_front();
-          continue;
-        }
-        const bool fits_batch = running_seqs == 0 || running_seqs + g.width <= options.max_batch;
-        if (!fits_batch || reserved + g.reserve > pool.capacity()) break;
-        reserved += g.reserve;
-        running_seqs += g.width;
-        admitted.push_back(std::move(queue.front()));
-        queue.pop_front();
-      }
+      admit_from_queue(admitted, cancelled);
     }
     retire_abandoned(cancelled);
     admit(admitted);
@@ -195,6 +185,10 @@ void Engine::Impl::retire_abandoned(std::vector<std::unique_ptr<Group>>& groups)
   publish_gauges();  // they have left the queue and hold nothing
   for (auto& gp : groups) {
     Group& g = *gp;
+    if (g.order >= 0) {  // preempted while it waited: it had run
+      finish_preempted(g);
+      continue;
+    }
     g.admitted = EngineClock::now();
     g.done = true;
     for (auto& o : observers) o->on_abandoned(g.req);
@@ -209,28 +203,48 @@ void Engine::Impl::retire_abandoned(std::vector<std::unique_ptr<Group>>& groups)
 void Engine::Impl::admit(std::vector<std::unique_ptr<Group>>& admitted) {
   for (auto& gp : admitted) {
     Group& g = *gp;
-    g.admitted = EngineClock::now();
-    g.last_token = g.req.submitted;
-    running_groups.fetch_add(1);  // release_group takes it back
-    g.seqs.emplace_back();
-    if (prefix) {
-      try {
-        g.cached_tokens = prefix->restore(g.req, pool, g.seqs[0].blocks);
-        DETINFER_INTERNAL_CHECK(g.cached_tokens >= 0 &&
-                                g.cached_tokens < static_cast<std::int64_t>(g.req.prompt.size()) &&
-                                g.cached_tokens % pool.block_size() == 0);
-      } catch (const std::exception& e) {
-        logger().warn("prefix cache restore failed, prefilling everything: {}", e.what());
-        release_blocks(pool, g.seqs[0].blocks);
-        g.cached_tokens = 0;
+    running_groups.fetch_add(1);  // release_group (or preempt) takes it back
+    if (g.order >= 0) {           // preempted before: it resumes (engine_preemption.cpp)
+      resumptions.fetch_add(1);
+      for (auto& o : observers) o->on_resumed(g.req);
+    } else {
+      g.order = next_order++;
+      g.admitted = EngineClock::now();
+      g.last_token = g.req.submitted;
+    }
+    if (g.seqs.empty()) {
+      start_prefill(g);
+    } else if (prefix) {
+      for (SeqState& s : g.seqs) {
+        if (!s.finished) restore_computed(g, s);
       }
-      g.prefilled = g.seqs[0].num_computed = g.cached_tokens;
     }
-    if (g.req.config.num_beams > 1) {
-      g.beam =
-          std::make_unique<decode::BeamSearch>(g.req.config, *g.req.config.stop_token_ids, vocab);
+    // `running` stays in admission order: a resumed request goes back to its place.
+    const auto at = std::upper_bound(
+        running.begin(), running.end(), g.order,
+        [](std::int64_t order, const std::unique_ptr<Group>& r) { return order < r->order; });
+    running.insert(at, std::move(gp));
+  }
+}
+
+void Engine::Impl::start_prefill(Group& g) {
+  g.seqs.emplace_back();
+  if (prefix) {
+    try {
+      g.cached_tokens = prefix->restore(g.req, pool, g.seqs[0].blocks);
+      DETINFER_INTERNAL_CHECK(g.cached_tokens >= 0 &&
+                              g.cached_tokens < static_cast<std::int64_t>(g.req.prompt.size()) &&
+                              g.cached_tokens % pool.block_size() == 0);
+    } catch (const std::exception& e) {
+      logger().warn("prefix cache restore failed, prefilling everything: {}", e.what());
+      release_blocks(pool, g.seqs[0].blocks);
+      g.cached_tokens = 0;
     }
-    running.push_back(std::move(gp));
+    g.prefilled = g.seqs[0].num_computed = g.cached_tokens;
+  }
+  if (g.req.config.num_beams > 1) {
+    g.beam =
+        std::make_unique<decode::BeamSearch>(g.req.config, *g.req.config.stop_token_ids, vocab);
   }
 }
 
@@ -276,6 +290,8 @@ void Engine::Impl::step() {
   std::int64_t rows = 0;
   for (const BatchEntry& e : b.entries) rows += e.rows;
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
+  for (const auto& [s, n] : b.advance) s->num_computed += n;  // recomputed K/V
+  b.entries.resize(b.processed);
   output.process_rows(b.entries, logits.data());
   const OutputStage::DraftCounts d = output.take_draft_counts();
   if (d.drafted > 0) {  // counted before any result of this step is delivered
@@ -296,15 +312,27 @@ void Engine::Impl::step() {
 void Engine::Impl::build_batch(Batch& b) {
   // Decode: one token for every running sequence, followed by its drafts when it
   // speculates (one row per token fed: the verify pass). Drafts of all sequences together
-  // stay within the prefill token budget, which bounds the step's rows and logits.
+  // stay within the prefill token budget, which bounds the step's rows and logits, and
+  // take only blocks no sequence's next token needs (a draft never preempts).
+  std::int64_t spare = make_room();
+  const std::int64_t bs = pool.block_size();
   std::int64_t draft_budget = options.prefill_chunk_tokens;
   for (auto& gp : running) {
     Group& g = *gp;
     if (g.done || g.prefilling) continue;
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
-      if (s.finished) continue;
-      const std::int32_t k = output.plan_draft(g, s, draft_budget);
+      if (s.finished || recomputing(g, s)) continue;
+      std::int32_t k = output.plan_draft(g, s, draft_budget);
+      const std::int64_t base =
+          std::max<std::int64_t>(static_cast<std::int64_t>(s.blocks.size()),
+                                 (s.num_computed + bs) / bs);  // with the next token's block
+      if (s.num_computed + 1 + k > (base + spare) * bs) {
+        k = static_cast<std::int32_t>(
+            std::max<std::int64_t>(0, (base + spare) * bs - s.num_computed - 1));
+        s.draft.resize(static_cast<std::size_t>(k));
+      }
+      if (k > 0) spare -= std::max<std::int64_t>(0, (s.num_computed + k + bs) / bs - base);
       draft_budget -= k;
       ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
       b.steps.push_back({{s.pending}, s.num_computed, s.blocks, k > 0});
@@ -337,6 +365,7 @@ void Engine::Impl::build_batch(Batch& b) {
     ++b.stats.prefill_sequences;
     b.stats.prefill_tokens += n;
   }
+  add_recompute_chunks(b, budget);  // last: it puts the unprocessed chunks at the end
 }
 
 }  // namespace detinfer::engine

@@ -1,9 +1,10 @@
 // Continuous batching: one scheduler thread owns the model's forward pass and the KV
-// pool. Every step it admits queued requests (reserving their worst-case KV blocks),
-// runs chunked prefill within a token budget and decodes one token for every running
-// sequence, all in ONE batched Model::forward call. In canonical mode each logits row is
-// a pure function of its own sequence, so a request's output never depends on its
-// batch mates (docs/session.md).
+// pool. Every step it admits queued requests whose prompts fit the free KV blocks
+// (preempting the youngest request when the pool runs out during decode;
+// docs/session.md, "KV admission and preemption"), runs chunked prefill within a token budget and
+// decodes one token for every running sequence, all in ONE batched Model::forward call. In
+// canonical mode each logits row is a pure function of its own sequence, so a request's output
+// never depends on its batch mates (docs/session.md).
 #pragma once
 
 #include <atomic>
@@ -78,6 +79,10 @@ struct EngineStats {
   // token the model chose.
   std::int64_t draft_tokens = 0;
   std::int64_t accepted_draft_tokens = 0;
+  // KV admission (docs/session.md, "KV admission and preemption"): requests preempted when the pool
+  // ran out during decode, and preempted requests admitted again.
+  std::int64_t preemptions = 0;
+  std::int64_t resumptions = 0;
 };
 
 class Engine {
@@ -106,7 +111,8 @@ class Engine {
   // ready. Callable from any thread, any number of times, also after the engine is gone.
   std::function<void()> canceller(std::shared_ptr<std::atomic<bool>> flag) const;
 
-  // KV blocks a request reserves while it runs.
+  // KV blocks a request holds at most while it runs (prompt + max_new_tokens for every
+  // sequence); submit() refuses a request whose need exceeds the pool's capacity.
   std::int64_t blocks_needed(std::int64_t prompt_tokens, const GenerationConfig& config) const;
   std::int64_t kv_capacity_blocks() const;
 

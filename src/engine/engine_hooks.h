@@ -38,6 +38,12 @@ class EngineObserver {
   // tokens, of which `accepted` equalled the token the model chose. Runs before the
   // step's finished requests are delivered, so counters read after a result include it.
   virtual void on_drafts(std::int64_t /*drafted*/, std::int64_t /*accepted*/) {}
+  // KV admission (docs/session.md, "KV admission and preemption"): a running request was preempted
+  // (its KV blocks freed, back at the front of the queue) or a preempted one was admitted again (it
+  // resumes by recomputing its prompt and generated tokens). Both run before any result
+  // of the step is delivered.
+  virtual void on_preempted(const EngineRequest&) {}
+  virtual void on_resumed(const EngineRequest&) {}
   // A request cancelled before admission: it ran nothing and its future holds an empty
   // cancelled result. Neither on_finished nor on_failed is called for it.
   virtual void on_abandoned(const EngineRequest&) {}
@@ -71,6 +77,16 @@ class PrefixProvider {
                                 const std::vector<std::int32_t>& /*tokens*/,
                                 const model::KvCachePool& /*pool*/,
                                 const std::vector<std::int32_t>& /*block_table*/) {}
+  // When a preempted sequence resumes (docs/session.md, "KV admission and preemption"):
+  // restore() for `tokens` (its prompt and generated tokens; the sequence's full blocks
+  // were given to publish_sequence() when it was preempted) instead of the prompt. Same
+  // contract: a multiple of the block size, less than tokens.size().
+  virtual std::int64_t restore_sequence(const EngineRequest& /*request*/,
+                                        const std::vector<std::int32_t>& /*tokens*/,
+                                        model::KvCachePool& /*pool*/,
+                                        std::vector<std::int32_t>& /*block_table*/) {
+    return 0;
+  }
 };
 
 }  // namespace detinfer::engine

@@ -1,5 +1,6 @@
 // Internal to the engine module: the scheduler's state (Engine::Impl, engine.cpp:
-// admission, reservations, batch building, forward, failure, shutdown). What happens to
+// admission, batch building, forward, failure, shutdown; engine_preemption.cpp: KV
+// admission and preemption). What happens to
 // a step's logits rows is the output stage's (output_stage.h).
 #pragma once
 
@@ -26,6 +27,13 @@ struct Batch {
   std::vector<model::SequenceStep> steps;
   std::vector<BatchEntry> entries;
   StepStats stats;
+  // Recomputation of preempted sequences (engine_preemption.cpp): the entries the output
+  // stage handles are entries[0, processed); the rest are recompute chunks that end before
+  // the sequence's last token, whose rows nothing reads. After the forward pass, each
+  // sequence here advances its num_computed by the count (a chunk that ends at the last
+  // token is a decode entry of 1 token and advances by the rest).
+  std::size_t processed = 0;
+  std::vector<std::pair<SeqState*, std::int64_t>> advance;
 };
 
 // What a canceller reaches the scheduler through: it may outlive the engine, so the engine
@@ -57,15 +65,18 @@ struct Engine::Impl {
   bool stopping = false;                          // guarded by mu
   bool cancel_pending = false;                    // guarded by mu: a canceller ran
   std::vector<std::unique_ptr<Group>> abandoned;  // guarded by mu: cancelled, out of the queue
-  std::int64_t reserved = 0;                      // guarded by mu
+  std::int64_t reserved = 0;                      // guarded by mu: Group::reserve, summed
   std::int64_t running_seqs = 0;                  // guarded by mu
   std::atomic<std::int64_t> running_groups{0};
   std::atomic<std::int64_t> blocks_in_use{0};
   std::atomic<std::int64_t> steps{0};
   std::atomic<std::int64_t> drafted{0};  // speculative decoding, all steps so far
   std::atomic<std::int64_t> accepted{0};
+  std::atomic<std::int64_t> preemptions{0};  // KV admission, since the engine started
+  std::atomic<std::int64_t> resumptions{0};
+  std::int64_t next_order = 0;  // the next Group::order (scheduler only)
 
-  std::vector<std::unique_ptr<Group>> running;  // scheduler thread only
+  std::vector<std::unique_ptr<Group>> running;  // scheduler thread only, by Group::order
   // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
   // steps so that each step does not map, fault in and unmap fresh pages. Scheduler only.
   std::vector<float> step_logits;
@@ -98,10 +109,42 @@ struct Engine::Impl {
   // Resolves them (observers first) with an empty cancelled result.
   void retire_abandoned(std::vector<std::unique_ptr<Group>>& abandoned);
   void admit(std::vector<std::unique_ptr<Group>>& admitted);
+  // A request's first sequence, its prefix-cache restore and its beam search.
+  void start_prefill(Group& g);
   // The queue depth and blocks in use as they are now, to the observers (on_gauges).
   void publish_gauges();
   void step();
   void build_batch(Batch& b);
+
+  // --- KV admission and preemption (engine_preemption.cpp; docs/session.md).
+  // Blocks a queued request must find free to be admitted (without the headroom).
+  std::int64_t admission_blocks(const Group& g) const;
+  // Blocks a running request will still allocate that are promised to it: the rest of its
+  // (re)prefill, or of a beam search's worst case.
+  std::int64_t owed_blocks(const Group& g) const;
+  // Free blocks not promised to anyone: what decode growth and drafts may take.
+  std::int64_t growth_blocks() const;
+  // Admission in arrival order within the batch and block limits; under mu.
+  void admit_from_queue(std::vector<std::unique_ptr<Group>>& admitted,
+                        std::vector<std::unique_ptr<Group>>& cancelled);
+  // Before a step's batch is built: every decoding sequence gets the block its next token
+  // needs, preempting the youngest preemptible request while they do not fit. Returns the
+  // free blocks left for drafts.
+  std::int64_t make_room();
+  void preempt(std::size_t running_index);
+  // A sequence that lost its K/V: its prompt and generated tokens are recomputed (one
+  // prefill chunk per step; the chunk that reaches the last token samples the next).
+  bool recomputing(const Group& g, const SeqState& s) const {
+    return !s.finished &&
+           s.num_computed + 1 < static_cast<std::int64_t>(g.req.prompt.size() + s.generated.size());
+  }
+  void add_recompute_chunks(Batch& b, std::int64_t& budget);
+  // With a prefix cache: a preempted sample's full blocks (prompt and generated tokens with
+  // K/V) are published, and restored when it resumes, so that only the rest is recomputed.
+  void publish_computed(const Group& g, const SeqState& s);
+  void restore_computed(const Group& g, SeqState& s);
+  // A preempted request cancelled while it waited: finished with what it has.
+  void finish_preempted(Group& g);
 
   // The output stage's release hook: a group gave its blocks back (finished or failed).
   void on_released(Group& g);

@@ -49,8 +49,14 @@ struct SeqState {
 struct Group {
   EngineRequest req;
   std::promise<GenerationResult> promise;
-  std::int64_t reserve = 0;  // KV blocks reserved
-  std::int32_t width = 1;    // sequences it runs
+  // KV blocks promised at admission (engine_preemption.cpp: its prompt, its recompute,
+  // or a beam search's worst case); counted in Impl::reserved while it runs.
+  std::int64_t reserve = 0;
+  // Admission number: given at the first admission in queue order and kept when the
+  // request is preempted and resumed; the youngest running request (highest number) is
+  // the one preempted. -1 until admitted.
+  std::int64_t order = -1;
+  std::int32_t width = 1;  // sequences it runs
   bool prefilling = true;
   std::int64_t prefilled = 0;  // prompt tokens with K/V
   std::int64_t cached_tokens = 0;

@@ -69,6 +69,11 @@ SessionMetrics::SessionMetrics(MetricsRegistry& r) {
       r.counter("detinfer_speculative_accepted_tokens_total",
                 "Drafted tokens equal to the token the model chose (decoded without a pass of "
                 "their own).");
+  preemptions = r.counter("detinfer_preemptions_total",
+                          "Requests preempted because the KV pool ran out during decode.");
+  resumptions = r.counter("detinfer_resumptions_total",
+                          "Preempted requests admitted again (resumed by recomputing their "
+                          "tokens).");
 }
 
 const Counter& SessionMetrics::requests(FinishReason reason) const {

@@ -142,6 +142,15 @@ void CacheBridge::publish_sequence(const engine::EngineRequest& r,
   if (r.use_caches) cache::publish_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
 }
 
+std::int64_t CacheBridge::restore_sequence(const engine::EngineRequest& r,
+                                           const std::vector<std::int32_t>& tokens,
+                                           model::KvCachePool& pool,
+                                           std::vector<std::int32_t>& table) {
+  // The request's restore() ran at its first admission and opened the namespace.
+  if (!r.use_caches) return 0;
+  return cache::restore_prefix_blocks(*prefix_, tokens, prefix_salt_, pool, table);
+}
+
 // --- stats --------------------------------------------------------------------------------
 
 CacheStats CacheBridge::stats() const {

@@ -51,6 +51,9 @@ class CacheBridge final : public engine::PrefixProvider, public engine::EngineOb
   void publish_sequence(const engine::EngineRequest& r, const std::vector<std::int32_t>& tokens,
                         const model::KvCachePool& pool,
                         const std::vector<std::int32_t>& table) override;
+  std::int64_t restore_sequence(const engine::EngineRequest& r,
+                                const std::vector<std::int32_t>& tokens, model::KvCachePool& pool,
+                                std::vector<std::int32_t>& table) override;
 
   // EngineObserver (engine thread): stores a finished result, or audits a cached one.
   void on_finished(const engine::EngineRequest& r, GenerationResult& result) override;

@@ -263,6 +263,8 @@ SessionStats DeterministicSession::stats() const {
   s.steps = e.steps;
   s.draft_tokens = e.draft_tokens;
   s.accepted_draft_tokens = e.accepted_draft_tokens;
+  s.preemptions = e.preemptions;
+  s.resumptions = e.resumptions;
   return s;
 }
 

@@ -45,6 +45,8 @@ class Telemetry final : public engine::EngineObserver {
   void on_step(const engine::StepStats& s) override;
   void on_gauges(const engine::StepStats& s) override;
   void on_drafts(std::int64_t drafted, std::int64_t accepted) override;
+  void on_preempted(const engine::EngineRequest&) override { metrics_.preemptions.inc(1); }
+  void on_resumed(const engine::EngineRequest&) override { metrics_.resumptions.inc(1); }
   void on_abandoned(const engine::EngineRequest& r) override;
   bool wants_logits() const override { return recorder_.wants_logits(); }
   void on_logits(const engine::EngineRequest& r, std::int32_t sample_index, std::int32_t step,

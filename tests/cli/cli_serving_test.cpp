@@ -128,6 +128,9 @@ TEST(ServingPolicy, SeedPolicyFingerprintHeaderAndMetrics) {
   EXPECT_GT(sample(text, "detinfer_batch_size_count"), 0);
   EXPECT_GT(sample(text, "detinfer_kv_blocks_capacity"), 0);
   EXPECT_GE(sample(text, "detinfer_queue_depth"), 0);
+  // KV admission (docs/session.md): served even while nothing was preempted.
+  EXPECT_EQ(sample(text, "detinfer_preemptions_total"), 0);
+  EXPECT_EQ(sample(text, "detinfer_resumptions_total"), 0);
   EXPECT_GT(sample(text, "process_resident_memory_bytes"), 1e6);
   EXPECT_GT(sample(text, "process_open_fds"), 2);
   EXPECT_NE(text.find("detinfer_build_info{version=\""), std::string::npos);

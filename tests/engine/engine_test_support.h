@@ -5,11 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/gate.h"
 #include "detinfer/philox.h"
 #include "engine/engine.h"
 #include "engine/fake_model.h"
@@ -88,31 +87,5 @@ inline void expect_same_output(const GenerationResult& a, const GenerationResult
     EXPECT_EQ(a.sequences[i].finish_reason, b.sequences[i].finish_reason) << what;
   }
 }
-
-// Blocks the engine thread inside a token callback until released.
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool entered = false;
-  bool open = false;
-  TokenCallback callback() {
-    return [this](const TokenEvent&) {
-      std::unique_lock<std::mutex> lk(mu);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lk, [&] { return open; });
-      return true;
-    };
-  }
-  void wait_entered() {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return entered; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    open = true;
-    cv.notify_all();
-  }
-};
 
 }  // namespace detinfer::testing

@@ -18,27 +18,9 @@
 namespace detinfer {
 namespace {
 
+using testing::expect_identical;
 using testing::tiny_model_dir;
 using testing::tiny_options;
-
-void expect_identical(const GenerationResult& a, const GenerationResult& b,
-                      const std::string& what) {
-  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
-  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
-    const Sequence& x = a.sequences[i];
-    const Sequence& y = b.sequences[i];
-    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
-    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
-    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
-    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
-    EXPECT_EQ(x.score, y.score) << what << " sample " << i;
-    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
-    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
-      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
-      EXPECT_EQ(x.logprobs[t].logprob, y.logprobs[t].logprob) << what << " step " << t;
-    }
-  }
-}
 
 // A smaller model with the target's tokenizer (same vocabulary, other weights and depth).
 std::string other_draft_dir() {

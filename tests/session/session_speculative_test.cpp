@@ -16,34 +16,10 @@
 namespace detinfer {
 namespace {
 
+using testing::expect_identical;
 using testing::metric;
 using testing::tiny_model_dir;
 using testing::tiny_options;
-
-void expect_identical(const GenerationResult& a, const GenerationResult& b,
-                      const std::string& what) {
-  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
-  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
-    const Sequence& x = a.sequences[i];
-    const Sequence& y = b.sequences[i];
-    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
-    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
-    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
-    EXPECT_EQ(x.digest, y.digest) << what << " sample " << i;
-    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
-    EXPECT_EQ(x.score, y.score) << what << " sample " << i;
-    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
-    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
-      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
-      EXPECT_EQ(x.logprobs[t].logprob, y.logprobs[t].logprob) << what << " step " << t;
-      ASSERT_EQ(x.logprobs[t].top.size(), y.logprobs[t].top.size()) << what;
-      for (std::size_t k = 0; k < x.logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(x.logprobs[t].top[k].token, y.logprobs[t].top[k].token) << what;
-        EXPECT_EQ(x.logprobs[t].top[k].logprob, y.logprobs[t].top[k].logprob) << what;
-      }
-    }
-  }
-}
 
 // Text with repeated phrases, so that the prompt-lookup drafter finds matches.
 const char* const kRepeating =

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -23,6 +24,35 @@ inline void expect_same(const GenerationResult& a, const GenerationResult& b,
     EXPECT_EQ(a.sequences[i].tokens, b.sequences[i].tokens) << what << " sample " << i;
     EXPECT_EQ(a.sequences[i].step_digests, b.sequences[i].step_digests) << what << " sample " << i;
     EXPECT_EQ(a.sequences[i].text, b.sequences[i].text) << what << " sample " << i;
+  }
+}
+
+// Bitwise the same outputs: tokens, text, step and chain digests, finish reason, score and
+// logprobs (token ids and the float bits of every logprob, top-N included).
+inline void expect_identical(const GenerationResult& a, const GenerationResult& b,
+                             const std::string& what) {
+  ASSERT_EQ(a.sequences.size(), b.sequences.size()) << what;
+  const auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; };
+  for (std::size_t i = 0; i < a.sequences.size(); ++i) {
+    const Sequence& x = a.sequences[i];
+    const Sequence& y = b.sequences[i];
+    EXPECT_EQ(x.tokens, y.tokens) << what << " sample " << i;
+    EXPECT_EQ(x.text, y.text) << what << " sample " << i;
+    EXPECT_EQ(x.step_digests, y.step_digests) << what << " sample " << i;
+    EXPECT_EQ(x.digest, y.digest) << what << " sample " << i;
+    EXPECT_EQ(x.finish_reason, y.finish_reason) << what << " sample " << i;
+    EXPECT_EQ(x.score, y.score) << what << " sample " << i;
+    ASSERT_EQ(x.logprobs.size(), y.logprobs.size()) << what;
+    for (std::size_t t = 0; t < x.logprobs.size(); ++t) {
+      EXPECT_EQ(x.logprobs[t].token, y.logprobs[t].token) << what << " step " << t;
+      EXPECT_TRUE(same_bits(x.logprobs[t].logprob, y.logprobs[t].logprob)) << what << " step " << t;
+      ASSERT_EQ(x.logprobs[t].top.size(), y.logprobs[t].top.size()) << what;
+      for (std::size_t k = 0; k < x.logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(x.logprobs[t].top[k].token, y.logprobs[t].top[k].token) << what;
+        EXPECT_TRUE(same_bits(x.logprobs[t].top[k].logprob, y.logprobs[t].top[k].logprob))
+            << what << " step " << t;
+      }
+    }
   }
 }
 
