@@ -347,7 +347,7 @@ TEST_F(ToolServe, BadToolParametersAre400sNamingTheParam) {
   json string_params = kWeather;
   string_params["function"]["parameters"] = {{"type", "string"}};
   json minimum = kWeather;
-  minimum["function"]["parameters"]["properties"]["days"]["minimum"] = 0;
+  minimum["function"]["parameters"]["properties"]["days"]["multipleOf"] = 2;
   json both = request("required");
   both["response_format"] = {{"type", "json_object"}};
   json forced_bad = request("required");
