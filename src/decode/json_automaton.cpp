@@ -131,6 +131,9 @@ void JsonState::feed(std::vector<Frame>& s, std::uint8_t c, Sink& out) const {
       case NodeKind::kString:
         st = n.format.empty() ? string_step(f, c) : format_step(f, c);
         break;
+      case NodeKind::kPattern:
+        st = pattern_step(f, c);
+        break;
       case NodeKind::kNumber:
       case NodeKind::kInteger:
         st = number_step(f, c);

@@ -34,6 +34,8 @@ enum Phase : std::uint8_t {
   // string
   kSBody,
   kSEsc,
+  kPBody,
+  kPEsc,
   kFBody,
   // number
   kNMinus,
@@ -102,6 +104,7 @@ class JsonState {
   Step array_step(Frame& f, std::uint8_t c, std::int32_t room, std::int32_t& push) const;
   Step string_step(Frame& f, std::uint8_t c) const;
   Step format_step(Frame& f, std::uint8_t c) const;
+  Step pattern_step(Frame& f, std::uint8_t c) const;
   Step number_step(Frame& f, std::uint8_t c) const;
   static Step number_byte(Frame& f, std::uint8_t c, bool integer);
   static NumberPrefix number_prefix(const Frame& f);

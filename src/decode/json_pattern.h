@@ -22,8 +22,8 @@ constexpr std::int64_t kMaxPatternLengthCells = 1 << 18;  // DFA states x (lengt
 
 struct PatternDfa {
   std::int32_t states = 0;
-  std::vector<std::int16_t> next;     // [state * 128 + character]: next state or -1
-  std::vector<std::uint8_t> accept;   // per state
+  std::vector<std::int16_t> next;    // [state * 128 + character]: next state or -1
+  std::vector<std::uint8_t> accept;  // per state
   // Length bookkeeping: characters are counted up to `cap` (minLength when there is no
   // maxLength: the count then saturates at cap; else maxLength: it may not pass cap).
   std::int32_t min_length = 0;
@@ -46,8 +46,7 @@ struct PatternDfa {
 // "response_format") naming `pattern` and `where` when unsupported, too large, or when no
 // string the automaton writes matches.
 std::shared_ptr<const PatternDfa> compile_pattern(const std::string& pattern,
-                                                  std::int32_t min_length,
-                                                  std::int32_t max_length,
+                                                  std::int32_t min_length, std::int32_t max_length,
                                                   const std::string& where);
 
 }  // namespace detinfer::decode

@@ -29,7 +29,7 @@ const std::set<std::string> kAnnotations = {"$schema",  "$id",         "$comment
                                             "examples", "$defs",       "definitions"};
 const std::set<std::string> kObjectWords = {"properties", "required", "additionalProperties"};
 const std::set<std::string> kArrayWords = {"items", "prefixItems", "minItems", "maxItems"};
-const std::set<std::string> kStringWords = {"minLength", "maxLength", "format"};
+const std::set<std::string> kStringWords = {"minLength", "maxLength", "format", "pattern"};
 const std::set<std::string> kNumberWords = {"minimum", "maximum", "exclusiveMinimum",
                                             "exclusiveMaximum"};
 const std::set<std::string> kOtherWords = {"type", "enum", "const", "anyOf", "oneOf"};
@@ -419,6 +419,12 @@ std::int32_t Compiler::string(const json& s, const std::string& where) {
   if (s.contains("maxLength")) n.max_length = count_of(s, "maxLength", where);
   if (n.min_length > kMaxItemsBound) bad(where, "'minLength' above ", kMaxItemsBound);
   if (n.min_length > n.max_length) bad(where, "minLength > maxLength admits no string");
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) bad(where, "'pattern' must be a string");
+    if (s.contains("format")) bad(where, "'pattern' beside 'format' is not supported");
+    n.kind = NodeKind::kPattern;
+    n.pattern = compile_pattern(s["pattern"].get<std::string>(), n.min_length, n.max_length, where);
+  }
   if (s.contains("format")) {
     if (!s["format"].is_string()) bad(where, "'format' must be a string");
     n.format = format_template(s["format"].get<std::string>(), where);

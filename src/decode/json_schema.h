@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "decode/json_numbers.h"
+#include "decode/json_pattern.h"
 #include "detinfer/generation.h"
 
 namespace detinfer::decode {
@@ -31,6 +32,7 @@ enum class NodeKind : std::uint8_t {
   kObject,   // properties in schema order, or free keys whose values follow `additional`
   kArray,    // prefixItems then items, minItems..maxItems
   kString,   // minLength..maxLength characters, or a format template
+  kPattern,  // a string matching `pattern` (ASCII, minLength..maxLength)
   kNumber,   // JSON number without exponent
   kInteger,  // JSON integer
   kLiteral,  // one of `literals` (enum, const, true/false, null)
@@ -72,6 +74,8 @@ struct Node {
   std::int32_t min_length = 0;
   std::int32_t max_length = INT32_MAX;
   std::vector<FormatSegment> format;  // empty: free text
+  // kPattern
+  std::shared_ptr<const PatternDfa> pattern;
   // kLiteral: JSON texts, compact
   std::vector<std::string> literals;
   // kUnion

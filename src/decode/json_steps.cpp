@@ -219,6 +219,60 @@ JsonState::Step JsonState::string_step(Frame& f, std::uint8_t c) const {
   return Step::kConsumed;
 }
 
+// A pattern string: a = DFA state, b = characters counted (PatternDfa::step_count).
+// Only ASCII is written; '"' and '\\' and the control characters \b \t \n \f \r
+// through their short escapes. A '\\' is taken only if some escape can follow it.
+JsonState::Step JsonState::pattern_step(Frame& f, std::uint8_t c) const {
+  const PatternDfa& d = *g_->nodes[f.node].pattern;
+  const auto take = [&](std::uint8_t ch, bool apply) {
+    const std::int16_t to = d.next[static_cast<std::size_t>(f.a) * 128 + ch];
+    const std::int32_t count = d.step_count(f.b);
+    if (to < 0 || count < 0 || !d.can_continue(to, count)) return false;
+    if (apply) {
+      f.a = to;
+      f.b = count;
+      f.phase = kPBody;
+    }
+    return true;
+  };
+  static const char kEscapes[] = "\"\\/bfnrt";       // after a backslash
+  static const char kDecoded[] = "\"\\/\b\f\n\r\t";  // the characters they stand for
+  switch (f.phase) {
+    case kStart:
+      if (c != '"') return Step::kReject;
+      f.phase = kPBody;
+      f.a = 0;
+      f.b = 0;
+      return Step::kConsumed;
+    case kPEsc:
+      for (int i = 0; i < 8; ++i) {
+        if (c == static_cast<std::uint8_t>(kEscapes[i])) {
+          return take(static_cast<std::uint8_t>(kDecoded[i]), true) ? Step::kConsumed
+                                                                    : Step::kReject;
+        }
+      }
+      return Step::kReject;
+    case kPBody:
+      break;
+    default:
+      return Step::kReject;
+  }
+  if (c == '"') {
+    return d.accept[f.a] != 0 && f.b >= d.min_length ? Step::kDone : Step::kReject;
+  }
+  if (c == '\\') {
+    for (int i = 0; i < 8; ++i) {
+      if (take(static_cast<std::uint8_t>(kDecoded[i]), false)) {
+        f.phase = kPEsc;
+        return Step::kConsumed;
+      }
+    }
+    return Step::kReject;
+  }
+  if (c < 0x20 || c >= 0x7F) return Step::kReject;
+  return take(c, true) ? Step::kConsumed : Step::kReject;
+}
+
 JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
   const Node& n = g_->nodes[f.node];
   if (f.phase == kStart) {

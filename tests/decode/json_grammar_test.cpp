@@ -38,8 +38,8 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(JsonGrammar, UnsupportedKeywordsAreErrorsNamingThem) {
-  for (const char* word : {"pattern", "multipleOf", "allOf", "not", "patternProperties",
-                           "uniqueItems", "if", "dependentRequired"}) {
+  for (const char* word : {"multipleOf", "allOf", "not", "patternProperties", "uniqueItems", "if",
+                           "dependentRequired"}) {
     const std::string text = std::string(R"({"type": "object", ")") + word + R"(": 1})";
     EXPECT_NE(error_of(text).find(std::string("'") + word + "'"), std::string::npos) << word;
   }
@@ -212,6 +212,9 @@ TEST(TokenTrie, MaskEqualsPerTokenWalk) {
   expect_mask_equals_walk(schema(R"({"type": "array", "items": {"type": "string",
       "maxLength": 7}, "maxItems": 8})"),
                           4);
+  expect_mask_equals_walk(schema(R"({"type": "array", "items": {"type": "string",
+      "pattern": "^[a-c]+(\\n|-)?$", "maxLength": 6}, "maxItems": 8})"),
+                          6);
   expect_mask_equals_walk(schema(R"({"anyOf": [{"type": "string", "maxLength": 3},
       {"type": "string", "minLength": 2}]})"),
                           5);

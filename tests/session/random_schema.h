@@ -57,12 +57,36 @@ class RandomSchema {
     return s;
   }
 
+  // A string with a pattern of the supported subset (and sometimes lengths).
+  nlohmann::json patterned() {
+    static const char* kPatterns[] = {"^[a-z]{1,5}$",
+                                      "^\\d{3}-\\d{2}$",
+                                      "^(red|green|blue)$",
+                                      "ab",
+                                      "^[A-Z][a-z]*$",
+                                      "^\\w+@\\w+\\.com$",
+                                      "^[+-]?\\d+(\\.\\d+)?$",
+                                      "^[^\\s\"]{2,}$",
+                                      "x|^y$",
+                                      "^(?:a|bc)*\\n?$",
+                                      "[\"\\\\]",
+                                      "^.{3}$"};
+    nlohmann::json s = {{"type", "string"}, {"pattern", kPatterns[rng_.next(12)]}};
+    const std::uint32_t lengths = rng_.next(3);
+    if (lengths == 1) s["maxLength"] = 8 + rng_.next(8);  // every pattern has a string of 7
+    if (lengths == 2) s["minLength"] = rng_.next(3);
+    return s;
+  }
+
   nlohmann::json scalar() {
     using nlohmann::json;
-    switch (rng_.next(12)) {
+    switch (rng_.next(14)) {
       case 8:
       case 9:
         return bounded_number();
+      case 10:
+      case 11:
+        return patterned();
       case 0:
         return {{"type", "integer"}};
       case 1:
