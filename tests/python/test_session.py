@@ -128,6 +128,30 @@ def test_replay_and_diff(session):
     assert detinfer.diff(a.fingerprint_json, a.fingerprint_json).identical
 
 
+def test_verify_transcripts(session):
+    a = session.generate(PROMPT, max_new_tokens=6, seed=21, temperature=1.0, ignore_eos=True)
+    b = session.generate(PROMPT, max_new_tokens=4, seed=22, ignore_eos=True)
+    r = session.verify(a.transcript_json)
+    assert isinstance(r, detinfer.VerifyResult)
+    assert r.verified and bool(r) and r.divergence is None and r.steps_checked == 6
+    both = session.verify([a.transcript_json, b.transcript_json])
+    assert [x.verified for x in both] == [True, True]
+    assert [x.steps_checked for x in both] == [6, 4]
+    # A transcript claiming another token at step 2 diverges there.
+    t = json.loads(a.transcript_json)
+    t["samples"][0]["tokens"][2] = (t["samples"][0]["tokens"][2] + 1) % session.vocab_size
+    bad = session.verify(json.dumps(t))
+    assert not bad.verified and not bool(bad)
+    assert bad.divergence.sample == 0 and bad.divergence.step == 2
+    assert bad.divergence.recorded_token == t["samples"][0]["tokens"][2]
+    assert bad.divergence.expected_token == a.tokens[2]
+    assert "token" in bad.divergence.reason
+    with pytest.raises(detinfer.InvalidArgumentError):
+        session.verify("{not json")
+    with pytest.raises(detinfer.InvalidArgumentError):
+        session.verify(json.dumps({**t, "prompt_tokens": [session.vocab_size + 5]}))
+
+
 def test_module_entry_point(tiny_model):
     out = subprocess.run([sys.executable, "-m", "detinfer", "generate", "--model", tiny_model,
                           "--prompt", PROMPT, "--max-new-tokens", "4", "--seed", "7",
