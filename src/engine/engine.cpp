@@ -105,7 +105,7 @@ void Engine::shutdown() {
     if (impl_->thread.joinable()) impl_->thread.join();
     const Error closed(ErrorCode::kUnavailable,
                        "the session was closed before the request finished");
-    for (auto& g : impl_->running) impl_->fail_group(*g, closed);
+    for (auto& g : impl_->running) impl_->output.fail_group(*g, closed);
     impl_->running.clear();
     std::deque<std::unique_ptr<Group>> queued;
     std::vector<std::unique_ptr<Group>> cancelled;
@@ -117,7 +117,7 @@ void Engine::shutdown() {
     impl_->retire_abandoned(cancelled);  // cancelled before the close: as if it had run
     for (auto& g : queued) {
       g->promise.set_exception(std::make_exception_ptr(closed));
-      impl_->failed_promises.push_back(std::move(g->promise));
+      impl_->output.keep_failed(std::move(g->promise));
     }
   });
 }
@@ -172,10 +172,10 @@ void Engine::Impl::loop() {
     } catch (const Error& e) {
       // A failed forward pass fails every request in it; the engine keeps serving.
       logger().error("engine step failed: {}", e.what());
-      for (auto& g : running) fail_group(*g, e);
+      for (auto& g : running) output.fail_group(*g, e);
     } catch (const std::exception& e) {
       logger().error("engine step failed: {}", e.what());
-      for (auto& g : running) fail_group(*g, Error(ErrorCode::kInternal, e.what()));
+      for (auto& g : running) output.fail_group(*g, Error(ErrorCode::kInternal, e.what()));
     }
     running.erase(std::remove_if(running.begin(), running.end(),
                                  [](const std::unique_ptr<Group>& g) { return g->done; }),
@@ -198,7 +198,7 @@ void Engine::Impl::retire_abandoned(std::vector<std::unique_ptr<Group>>& groups)
     g.admitted = EngineClock::now();
     g.done = true;
     for (auto& o : observers) o->on_abandoned(g.req);
-    GenerationResult r = build_result(g);
+    GenerationResult r = output.build_result(g);
     Sequence s;
     s.finish_reason = FinishReason::kCancelled;
     r.sequences.push_back(s);
@@ -234,6 +234,18 @@ void Engine::Impl::admit(std::vector<std::unique_ptr<Group>>& admitted) {
   }
 }
 
+void Engine::Impl::on_released(Group& g) {
+  // Counted before the result is delivered, so a caller holding every result sees 0.
+  blocks_in_use.store(pool.capacity() - pool.free_blocks());
+  running_groups.fetch_sub(1);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    reserved -= g.reserve;
+    running_seqs -= g.width;
+  }
+  publish_gauges();
+}
+
 void Engine::Impl::publish_gauges() {
   if (observers.empty()) return;
   StepStats s;
@@ -249,8 +261,8 @@ void Engine::Impl::publish_gauges() {
 void Engine::Impl::step() {
   for (auto& g : running) {
     if (!g->done && g->cancelled()) {
-      cancel_group(*g);
-      maybe_complete(*g);
+      output.cancel_group(*g);
+      output.maybe_complete(*g);
     }
   }
   Batch b;
@@ -264,14 +276,14 @@ void Engine::Impl::step() {
   std::int64_t rows = 0;
   for (const BatchEntry& e : b.entries) rows += e.rows;
   DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
-  step_drafted = step_accepted = 0;
-  process_rows(b.entries, logits.data());
-  if (step_drafted > 0) {  // counted before any result of this step is delivered
-    drafted.fetch_add(step_drafted);
-    accepted.fetch_add(step_accepted);
-    for (auto& o : observers) o->on_drafts(step_drafted, step_accepted);
+  output.process_rows(b.entries, logits.data());
+  const OutputStage::DraftCounts d = output.take_draft_counts();
+  if (d.drafted > 0) {  // counted before any result of this step is delivered
+    drafted.fetch_add(d.drafted);
+    accepted.fetch_add(d.accepted);
+    for (auto& o : observers) o->on_drafts(d.drafted, d.accepted);
   }
-  for (auto& g : running) maybe_complete(*g);
+  for (auto& g : running) output.maybe_complete(*g);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();
   b.stats.kv_blocks_capacity = pool.capacity();
   {
@@ -292,7 +304,7 @@ void Engine::Impl::build_batch(Batch& b) {
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
       if (s.finished) continue;
-      const std::int32_t k = plan_draft(g, s, draft_budget);
+      const std::int32_t k = output.plan_draft(g, s, draft_budget);
       draft_budget -= k;
       ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
       b.steps.push_back({{s.pending}, s.num_computed, s.blocks, k > 0});

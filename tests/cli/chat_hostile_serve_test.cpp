@@ -190,7 +190,7 @@ TEST_F(ChatHostileServe, ToolsAndArgumentsKeepTheClientsKeyOrderLikeRenderTempla
 // Before issue 33's fixes this server peaked at 1.9 GB and kept 1.4 GB (7.9x idle)
 // afterwards on the same machine; the bounds below are what the budget and the heap
 // release guarantee: the peak grows by under 1 GiB (measured: 652 MiB), and RSS comes back within
-// 25% (issue 33's target is 10%: see the bound below).
+// 10% of idle (issue 33's target).
 TEST_F(ChatHostileServe, ConcurrentLargeChatRequestsKeepMemoryBounded) {
   ServeProcess server;
   ASSERT_TRUE(server.start(*model_, {"--threads", "1"})) << server.log();
@@ -227,10 +227,11 @@ TEST_F(ChatHostileServe, ConcurrentLargeChatRequestsKeepMemoryBounded) {
   // once the round's handlers are done: the comparison is then like for like. Without the
   // heap release RSS stays many times idle whatever comes after (7.9x before issue 33).
   std::int64_t after = status_kib(server.pid(), "VmRSS");
-  // The bound: a quarter above idle. Issue 33 asks for 10%; glibc's retention across its
-  // arenas left 0-10% in most runs but up to 10.2% in one of ~10 loaded runs, so 10% would
-  // make this test flaky (before the heap release: 7.9x idle).
-  const std::int64_t bound = idle + idle / 4;
+  // The bound: issue 33's 10% above idle. Measured on the 2-core host with other builds
+  // running (load 4-9), 40 runs: RSS after the burst was within -1.5%..+3% of idle (before
+  // the heap release: 7.9x idle; an earlier tree, before the sampling workspace and the early
+  // size rejection, reached 10.2% once).
+  const std::int64_t bound = idle + idle / 10;
   for (int i = 0; i < 8 && after > bound; ++i) {
     ASSERT_EQ(post(server.port(), "/v1/chat/completions", big).first, 400);
     after = status_kib(server.pid(), "VmRSS");

@@ -2,7 +2,10 @@
 // a JSON response_format walks its own JsonState, and its next token is chosen among the
 // tokens whose text keeps that state alive. The mask depends only on the sample's own
 // text, so outputs stay a pure function of the request, alone or batched.
-#include "engine/engine_impl.h"
+#include <algorithm>
+
+#include "core/check.h"
+#include "engine/output_stage.h"
 
 namespace detinfer::engine {
 
@@ -36,45 +39,47 @@ std::vector<std::string> token_pieces(const Tokenizer& tok, std::int64_t vocab) 
 
 }  // namespace
 
-void Engine::Impl::start_structure(Group& g) {
+void OutputStage::start_structure(Group& g) {
   g.grammar = decode::compile_response_format(g.req.config.response_format);
   if (!g.grammar) return;
-  if (tokenizer == nullptr) {
+  if (ctx_.tokenizer == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 "GenerationConfig.response_format needs the model's tokenizer (the engine has "
                 "none)",
                 "response_format");
   }
-  if (!trie) trie = std::make_unique<decode::TokenTrie>(token_pieces(*tokenizer, vocab));
+  if (!trie_)
+    trie_ = std::make_unique<decode::TokenTrie>(token_pieces(*ctx_.tokenizer, ctx_.vocab));
   for (SeqState& s : g.seqs) s.json.emplace(g.grammar.get());
 }
 
-const std::vector<std::uint8_t>* Engine::Impl::token_mask(const Group& g, const SeqState& s) {
+const std::vector<std::uint8_t>* OutputStage::token_mask(const Group& g, const SeqState& s) {
   if (!s.json) return nullptr;
-  trie->mask(*s.json, allowed);
+  trie_->mask(*s.json, allowed_);
   const GenerationConfig& c = g.req.config;
   if (!c.ignore_eos) {
     for (const std::int32_t id : *c.stop_token_ids) {
-      if (id >= 0 && id < vocab) allowed[static_cast<std::size_t>(id)] = s.json->can_end() ? 1 : 0;
+      if (id >= 0 && id < ctx_.vocab)
+        allowed_[static_cast<std::size_t>(id)] = s.json->can_end() ? 1 : 0;
     }
   }
-  if (std::find(allowed.begin(), allowed.end(), std::uint8_t{1}) == allowed.end()) {
+  if (std::find(allowed_.begin(), allowed_.end(), std::uint8_t{1}) == allowed_.end()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "GenerationConfig.response_format: no token of the vocabulary can continue the "
                 "JSON text (a character the schema requires has no token of its own)",
                 "response_format");
   }
-  return &allowed;
+  return &allowed_;
 }
 
-bool Engine::Impl::advance_structure(const Group& g, SeqState& s, std::int32_t token) {
+bool OutputStage::advance_structure(const Group& g, SeqState& s, std::int32_t token) {
   if (!s.json) return false;
   const auto& stop_ids = *g.req.config.stop_token_ids;
   if (!g.req.config.ignore_eos &&
       std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
     return false;  // the sample ends here; its text is complete (the mask allowed it)
   }
-  const bool ok = s.json->advance(trie->piece(token));
+  const bool ok = s.json->advance(trie_->piece(token));
   DETINFER_INTERNAL_CHECK(ok);  // the mask allowed only tokens the state accepts
   return s.json->done();
 }

@@ -10,11 +10,35 @@
 // rejected drafts' K/V lies beyond num_computed, is overwritten by the next step and is
 // never published to the prefix cache (publish_generated stops at num_computed).
 #include "decode/ngram_drafter.h"
-#include "engine/engine_impl.h"
+#include "engine/output_stage.h"
 
 namespace detinfer::engine {
+namespace {
 
-std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s, std::int64_t budget) {
+// The adaptive draft length (docs/speculative.md, "Adaptive draft length"). It decides
+// only how many tokens are proposed, never which token is chosen, so it cannot change an
+// output; it keeps a drafter that is often wrong from costing rows every step.
+void adapt_draft_length(const GenerationConfig& c, SeqState& s, std::int64_t drafted_here,
+                        std::int64_t accepted_here) {
+  constexpr std::int32_t kMaxPause = 16;
+  if (accepted_here == 0) {
+    if (s.draft_len > 1) {
+      s.draft_len /= 2;  // fewer rows for the next try
+    } else {
+      // Wrong again at length 1: skip 1, 2, 4, ... (at most 16) steps before the next.
+      s.draft_misses = std::min(s.draft_misses + 1, 5);
+      s.draft_pause = std::min(kMaxPause, 1 << (s.draft_misses - 1));
+    }
+    return;
+  }
+  s.draft_misses = 0;
+  s.draft_len = accepted_here == drafted_here ? std::min(s.draft_len + 1, c.draft_tokens)
+                                              : static_cast<std::int32_t>(accepted_here + 1);
+}
+
+}  // namespace
+
+std::int32_t OutputStage::plan_draft(const Group& g, SeqState& s, std::int64_t budget) const {
   s.draft.clear();
   const GenerationConfig& c = g.req.config;
   if (c.draft_tokens <= 0 || g.beam) return 0;
@@ -40,7 +64,7 @@ std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s, std::int64_t 
     s.draft.resize(static_cast<std::size_t>(max));
   // A token the model cannot read ends the draft (a hook's bad proposal is not an error).
   for (std::size_t i = 0; i < s.draft.size(); ++i) {
-    if (s.draft[i] < 0 || s.draft[i] >= vocab) {
+    if (s.draft[i] < 0 || s.draft[i] >= ctx_.vocab) {
       s.draft.resize(i);
       break;
     }
@@ -48,13 +72,13 @@ std::int32_t Engine::Impl::plan_draft(const Group& g, SeqState& s, std::int64_t 
   return static_cast<std::int32_t>(s.draft.size());
 }
 
-void Engine::Impl::verify_drafts(Group& g, SeqState& s, const float* rows) {
+void OutputStage::verify_drafts(Group& g, SeqState& s, const float* rows) {
   const std::vector<std::int32_t> draft = std::move(s.draft);
   s.draft.clear();
   ++s.num_computed;  // the pending token's K/V
   std::int64_t accepted_here = 0;
   for (std::size_t j = 0;; ++j) {
-    sample_step(g, s, rows + static_cast<std::int64_t>(j) * vocab);
+    sample_step(g, s, rows + static_cast<std::int64_t>(j) * ctx_.vocab);
     if (j == draft.size()) break;  // every draft accepted: this row's token is a bonus
     const bool match = s.generated.back() == draft[j];
     if (match) ++accepted_here;
@@ -63,30 +87,9 @@ void Engine::Impl::verify_drafts(Group& g, SeqState& s, const float* rows) {
     if (!match || s.finished || g.cancelled()) break;
     ++s.num_computed;  // draft j's K/V was computed with the token the target chose
   }
-  step_drafted += static_cast<std::int64_t>(draft.size());
-  step_accepted += accepted_here;
+  drafts_.drafted += static_cast<std::int64_t>(draft.size());
+  drafts_.accepted += accepted_here;
   adapt_draft_length(g.req.config, s, static_cast<std::int64_t>(draft.size()), accepted_here);
-}
-
-// The adaptive draft length (docs/speculative.md, "Adaptive draft length"). It decides
-// only how many tokens are proposed, never which token is chosen, so it cannot change an
-// output; it keeps a drafter that is often wrong from costing rows every step.
-void Engine::Impl::adapt_draft_length(const GenerationConfig& c, SeqState& s,
-                                      std::int64_t drafted_here, std::int64_t accepted_here) {
-  constexpr std::int32_t kMaxPause = 16;
-  if (accepted_here == 0) {
-    if (s.draft_len > 1) {
-      s.draft_len /= 2;  // fewer rows for the next try
-    } else {
-      // Wrong again at length 1: skip 1, 2, 4, ... (at most 16) steps before the next.
-      s.draft_misses = std::min(s.draft_misses + 1, 5);
-      s.draft_pause = std::min(kMaxPause, 1 << (s.draft_misses - 1));
-    }
-    return;
-  }
-  s.draft_misses = 0;
-  s.draft_len = accepted_here == drafted_here ? std::min(s.draft_len + 1, c.draft_tokens)
-                                              : static_cast<std::int32_t>(accepted_here + 1);
 }
 
 }  // namespace detinfer::engine

@@ -1,10 +1,27 @@
-// Per-sequence output processing of the engine: sampling, tokens, stop strings, beam
-// search, streamed events, results and their release (engine_impl.h).
-#include "engine/engine_impl.h"
+// The engine's output stage (output_stage.h): sampling, tokens, stop strings, beam
+// search, streamed events, results and their release.
+#include "engine/output_stage.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "decode/sampler.h"
+#include "detinfer/fingerprint.h"
+#include "engine/block_table.h"
 
 namespace detinfer::engine {
 
-void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const float* logits) {
+OutputStage::OutputStage(Context ctx, ReleaseHook on_release)
+    : ctx_(ctx), on_release_(std::move(on_release)) {}
+
+OutputStage::DraftCounts OutputStage::take_draft_counts() {
+  const DraftCounts d = drafts_;
+  drafts_ = DraftCounts{};
+  return d;
+}
+
+void OutputStage::process_rows(const std::vector<BatchEntry>& entries, const float* logits) {
   // Beam groups need all their rows at once; everything else is handled per row.
   std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
   std::vector<std::vector<const float*>> beam_rows;
@@ -12,7 +29,7 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const BatchEntry& be = entries[e];
     Group& g = *be.group;
-    const float* row = logits + row_index * vocab;
+    const float* row = logits + row_index * ctx_.vocab;
     row_index += be.rows;
     if (g.done) continue;
     try {
@@ -56,29 +73,30 @@ void Engine::Impl::process_rows(const std::vector<BatchEntry>& entries, const fl
   }
 }
 
-void Engine::Impl::score_chunk(Group& g, const BatchEntry& be, const float* rows) {
+void OutputStage::score_chunk(Group& g, const BatchEntry& be, const float* rows) {
   SeqState& s = g.seqs[0];
   // Row r is the logits of position first + r.
   const std::int64_t first = be.rows == be.tokens ? g.prefilled : g.prefilled + be.tokens - 1;
   for (std::int64_t r = 0; r < be.rows && !g.cancelled(); ++r) {
     const std::int64_t pos = first + r;
     if (pos < g.req.score_from) continue;
-    if (!g.req.score_row(pos - g.req.score_from, rows + r * vocab)) g.req.cancelled->store(true);
+    if (!g.req.score_row(pos - g.req.score_from, rows + r * ctx_.vocab))
+      g.req.cancelled->store(true);
   }
   s.num_computed += be.tokens;
   g.prefilled += be.tokens;
   if (g.prefilled == static_cast<std::int64_t>(g.req.prompt.size())) {
     g.prefilling = false;
     s.finished = true;
-    release_blocks(pool, s.blocks);
+    release_blocks(ctx_.pool, s.blocks);
   }
 }
 
-void Engine::Impl::prefill_done(Group& g, const float* row) {
+void OutputStage::prefill_done(Group& g, const float* row) {
   g.prefilling = false;
-  if (prefix) {
+  if (ctx_.prefix) {
     try {
-      prefix->publish(g.req, pool, g.seqs[0].blocks);
+      ctx_.prefix->publish(g.req, ctx_.pool, g.seqs[0].blocks);
     } catch (const std::exception& e) {
       logger().warn("prefix cache publish failed: {}", e.what());
     }
@@ -92,14 +110,14 @@ void Engine::Impl::prefill_done(Group& g, const float* row) {
   const std::int32_t n = g.req.config.num_return_sequences;
   for (std::int32_t i = 1; i < n; ++i) {
     SeqState s;
-    s.blocks = fork_blocks(pool, g.seqs[0].blocks, prompt_len);
+    s.blocks = fork_blocks(ctx_.pool, g.seqs[0].blocks, prompt_len);
     s.num_computed = prompt_len;
     g.seqs.push_back(std::move(s));
   }
   for (std::int32_t i = 0; i < n; ++i) {
     SeqState& s = g.seqs[i];
     s.sample_index = i;
-    if (tokenizer != nullptr) s.decoder.emplace(tokenizer->stream_decoder(true));
+    if (ctx_.tokenizer != nullptr) s.decoder.emplace(ctx_.tokenizer->stream_decoder(true));
     s.stops.emplace(g.req.config.stop_strings);
     s.last_token = g.req.submitted;
   }
@@ -107,11 +125,11 @@ void Engine::Impl::prefill_done(Group& g, const float* row) {
   for (std::int32_t i = 0; i < n; ++i) sample_step(g, g.seqs[i], row);
 }
 
-void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
+void OutputStage::sample_step(Group& g, SeqState& s, const float* row) {
   const auto step = static_cast<std::uint64_t>(s.generated.size());
   const decode::TokenChoice c = decode::choose_token(
-      g.req.config, row, vocab, g.req.prompt, s.generated, g.req.seed,
-      static_cast<std::uint32_t>(s.sample_index), step, sampling, token_mask(g, s));
+      g.req.config, row, ctx_.vocab, g.req.prompt, s.generated, g.req.seed,
+      static_cast<std::uint32_t>(s.sample_index), step, sampling_, token_mask(g, s));
   const bool complete = advance_structure(g, s, c.token);
   StepLogprobs lp;
   lp.token = c.token;
@@ -119,11 +137,11 @@ void Engine::Impl::sample_step(Group& g, SeqState& s, const float* row) {
   lp.top = c.top;
   s.out.score += static_cast<double>(c.logprob);
   append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
-               logits_digest(row, static_cast<std::size_t>(vocab)), row, complete);
+               logits_digest(row, static_cast<std::size_t>(ctx_.vocab)), row, complete);
 }
 
-void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
-                                std::uint64_t digest, const float* row, bool complete) {
+void OutputStage::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
+                               std::uint64_t digest, const float* row, bool complete) {
   const GenerationConfig& c = g.req.config;
   const auto now = EngineClock::now();
   if (!g.first_token) g.first_token = now;
@@ -132,8 +150,8 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
     g.last_token = now;
   }
   const std::int32_t step = static_cast<std::int32_t>(s.generated.size());
-  for (auto& o : observers) {
-    if (o->wants_logits()) o->on_logits(g.req, s.sample_index, step, row, vocab);
+  for (auto& o : ctx_.observers) {
+    if (o->wants_logits()) o->on_logits(g.req, s.sample_index, step, row, ctx_.vocab);
   }
   s.generated.push_back(token);
   s.out.tokens.push_back(token);
@@ -169,7 +187,7 @@ void Engine::Impl::append_token(Group& g, SeqState& s, std::int32_t token, const
   emit(g, ev);
 }
 
-void Engine::Impl::emit(Group& g, const TokenEvent& ev) {
+void OutputStage::emit(Group& g, const TokenEvent& ev) {
   if (!g.req.on_token || g.done) return;
   bool keep_going = false;
   try {
@@ -180,18 +198,19 @@ void Engine::Impl::emit(Group& g, const TokenEvent& ev) {
   if (!keep_going) g.req.cancelled->store(true);
 }
 
-void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
-                             const std::vector<const float*>& rows) {
+void OutputStage::beam_step(Group& g, const std::vector<std::size_t>& seqs,
+                            const std::vector<const float*>& rows) {
   std::vector<std::uint64_t> digests;
-  for (const float* r : rows) digests.push_back(logits_digest(r, static_cast<std::size_t>(vocab)));
+  for (const float* r : rows)
+    digests.push_back(logits_digest(r, static_cast<std::size_t>(ctx_.vocab)));
   // The engine batches beams in seqs order; the search indexes live beams in order.
   DETINFER_INTERNAL_CHECK(seqs.size() == g.beam->beams().size());
-  if (!observers.empty()) {
+  if (!ctx_.observers.empty()) {
     for (std::size_t b = 0; b < rows.size(); ++b) {
-      for (auto& o : observers) {
+      for (auto& o : ctx_.observers) {
         if (o->wants_logits()) {
           o->on_logits(g.req, static_cast<std::int32_t>(b),
-                       static_cast<std::int32_t>(g.beam->length()), rows[b], vocab);
+                       static_cast<std::int32_t>(g.beam->length()), rows[b], ctx_.vocab);
         }
       }
     }
@@ -206,20 +225,20 @@ void Engine::Impl::beam_step(Group& g, const std::vector<std::size_t>& seqs,
     for (std::size_t i = 0; i < parents.size(); ++i) {
       const SeqState& parent = g.seqs[seqs[static_cast<std::size_t>(parents[i])]];
       SeqState s;
-      s.blocks = fork_blocks(pool, parent.blocks, parent.num_computed);
+      s.blocks = fork_blocks(ctx_.pool, parent.blocks, parent.num_computed);
       s.num_computed = parent.num_computed;
       s.pending = g.beam->beams()[i].tokens.back();
       s.sample_index = static_cast<std::int32_t>(i);
       next.push_back(std::move(s));
     }
   }
-  for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
+  for (SeqState& s : g.seqs) release_blocks(ctx_.pool, s.blocks);
   g.seqs = std::move(next);
   if (g.seqs.empty()) beam_finish(g);
 }
 
 // The best hypotheses of a finished beam search become the result, streamed whole.
-void Engine::Impl::beam_finish(Group& g) {
+void OutputStage::beam_finish(Group& g) {
   const auto& stop_ids = *g.req.config.stop_token_ids;
   for (decode::BeamSearch::Hypothesis& h : g.beam->finalize()) {
     Sequence out;
@@ -234,9 +253,9 @@ void Engine::Impl::beam_finish(Group& g) {
         std::find(stop_ids.begin(), stop_ids.end(), text_ids.back()) != stop_ids.end()) {
       text_ids.pop_back();
     }
-    if (tokenizer != nullptr) {
+    if (ctx_.tokenizer != nullptr) {
       decode::StopMatcher m(g.req.config.stop_strings);
-      decode::StopMatcher::Result r = m.push(tokenizer->decode(text_ids, true));
+      decode::StopMatcher::Result r = m.push(ctx_.tokenizer->decode(text_ids, true));
       out.text = r.emit + m.flush();
       if (r.stopped) out.finish_reason = FinishReason::kStop;
     }
@@ -247,7 +266,7 @@ void Engine::Impl::beam_finish(Group& g) {
     for (std::size_t t = 0; t < out.tokens.size(); ++t) {
       TokenEvent ev;
       ev.token = out.tokens[t];
-      if (tokenizer != nullptr && t == 0) ev.text = out.text;  // the whole text at once
+      if (ctx_.tokenizer != nullptr && t == 0) ev.text = out.text;  // the whole text at once
       ev.logprobs = t < out.logprobs.size() ? &out.logprobs[t] : nullptr;
       ev.sample_index = static_cast<std::int32_t>(i);
       ev.step = static_cast<std::int32_t>(t);
@@ -256,31 +275,31 @@ void Engine::Impl::beam_finish(Group& g) {
   }
 }
 
-void Engine::Impl::finish_seq(Group& g, SeqState& s, FinishReason reason) {
+void OutputStage::finish_seq(Group& g, SeqState& s, FinishReason reason) {
   s.finished = true;
   s.out.finish_reason = reason;
   publish_generated(g, s);
-  release_blocks(pool, s.blocks);
+  release_blocks(ctx_.pool, s.blocks);
 }
 
-void Engine::Impl::publish_generated(const Group& g, const SeqState& s) {
+void OutputStage::publish_generated(const Group& g, const SeqState& s) {
   const auto prompt_len = static_cast<std::int64_t>(g.req.prompt.size());
   const std::int64_t generated = std::min<std::int64_t>(
       s.num_computed - prompt_len, static_cast<std::int64_t>(s.generated.size()));  // with K/V
-  if (!prefix || g.beam || generated <= 0 ||
-      (prompt_len + generated) / pool.block_size() <= prompt_len / pool.block_size()) {
+  if (!ctx_.prefix || g.beam || generated <= 0 ||
+      (prompt_len + generated) / ctx_.pool.block_size() <= prompt_len / ctx_.pool.block_size()) {
     return;  // no full block beyond the prompt's (those were published after prefill)
   }
   std::vector<std::int32_t> tokens = g.req.prompt;
   tokens.insert(tokens.end(), s.generated.begin(), s.generated.begin() + generated);
   try {
-    prefix->publish_sequence(g.req, tokens, pool, s.blocks);
+    ctx_.prefix->publish_sequence(g.req, tokens, ctx_.pool, s.blocks);
   } catch (const std::exception& e) {
     logger().warn("prefix cache publish of generated tokens failed: {}", e.what());
   }
 }
 
-void Engine::Impl::cancel_group(Group& g) {
+void OutputStage::cancel_group(Group& g) {
   for (SeqState& s : g.seqs) {
     if (!s.finished) {
       if (s.stops && s.decoder) s.out.text += s.stops->push(s.decoder->flush()).emit;
@@ -303,19 +322,19 @@ void Engine::Impl::cancel_group(Group& g) {
   }
 }
 
-void Engine::Impl::maybe_complete(Group& g) {
+void OutputStage::maybe_complete(Group& g) {
   if (g.done || g.prefilling) return;
   for (const SeqState& s : g.seqs) {
     if (!s.finished) return;
   }
   if (g.beam && !g.beam->done() && g.beam_results.empty()) return;
   GenerationResult r = build_result(g);
-  for (auto& o : observers) o->on_finished(g.req, r);
+  for (auto& o : ctx_.observers) o->on_finished(g.req, r);
   release_group(g);
   g.promise.set_value(std::move(r));
 }
 
-GenerationResult Engine::Impl::build_result(Group& g) {
+GenerationResult OutputStage::build_result(Group& g) {
   GenerationResult r;
   r.prompt_tokens = g.req.prompt;
   r.seed = g.req.seed;
@@ -333,26 +352,18 @@ GenerationResult Engine::Impl::build_result(Group& g) {
   return r;
 }
 
-void Engine::Impl::release_group(Group& g) {
-  for (SeqState& s : g.seqs) release_blocks(pool, s.blocks);
-  // Counted before the result is delivered, so a caller holding every result sees 0.
-  blocks_in_use.store(pool.capacity() - pool.free_blocks());
+void OutputStage::release_group(Group& g) {
+  for (SeqState& s : g.seqs) release_blocks(ctx_.pool, s.blocks);
   g.done = true;
-  running_groups.fetch_sub(1);
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    reserved -= g.reserve;
-    running_seqs -= g.width;
-  }
-  publish_gauges();
+  on_release_(g);  // the scheduler's accounting, before the result is delivered
 }
 
-void Engine::Impl::fail_group(Group& g, const Error& e) {
+void OutputStage::fail_group(Group& g, const Error& e) {
   if (g.done) return;
-  for (auto& o : observers) o->on_failed(g.req, e);
+  for (auto& o : ctx_.observers) o->on_failed(g.req, e);
   release_group(g);
   g.promise.set_exception(std::make_exception_ptr(e));
-  failed_promises.push_back(std::move(g.promise));
+  keep_failed(std::move(g.promise));
 }
 
 }  // namespace detinfer::engine
