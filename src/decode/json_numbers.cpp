@@ -51,8 +51,8 @@ Decimal magnitude_on_grid(double x, bool up) {
   return d;
 }
 
-Decimal on_grid(double x, bool up) {
-  return x < 0 ? negate(magnitude_on_grid(-x, !up)) : magnitude_on_grid(x, up);
+Decimal on_grid(double x, bool up) {  // signbit: -0.0 prints as "-0"
+  return std::signbit(x) ? negate(magnitude_on_grid(-x, !up)) : magnitude_on_grid(x, up);
 }
 
 // The magnitudes [a, b] taken with the prefix's sign meet the bounds.

@@ -57,6 +57,11 @@ TEST(JsonBounds, NumberBoundsHoldOnTheNineDecimalGrid) {
   EXPECT_TRUE(accepts(ex, "0.000000001"));
   EXPECT_TRUE(accepts(ex, "0.999999999"));
   EXPECT_FALSE(accepts(ex, "1"));
+  const auto zero = grammar(R"({"type": "number", "minimum": -0.0, "maximum": 1e-300})");
+  EXPECT_TRUE(accepts(zero, "0"));
+  EXPECT_TRUE(accepts(zero, "-0.0"));
+  EXPECT_FALSE(accepts(zero, "0.000000001"));
+  EXPECT_FALSE(accepts(zero, "-0.000000001"));
   const auto neg = grammar(R"({"type": "number", "minimum": -2.5, "maximum": -1e-20})");
   EXPECT_TRUE(accepts(neg, "-2.5"));
   EXPECT_FALSE(accepts(neg, "-2.500000001"));
