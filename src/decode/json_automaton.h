@@ -86,6 +86,10 @@ class JsonState {
   // A "plain" text (no control character, quote or backslash) of at most that many
   // characters is then accepted (by the branches with room for it); -1 otherwise.
   std::int64_t string_room() const;
+  // When the state is one stack whose innermost value is a pattern string between
+  // characters (or after a backslash): that string's DFA, with `cursor` set; else nullptr.
+  // The token mask then walks the DFA alone until a token closes the string.
+  const PatternDfa* pattern_top(PatternCursor& cursor) const;
   // The text so far is a complete value (done(), or a root number or literal that a
   // longer one could still extend): a stop token may end it.
   bool can_end() const;

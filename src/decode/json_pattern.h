@@ -20,6 +20,20 @@ constexpr std::int32_t kMaxPatternNfaStates = 4096;
 constexpr std::int32_t kMaxPatternDfaStates = 512;
 constexpr std::int64_t kMaxPatternLengthCells = 1 << 18;  // DFA states x (length cap + 1)
 
+// A position inside a pattern string: DFA state, characters counted, and whether a
+// backslash was just written (its escape character comes next).
+struct PatternCursor {
+  std::int32_t state = 0;
+  std::int32_t count = 0;
+  bool escape = false;
+};
+
+enum class PatternByte : std::uint8_t {
+  kTaken,   // the byte continues the string (the cursor moved)
+  kClose,   // an unescaped '"': the string ends here if can_close()
+  kReject,  // not writable here, or no valid end would stay reachable
+};
+
 struct PatternDfa {
   std::int32_t states = 0;
   std::vector<std::int16_t> next;    // [state * 128 + character]: next state or -1
@@ -39,6 +53,13 @@ struct PatternDfa {
   bool can_continue(std::int32_t state, std::int32_t count) const {
     return ok[static_cast<std::size_t>(state) * (cap + 1) + count] != 0;
   }
+  bool can_close(const PatternCursor& c) const {
+    return !c.escape && accept[c.state] != 0 && c.count >= min_length;
+  }
+  // One byte of JSON string text: printable ASCII, or a backslash and its short escape
+  // (\" \\ \/ \b \f \n \r \t), taken only if a valid end stays reachable. The one
+  // step of both the automaton (JsonState) and the token mask's pattern walk.
+  PatternByte step(PatternCursor& c, std::uint8_t byte) const;
 };
 
 // Compiles `pattern` (search semantics, as JSON Schema: unanchored unless it starts with

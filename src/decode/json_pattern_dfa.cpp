@@ -112,6 +112,39 @@ void length_table(PatternDfa& d) {
 
 }  // namespace
 
+PatternByte PatternDfa::step(PatternCursor& c, std::uint8_t byte) const {
+  static const char kEscapes[] = "\"\\/bfnrt";       // after a backslash
+  static const char kDecoded[] = "\"\\/\b\f\n\r\t";  // the characters they stand for
+  const auto take = [&](std::uint8_t ch, bool apply) {
+    const std::int16_t to = next[static_cast<std::size_t>(c.state) * 128 + ch];
+    const std::int32_t n = step_count(c.count);
+    if (to < 0 || n < 0 || !can_continue(to, n)) return false;
+    if (apply) c = PatternCursor{to, n, false};
+    return true;
+  };
+  if (c.escape) {
+    for (int i = 0; i < 8; ++i) {
+      if (byte == static_cast<std::uint8_t>(kEscapes[i])) {
+        return take(static_cast<std::uint8_t>(kDecoded[i]), true) ? PatternByte::kTaken
+                                                                  : PatternByte::kReject;
+      }
+    }
+    return PatternByte::kReject;
+  }
+  if (byte == '"') return PatternByte::kClose;
+  if (byte == '\\') {  // taken only if some escape can follow
+    for (int i = 0; i < 8; ++i) {
+      if (take(static_cast<std::uint8_t>(kDecoded[i]), false)) {
+        c.escape = true;
+        return PatternByte::kTaken;
+      }
+    }
+    return PatternByte::kReject;
+  }
+  if (byte < 0x20 || byte >= 0x7F) return PatternByte::kReject;
+  return take(byte, true) ? PatternByte::kTaken : PatternByte::kReject;
+}
+
 std::shared_ptr<const PatternDfa> compile_pattern(const std::string& pattern,
                                                   std::int32_t min_length, std::int32_t max_length,
                                                   const std::string& where) {

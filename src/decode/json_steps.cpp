@@ -224,53 +224,36 @@ JsonState::Step JsonState::string_step(Frame& f, std::uint8_t c) const {
 // through their short escapes. A '\\' is taken only if some escape can follow it.
 JsonState::Step JsonState::pattern_step(Frame& f, std::uint8_t c) const {
   const PatternDfa& d = *g_->nodes[f.node].pattern;
-  const auto take = [&](std::uint8_t ch, bool apply) {
-    const std::int16_t to = d.next[static_cast<std::size_t>(f.a) * 128 + ch];
-    const std::int32_t count = d.step_count(f.b);
-    if (to < 0 || count < 0 || !d.can_continue(to, count)) return false;
-    if (apply) {
-      f.a = to;
-      f.b = count;
-      f.phase = kPBody;
-    }
-    return true;
-  };
-  static const char kEscapes[] = "\"\\/bfnrt";       // after a backslash
-  static const char kDecoded[] = "\"\\/\b\f\n\r\t";  // the characters they stand for
-  switch (f.phase) {
-    case kStart:
-      if (c != '"') return Step::kReject;
-      f.phase = kPBody;
-      f.a = 0;
-      f.b = 0;
+  if (f.phase == kStart) {
+    if (c != '"') return Step::kReject;
+    f.phase = kPBody;
+    f.a = 0;
+    f.b = 0;
+    return Step::kConsumed;
+  }
+  if (f.phase != kPBody && f.phase != kPEsc) return Step::kReject;
+  PatternCursor cur{f.a, f.b, f.phase == kPEsc};
+  switch (d.step(cur, c)) {
+    case PatternByte::kClose:
+      return d.can_close(cur) ? Step::kDone : Step::kReject;
+    case PatternByte::kTaken:
+      f.a = cur.state;
+      f.b = cur.count;
+      f.phase = cur.escape ? kPEsc : kPBody;
       return Step::kConsumed;
-    case kPEsc:
-      for (int i = 0; i < 8; ++i) {
-        if (c == static_cast<std::uint8_t>(kEscapes[i])) {
-          return take(static_cast<std::uint8_t>(kDecoded[i]), true) ? Step::kConsumed
-                                                                    : Step::kReject;
-        }
-      }
-      return Step::kReject;
-    case kPBody:
+    case PatternByte::kReject:
       break;
-    default:
-      return Step::kReject;
   }
-  if (c == '"') {
-    return d.accept[f.a] != 0 && f.b >= d.min_length ? Step::kDone : Step::kReject;
-  }
-  if (c == '\\') {
-    for (int i = 0; i < 8; ++i) {
-      if (take(static_cast<std::uint8_t>(kDecoded[i]), false)) {
-        f.phase = kPEsc;
-        return Step::kConsumed;
-      }
-    }
-    return Step::kReject;
-  }
-  if (c < 0x20 || c >= 0x7F) return Step::kReject;
-  return take(c, true) ? Step::kConsumed : Step::kReject;
+  return Step::kReject;
+}
+
+const PatternDfa* JsonState::pattern_top(PatternCursor& cursor) const {
+  if (ends_.size() != 1 || ends_[0] == 0) return nullptr;
+  const Frame& f = frames_[ends_[0] - 1];
+  const Node& n = g_->nodes[f.node];
+  if (n.kind != NodeKind::kPattern || (f.phase != kPBody && f.phase != kPEsc)) return nullptr;
+  cursor = PatternCursor{f.a, f.b, f.phase == kPEsc};
+  return n.pattern.get();
 }
 
 JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
