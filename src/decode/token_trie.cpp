@@ -104,6 +104,17 @@ TokenTrie::Trie TokenTrie::build(const std::vector<std::string>& pieces,
   return t;
 }
 
+// After node i: its tokens are allowed and the walk goes below it when `accepted`; else
+// its whole subtree is skipped (no token below a rejected prefix can be accepted).
+std::size_t TokenTrie::next_node(const Trie& t, std::size_t i, bool accepted,
+                                 std::vector<std::uint8_t>& allowed, std::size_t& count) {
+  const TrieNode& n = t.nodes[i];
+  if (!accepted) return static_cast<std::size_t>(n.end);
+  for (std::int32_t k = n.tok_begin; k < n.tok_end; ++k) allowed[t.ids[k]] = 1;
+  count += static_cast<std::size_t>(n.tok_end - n.tok_begin);
+  return i + 1;
+}
+
 std::size_t TokenTrie::walk(const Trie& t, const JsonState& state,
                             std::vector<std::uint8_t>& allowed) {
   std::vector<JsonState> at(static_cast<std::size_t>(t.max_depth) + 1, state);
@@ -112,13 +123,7 @@ std::size_t TokenTrie::walk(const Trie& t, const JsonState& state,
     const TrieNode& n = t.nodes[i];
     JsonState& s = at[n.depth];
     s.copy_from(at[n.depth - 1]);
-    if (!s.advance(n.byte)) {
-      i = static_cast<std::size_t>(n.end);  // no token below this prefix can be accepted
-      continue;
-    }
-    for (std::int32_t k = n.tok_begin; k < n.tok_end; ++k) allowed[t.ids[k]] = 1;
-    count += static_cast<std::size_t>(n.tok_end - n.tok_begin);
-    ++i;
+    i = next_node(t, i, s.advance(n.byte), allowed, count);
   }
   return count;
 }
@@ -156,13 +161,7 @@ std::size_t TokenTrie::walk_pattern(const Trie& t, const JsonState& state, const
         full_end = static_cast<std::size_t>(n.end);
       }
     }
-    if (!ok) {
-      i = static_cast<std::size_t>(n.end);  // no token below this prefix can be accepted
-      continue;
-    }
-    for (std::int32_t k = n.tok_begin; k < n.tok_end; ++k) allowed[t.ids[k]] = 1;
-    count += static_cast<std::size_t>(n.tok_end - n.tok_begin);
-    ++i;
+    i = next_node(t, i, ok, allowed, count);
   }
   return count;
 }

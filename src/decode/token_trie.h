@@ -43,6 +43,8 @@ class TokenTrie {
     std::uint16_t max_depth = 0;
   };
   static Trie build(const std::vector<std::string>& pieces, std::vector<std::int32_t> order);
+  static std::size_t next_node(const Trie& t, std::size_t i, bool accepted,
+                               std::vector<std::uint8_t>& allowed, std::size_t& count);
   static std::size_t walk(const Trie& t, const JsonState& state,
                           std::vector<std::uint8_t>& allowed);
   static std::size_t walk_pattern(const Trie& t, const JsonState& state, const PatternDfa& dfa,
