@@ -1,6 +1,6 @@
 // Numeric bounds and $ref of constrained decoding (docs/structured.md): exact acceptance,
 // errors naming the keyword, and that the automaton never starts a value it cannot
-// finish (random walks over every ASCII byte never get stuck).
+// finish (random walks over every printable ASCII byte never get stuck).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -40,7 +40,7 @@ inline std::string error_of(const std::string& text) {
   return "";
 }
 
-// Random walks over all ASCII bytes: every state either accepts some byte or is a
+// Random walks over all printable ASCII bytes: every state either accepts some byte or is a
 // complete value, so generation can never be cornered. Returns the completed values.
 // Walks start after `prefix` (and again after each completed value).
 inline std::vector<std::string> walk_never_stuck(const std::shared_ptr<const JsonGrammar>& g,
