@@ -152,6 +152,34 @@ def test_verify_transcripts(session):
         session.verify(json.dumps({**t, "prompt_tokens": [session.vocab_size + 5]}))
 
 
+def test_response_format_pattern_bounds_and_refs(session):
+    """pattern, numeric bounds and a recursive $ref through Python, checked by jsonschema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "$defs": {"node": {"type": "object", "properties": {
+            "id": {"type": "string", "pattern": "^[a-f]{2}-\\d{1,3}$"},
+            "w": {"type": "number", "exclusiveMinimum": 0, "maximum": 2.5},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+            "required": ["id", "w"], "additionalProperties": False}},
+        "$ref": "#/$defs/node"}
+    fmt = {"type": "json_schema", "json_schema": {"name": "tree", "schema": schema}}
+    complete = 0
+    for seed in range(8):
+        r = session.generate("Hello", max_new_tokens=120, temperature=1.0, seed=seed,
+                             response_format=fmt)
+        if r.finish_reason == "stop":
+            jsonschema.Draft202012Validator(schema).validate(json.loads(r.text))
+            complete += 1
+        else:
+            assert r.finish_reason == "length"
+    assert complete >= 4
+    with pytest.raises(detinfer.InvalidArgumentError) as e:
+        bad = {"type": "string", "pattern": "(a)\\1"}
+        session.generate("Hello", response_format={
+            "type": "json_schema", "json_schema": {"name": "b", "schema": bad}})
+    assert e.value.field == "response_format" and "'pattern'" in str(e.value)
+
+
 def test_module_entry_point(tiny_model):
     out = subprocess.run([sys.executable, "-m", "detinfer", "generate", "--model", tiny_model,
                           "--prompt", PROMPT, "--max-new-tokens", "4", "--seed", "7",
