@@ -19,6 +19,10 @@ constexpr std::size_t kMaxPatternBytes = 1024;
 constexpr std::int32_t kMaxPatternNfaStates = 4096;
 constexpr std::int32_t kMaxPatternDfaStates = 512;
 constexpr std::int64_t kMaxPatternLengthCells = 1 << 18;  // DFA states x (length cap + 1)
+// Totals over the distinct patterns of one schema (equal patterns are compiled once), so
+// that many patterns cannot add up to unbounded memory or time.
+constexpr std::int64_t kMaxSchemaPatternStates = 4096;
+constexpr std::int64_t kMaxSchemaPatternCells = 1 << 20;
 
 // A position inside a pattern string: DFA state, characters counted, and whether a
 // backslash was just written (its escape character comes next).

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/generation_fields.h"
@@ -147,6 +148,23 @@ class Compiler {
     std::string where;
   };
   std::int32_t any_ = -1;
+  // Patterns compiled so far (equal ones shared) and their total size, bounded per schema.
+  std::map<std::tuple<std::string, std::int32_t, std::int32_t>, std::shared_ptr<const PatternDfa>>
+      patterns_;
+  std::int64_t pattern_states_ = 0, pattern_cells_ = 0;
+  std::shared_ptr<const PatternDfa> pattern(const std::string& text, std::int32_t min_length,
+                                            std::int32_t max_length, const std::string& where) {
+    auto& slot = patterns_[{text, min_length, max_length}];
+    if (slot) return slot;
+    slot = compile_pattern(text, min_length, max_length, where);
+    pattern_states_ += slot->states;
+    pattern_cells_ += static_cast<std::int64_t>(slot->ok.size());
+    if (pattern_states_ > kMaxSchemaPatternStates || pattern_cells_ > kMaxSchemaPatternCells) {
+      bad(where, "the schema's patterns need more than ", kMaxSchemaPatternStates,
+          " DFA states or ", kMaxSchemaPatternCells, " length cells together");
+    }
+    return slot;
+  }
   std::map<std::string, std::int32_t> refs_;  // $ref text -> placeholder
   std::vector<Pending> pending_;
   std::int32_t ref(const json& s, const std::string& where);
@@ -423,7 +441,7 @@ std::int32_t Compiler::string(const json& s, const std::string& where) {
     if (!s["pattern"].is_string()) bad(where, "'pattern' must be a string");
     if (s.contains("format")) bad(where, "'pattern' beside 'format' is not supported");
     n.kind = NodeKind::kPattern;
-    n.pattern = compile_pattern(s["pattern"].get<std::string>(), n.min_length, n.max_length, where);
+    n.pattern = pattern(s["pattern"].get<std::string>(), n.min_length, n.max_length, where);
   }
   if (s.contains("format")) {
     if (!s["format"].is_string()) bad(where, "'format' must be a string");

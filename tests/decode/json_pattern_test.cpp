@@ -124,5 +124,21 @@ TEST(JsonPattern, HostileAndUnsupportedPatternsAreErrorsNamingPattern) {
   EXPECT_NE(pattern_error("5"), "");
 }
 
+// Many distinct patterns add up to a bounded total; equal ones are compiled once.
+TEST(JsonPattern, PatternsOfOneSchemaAreBoundedTogether) {
+  const auto schema_of = [](bool distinct) {
+    std::string props;
+    for (int i = 0; i < 40; ++i) {
+      const std::string tail = distinct ? std::to_string(i) : "0";
+      props += std::string(i ? ", " : "") + "\"p" + std::to_string(i) +
+               R"(": {"type": "string", "pattern": "^(a|b)*a(a|b){7})" + tail + R"($"})";
+    }
+    return R"({"type": "object", "properties": {)" + props + "}}";
+  };
+  EXPECT_EQ(error_of(schema_of(false)), "");
+  EXPECT_NE(error_of(schema_of(true)).find("patterns need more than 4096 DFA states"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace detinfer::decode
