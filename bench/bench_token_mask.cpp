@@ -69,13 +69,13 @@ int main(int argc, char** argv) {
   std::printf("vocabulary %zu tokens, trie %zu nodes, built in %.1f ms\n", vocab.size(),
               trie.node_count(), build_ms);
   const char* kObj =
-      R"({"type":"object","properties":{"name":{"type":"string"},)"
-      R"("age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","b"]}}},)"
+      R"({"type":"object","properties":{"age":{"type":"integer"},)"
+      R"("name":{"type":"string"},"tags":{"type":"array","items":{"enum":["a","b"]}}},)"
       R"("required":["name","age","tags"],"additionalProperties":false})";
   const char* kAmbiguous = R"({"anyOf":[{"type":"string","maxLength":50},)"
                            R"({"type":"string","minLength":1}]})";
   const char* kShadowed = R"({"anyOf":[{"type":"string"},{"enum":["abc","abd"]}]})";
-  // Properties are generated in the order of their names (age, name, tags).
+  // Properties are generated in the schema text's order (age, name, tags).
   const Case cases[] = {
       {"value start (expects {)", kObj, ""},
       {"key start (expects \")", kObj, "{"},
@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
       {"string in 2 anyOf branches", kAmbiguous, "\"ab"},
       // A string beside an enum branch: no fast path, every token is walked (the worst).
       {"string beside an enum (worst)", kShadowed, "\"ab"},
+      // Pattern strings have no fast path either: every accepted prefix is walked.
+      {"inside ^[a-z ]{1,40}$", R"({"type":"string","pattern":"^[a-z ]{1,40}$"})", "\"ab"},
+      {"inside an unanchored pattern", R"({"type":"string","pattern":"x"})", "\"ab"},
   };
   std::printf("%-32s %10s %12s %10s\n", "state", "ms/mask", "allowed", "ns/node");
   for (const Case& c : cases) {

@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev libhiredis-dev redis-server
   libcpp-httplib-dev libopenblas0-pthread python3 python3-torch clang-format python3-jinja2
   python3-jsonschema
+  nodejs
   prometheus haproxy
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-setuptools python3-venv
 )

@@ -34,6 +34,8 @@ from ._detinfer import (
     TokenDelta,
     Tokenizer,
     TokenLogprob,
+    VerifyDivergence,
+    VerifyResult,
     __version__,
     diff,
 )
@@ -63,6 +65,8 @@ __all__ = [
     "Tokenizer",
     "UnavailableError",
     "UnsupportedError",
+    "VerifyDivergence",
+    "VerifyResult",
     "diff",
     "logits",
 ]

@@ -1,5 +1,5 @@
 # Type stubs of the C++ extension detinfer._detinfer (python/src/).
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union, overload
 
 __version__: str
 SESSION_OPTIONS: List[str]
@@ -43,6 +43,7 @@ class GenerationResult:
     timings: Timings
     cache: CacheUsage
     fingerprint_json: str
+    transcript_json: str
     tokens: List[int]
     text: str
     finish_reason: str
@@ -103,6 +104,22 @@ class ReplayReport:
 
 def diff(a: str, b: str) -> FingerprintDiff: ...
 
+class VerifyDivergence:
+    sample: int
+    step: int
+    expected_token: int
+    recorded_token: int
+    expected_digest: int
+    recorded_digest: int
+    reason: str  # "token" | "digest" | "token and digest" | "chain digest" | ...
+
+class VerifyResult:
+    verified: bool
+    divergence: Optional[VerifyDivergence]
+    steps_checked: int
+    message: str
+    def __bool__(self) -> bool: ...
+
 class _LogitsBuffer:
     model_fingerprint: str
 
@@ -144,5 +161,9 @@ class Session:
     def encode(self, text: str) -> List[int]: ...
     tokenizer: Optional[Tokenizer]
     def replay(self, fingerprint_json: str) -> ReplayReport: ...
+    @overload
+    def verify(self, transcript: str) -> VerifyResult: ...
+    @overload
+    def verify(self, transcript: Iterable[str]) -> List[VerifyResult]: ...
     def close(self) -> None: ...
     closed: bool

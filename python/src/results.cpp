@@ -74,6 +74,9 @@ void bind_results(py::module_& m) {
       .def_readonly("cache", &GenerationResult::cache)
       .def_readonly("fingerprint_json", &GenerationResult::fingerprint_json,
                     "The run fingerprint as JSON ('' when the session records none).")
+      .def_readonly("transcript_json", &GenerationResult::transcript_json,
+                    "The transcript (detinfer.transcript/1) as JSON: what Session.verify "
+                    "checks without regenerating.")
       .def_property_readonly("tokens", [](const GenerationResult& r) { return first(r).tokens; })
       .def_property_readonly("text", [](const GenerationResult& r) { return first(r).text; })
       .def_property_readonly(

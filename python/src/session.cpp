@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "detinfer/transcript.h"
 #include "stream.h"
 
 namespace detinfer_py {
@@ -207,6 +208,34 @@ void bind_session(py::module_& m) {
       },
       py::arg("fingerprint_json"),
       "Re-runs the request a fingerprint (JSON) records and compares every digest.");
+  c.def(
+      "verify",
+      [](PySession& s, const py::object& transcript) -> py::object {
+        if (py::isinstance<py::str>(transcript) || py::isinstance<py::bytes>(transcript)) {
+          const detinfer::Transcript t =
+              detinfer::Transcript::from_json(to_str(transcript, "transcript"));
+          detinfer::VerifyResult r;
+          {
+            py::gil_scoped_release release;
+            r = s.session.verify(t);
+          }
+          return py::cast(std::move(r));
+        }
+        std::vector<detinfer::Transcript> all;
+        for (const py::handle item : py::iter(transcript)) {
+          all.push_back(detinfer::Transcript::from_json(to_str(item, "transcript")));
+        }
+        std::vector<detinfer::VerifyResult> r;
+        {
+          py::gil_scoped_release release;
+          r = s.session.verify(all);
+        }
+        return py::cast(std::move(r));
+      },
+      py::arg("transcript"),
+      "Checks a transcript (GenerationResult.transcript_json) by one teacher-forced prefill "
+      "instead of regenerating: VerifyResult, or a list of them for a list of transcripts "
+      "(verified together, batched).");
   c.def("close", [](PySession& s) {
     py::gil_scoped_release release;
     s.session.close();

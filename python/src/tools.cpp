@@ -6,6 +6,7 @@
 #include "detinfer/fingerprint.h"
 #include "detinfer/fingerprint_diff.h"
 #include "detinfer/replay_report.h"
+#include "detinfer/transcript.h"
 #include "devtools/model_tools.h"
 
 namespace detinfer_py {
@@ -59,10 +60,33 @@ void bind_diff(py::module_& m) {
       .def("to_text", &ReplayReport::to_text);
 }
 
+void bind_verify(py::module_& m) {
+  using detinfer::VerifyDivergence;
+  py::class_<VerifyDivergence>(m, "VerifyDivergence",
+                               "Where a transcript first disagrees with the recomputation.")
+      .def_readonly("sample", &VerifyDivergence::sample)
+      .def_readonly("step", &VerifyDivergence::step, "0 = the first generated token.")
+      .def_readonly("expected_token", &VerifyDivergence::expected_token,
+                    "The token the model chooses there (-1: the sequence should have ended).")
+      .def_readonly("recorded_token", &VerifyDivergence::recorded_token)
+      .def_readonly("expected_digest", &VerifyDivergence::expected_digest)
+      .def_readonly("recorded_digest", &VerifyDivergence::recorded_digest)
+      .def_readonly("reason", &VerifyDivergence::reason);
+  using detinfer::VerifyResult;
+  py::class_<VerifyResult>(m, "VerifyResult", "The verdict of Session.verify(transcript).")
+      .def_readonly("verified", &VerifyResult::verified)
+      .def_readonly("divergence", &VerifyResult::divergence, "None when verified.")
+      .def_readonly("steps_checked", &VerifyResult::steps_checked)
+      .def_readonly("message", &VerifyResult::message)
+      .def("__bool__", [](const VerifyResult& r) { return r.verified; })
+      .def("__repr__", [](const VerifyResult& r) { return "VerifyResult(" + r.message + ")"; });
+}
+
 }  // namespace
 
 void bind_tools(py::module_& m) {
   bind_diff(m);
+  bind_verify(m);
   py::class_<LogitsBuffer>(m, "_LogitsBuffer", py::buffer_protocol())
       .def_buffer([](LogitsBuffer& b) {
         return py::buffer_info(b.result.logits.data(), sizeof(float),

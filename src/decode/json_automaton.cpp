@@ -9,13 +9,6 @@ namespace detinfer::decode {
 
 using namespace json_phase;  // NOLINT(build/namespaces)
 
-namespace {
-
-// The deepest stack: values nest at most kMaxSchemaDepth levels (also in free JSON).
-constexpr std::size_t kMaxFrames = 2 * kMaxSchemaDepth + 2;
-
-}  // namespace
-
 struct JsonState::Sink {
   std::vector<Frame>* frames;
   std::vector<std::uint16_t>* ends;
@@ -30,6 +23,7 @@ JsonState::JsonState(const JsonGrammar* g) : g_(g) {
   const Node& root = g->nodes[g->root];
   if (root.kind == NodeKind::kUnion) {
     for (const std::int32_t alt : root.alts) {
+      if (g->nodes[alt].min_frames > kMaxFrames) continue;  // no value fits
       frames_.push_back(Frame{alt});
       ends_.push_back(static_cast<std::uint16_t>(frames_.size()));
     }
@@ -72,7 +66,8 @@ bool JsonState::can_end() const {
       const Frame& f = frames_[begin];
       const NodeKind k = g_->nodes[f.node].kind;
       if ((k == NodeKind::kNumber || k == NodeKind::kInteger) &&
-          (f.phase == kNZero || f.phase == kNInt || f.phase == kNFrac)) {
+          (f.phase == kNZero || f.phase == kNInt || f.phase == kNFrac) &&
+          (!g_->nodes[f.node].bounds || inside(number_prefix(f), *g_->nodes[f.node].bounds))) {
         return true;
       }
       if (k == NodeKind::kLiteral && f.flag != 0) return true;
@@ -99,14 +94,19 @@ std::int64_t JsonState::string_room() const {
 }
 
 void JsonState::enter(std::vector<Frame>& s, std::int32_t node, std::uint8_t c, Sink& out) const {
-  if (s.size() >= kMaxFrames) return;  // too deep: no value may open here
+  // A value opens only where its smallest completion fits under the frame limit.
+  const auto fits = [&](std::int32_t k) {
+    return static_cast<std::int64_t>(s.size()) + g_->nodes[k].min_frames <= kMaxFrames;
+  };
   const Node& n = g_->nodes[node];
   if (n.kind != NodeKind::kUnion) {
+    if (!fits(node)) return;
     s.push_back(Frame{node});
     feed(s, c, out);
     return;
   }
   for (const std::int32_t alt : n.alts) {  // alternatives are never unions themselves
+    if (!fits(alt)) continue;
     std::vector<Frame> copy = s;
     copy.push_back(Frame{alt});
     feed(copy, c, out);
@@ -120,15 +120,19 @@ void JsonState::feed(std::vector<Frame>& s, std::uint8_t c, Sink& out) const {
     const Node& n = g_->nodes[f.node];
     std::int32_t push = -1;
     Step st = Step::kReject;
+    const std::int32_t room = kMaxFrames - static_cast<std::int32_t>(s.size());
     switch (n.kind) {
       case NodeKind::kObject:
-        st = object_step(f, c, push);
+        st = object_step(f, c, room, push);
         break;
       case NodeKind::kArray:
-        st = array_step(f, c, push);
+        st = array_step(f, c, room, push);
         break;
       case NodeKind::kString:
         st = n.format.empty() ? string_step(f, c) : format_step(f, c);
+        break;
+      case NodeKind::kPattern:
+        st = pattern_step(f, c);
         break;
       case NodeKind::kNumber:
       case NodeKind::kInteger:

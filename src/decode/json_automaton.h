@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "decode/json_numbers.h"
 #include "decode/json_schema.h"
 
 namespace detinfer::decode {
@@ -33,6 +34,8 @@ enum Phase : std::uint8_t {
   // string
   kSBody,
   kSEsc,
+  kPBody,
+  kPEsc,
   kFBody,
   // number
   kNMinus,
@@ -51,6 +54,7 @@ struct Frame {
   std::uint16_t pos = 0;
   std::int32_t a = 0;
   std::int32_t b = 0;
+  std::int64_t v = 0;  // a number's integer digits (bounded numbers need the value)
 };
 
 class JsonState {
@@ -82,6 +86,10 @@ class JsonState {
   // A "plain" text (no control character, quote or backslash) of at most that many
   // characters is then accepted (by the branches with room for it); -1 otherwise.
   std::int64_t string_room() const;
+  // When the state is one stack whose innermost value is a pattern string between
+  // characters (or after a backslash): that string's DFA, with `cursor` set; else nullptr.
+  // The token mask then walks the DFA alone until a token closes the string.
+  const PatternDfa* pattern_top(PatternCursor& cursor) const;
   // The text so far is a complete value (done(), or a root number or literal that a
   // longer one could still extend): a stop token may end it.
   bool can_end() const;
@@ -94,13 +102,20 @@ class JsonState {
   // complete without it (hand it to the frame below), opens the child value `push` with
   // it, or rejects it (the stack dies). Handlers live in json_steps.cpp.
   enum class Step : std::uint8_t { kConsumed, kDone, kPopRefeed, kPushRefeed, kReject };
-  Step object_step(Frame& f, std::uint8_t c, std::int32_t& push) const;
-  Step array_step(Frame& f, std::uint8_t c, std::int32_t& push) const;
+  // `room`: the frames that may still be pushed above `f` (a child opens only if its
+  // min_frames fit, so an optional property or item too deep to finish is never begun).
+  Step object_step(Frame& f, std::uint8_t c, std::int32_t room, std::int32_t& push) const;
+  Step array_step(Frame& f, std::uint8_t c, std::int32_t room, std::int32_t& push) const;
   Step string_step(Frame& f, std::uint8_t c) const;
   Step format_step(Frame& f, std::uint8_t c) const;
+  Step pattern_step(Frame& f, std::uint8_t c) const;
   Step number_step(Frame& f, std::uint8_t c) const;
+  static Step number_byte(Frame& f, std::uint8_t c, bool integer);
+  static NumberPrefix number_prefix(const Frame& f);
   Step literal_step(Frame& f, const std::vector<std::string>& lits, std::uint8_t c) const;
-  Step key_step(Frame& f, std::uint8_t c) const;
+  Step key_step(Frame& f, std::uint8_t c, std::int32_t room) const;
+  // Some property in [from, the next required one] has a value that fits in `room`.
+  bool key_fits(const Node& n, std::int32_t from, std::int32_t room) const;
 
   const JsonGrammar* g_;
   std::vector<Frame> frames_;        // the stacks, one after another

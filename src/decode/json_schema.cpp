@@ -1,11 +1,15 @@
 #include "decode/json_schema.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/generation_fields.h"
 #include "core/json_parse.h"
+#include "decode/json_schema_passes.h"
 
 namespace detinfer::decode {
 
@@ -16,30 +20,20 @@ using json = nlohmann::ordered_json;
 
 template <typename... Args>
 [[noreturn]] void bad(const std::string& where, Args&&... args) {
-  throw Error(ErrorCode::kInvalidArgument,
-              str_cat("GenerationConfig.response_format: ", std::forward<Args>(args)...,
-                      " (at schema #", where, ")"),
-              "response_format");
+  schema_error(where, str_cat(std::forward<Args>(args)...));
 }
 
-// Keywords that only annotate: accepted and not used.
-const std::set<std::string> kAnnotations = {"$schema",     "$id",     "$comment", "title",
-                                            "description", "default", "examples"};
+// Keywords that only annotate: accepted and not used. $defs/definitions hold schemas
+// that are compiled only where a $ref names them.
+const std::set<std::string> kAnnotations = {"$schema",  "$id",         "$comment",
+                                            "title",    "description", "default",
+                                            "examples", "$defs",       "definitions"};
 const std::set<std::string> kObjectWords = {"properties", "required", "additionalProperties"};
 const std::set<std::string> kArrayWords = {"items", "prefixItems", "minItems", "maxItems"};
-const std::set<std::string> kStringWords = {"minLength", "maxLength", "format"};
+const std::set<std::string> kStringWords = {"minLength", "maxLength", "format", "pattern"};
+const std::set<std::string> kNumberWords = {"minimum", "maximum", "exclusiveMinimum",
+                                            "exclusiveMaximum"};
 const std::set<std::string> kOtherWords = {"type", "enum", "const", "anyOf", "oneOf"};
-
-// JSON types as bits, for oneOf's disjointness (integer counts as number).
-enum TypeBits : std::uint8_t {
-  kObj = 1,
-  kArr = 2,
-  kStr = 4,
-  kNum = 8,
-  kBool = 16,
-  kNull = 32,
-  kAll = 63,
-};
 
 std::uint8_t type_bits(const json& v) {
   if (v.is_object()) return kObj;
@@ -140,9 +134,40 @@ class Compiler {
   }
 
   std::int32_t compile(const json& s, const std::string& where);
+  // Compiles the $ref targets met so far (and those they refer to) and fills their
+  // placeholders. Called once, after the root.
+  void resolve_refs();
+
+  const json* root_ = nullptr;
+  std::vector<OneOfCheck> one_ofs;
 
  private:
+  struct Pending {
+    std::int32_t node;  // the placeholder
+    const json* target;
+    std::string where;
+  };
   std::int32_t any_ = -1;
+  // Patterns compiled so far (equal ones shared) and their total size, bounded per schema.
+  std::map<std::tuple<std::string, std::int32_t, std::int32_t>, std::shared_ptr<const PatternDfa>>
+      patterns_;
+  std::int64_t pattern_states_ = 0, pattern_cells_ = 0;
+  std::shared_ptr<const PatternDfa> pattern(const std::string& text, std::int32_t min_length,
+                                            std::int32_t max_length, const std::string& where) {
+    auto& slot = patterns_[{text, min_length, max_length}];
+    if (slot) return slot;
+    slot = compile_pattern(text, min_length, max_length, where);
+    pattern_states_ += slot->states;
+    pattern_cells_ += static_cast<std::int64_t>(slot->ok.size());
+    if (pattern_states_ > kMaxSchemaPatternStates || pattern_cells_ > kMaxSchemaPatternCells) {
+      bad(where, "the schema's patterns need more than ", kMaxSchemaPatternStates,
+          " DFA states or ", kMaxSchemaPatternCells, " length cells together");
+    }
+    return slot;
+  }
+  std::map<std::string, std::int32_t> refs_;  // $ref text -> placeholder
+  std::vector<Pending> pending_;
+  std::int32_t ref(const json& s, const std::string& where);
   std::int32_t literals(const json& s, const std::string& where);
   std::int32_t alternatives(const json& s, const std::string& where);
   std::int32_t typed(const json& s, const std::string& type, const std::string& where);
@@ -157,14 +182,17 @@ std::int32_t Compiler::compile(const json& s, const std::string& where) {
     bad(where, "the schema false admits no value");
   }
   if (!s.is_object()) bad(where, "a schema must be an object or a boolean");
-  bool object_words = false, array_words = false, string_words = false;
+  if (s.contains("$ref")) return ref(s, where);
+  bool object_words = false, array_words = false, string_words = false, number_words = false;
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string& k = it.key();
     if (kAnnotations.count(k) || kOtherWords.count(k)) continue;
     object_words = object_words || kObjectWords.count(k) > 0;
     array_words = array_words || kArrayWords.count(k) > 0;
     string_words = string_words || kStringWords.count(k) > 0;
-    if (!kObjectWords.count(k) && !kArrayWords.count(k) && !kStringWords.count(k)) {
+    number_words = number_words || kNumberWords.count(k) > 0;
+    if (!kObjectWords.count(k) && !kArrayWords.count(k) && !kStringWords.count(k) &&
+        !kNumberWords.count(k)) {
       bad(where, "unsupported JSON Schema keyword '", k, "'");
     }
   }
@@ -185,12 +213,13 @@ std::int32_t Compiler::compile(const json& s, const std::string& where) {
     }
     return add(std::move(u), b, where);
   }
-  if (object_words + array_words + string_words > 1) {
+  if (object_words + array_words + string_words + number_words > 1) {
     bad(where, "keywords of several types without 'type' are not supported");
   }
   if (object_words) return typed(s, "object", where);
   if (array_words) return typed(s, "array", where);
   if (string_words) return typed(s, "string", where);
+  if (number_words) return typed(s, "number", where);
   return any();
 }
 
@@ -241,14 +270,11 @@ std::int32_t Compiler::alternatives(const json& s, const std::string& where) {
   if (!a.is_array() || a.empty()) bad(where, "'", word, "' must be a non-empty array");
   Node u;
   u.kind = NodeKind::kUnion;
-  std::uint8_t b = 0;
+  std::uint8_t b = 0;  // final once $ref targets are in (finish_grammar)
+  OneOfCheck check{{}, where};
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::int32_t n = compile(a[i], str_cat(where, "/", word, "/", i));
-    if (one_of && (bits[n] & b) != 0) {
-      bad(where, "oneOf alternative ", i,
-          " can match the same JSON type as an earlier one (only oneOf of distinct types is "
-          "supported)");
-    }
+    check.alts.push_back(n);
     b |= bits[n];
     const Node& alt = g.nodes[n];
     if (alt.kind == NodeKind::kUnion) {
@@ -257,8 +283,66 @@ std::int32_t Compiler::alternatives(const json& s, const std::string& where) {
       u.alts.push_back(n);
     }
   }
+  if (one_of) one_ofs.push_back(std::move(check));
   if (u.alts.size() == 1) return u.alts[0];
   return add(std::move(u), b, where);
+}
+
+std::optional<NumberBounds> bounds_of(const json& s, bool integer, const std::string& where) {
+  std::optional<double> v[4];
+  bool any = false;
+  std::size_t i = 0;
+  for (const char* word : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    if (s.contains(word)) {
+      if (!s[word].is_number()) bad(where, "'", word, "' must be a number");
+      v[i] = s[word].get<double>();
+      any = true;
+    }
+    ++i;
+  }
+  if (!any) return std::nullopt;
+  std::optional<NumberBounds> b = number_bounds(integer, v[0], v[1], v[2], v[3]);
+  if (!b) {
+    bad(where, "minimum/maximum admit no ", integer ? "integer" : "number",
+        " that constrained decoding writes (at most ", kMaxIntDigits, " digits before the point, ",
+        integer ? 0 : kMaxFracDigits, " after it)");
+  }
+  return b;
+}
+
+std::int32_t Compiler::ref(const json& s, const std::string& where) {
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (!kAnnotations.count(it.key()) && it.key() != "$ref") {
+      bad(where, "'", it.key(), "' beside $ref is not supported");
+    }
+  }
+  if (!s["$ref"].is_string()) bad(where, "'$ref' must be a string");
+  const std::string text = s["$ref"].get<std::string>();
+  const auto known = refs_.find(text);
+  if (known != refs_.end()) return known->second;
+  const json* target = resolve_schema_pointer(*root_, text, where);
+  // A placeholder now, filled by resolve_refs: the target may refer back to it.
+  const std::int32_t node = add(Node{}, 0, where);
+  refs_.emplace(text, node);
+  pending_.push_back({node, target, text.substr(1)});
+  return node;
+}
+
+void Compiler::resolve_refs() {
+  std::map<std::int32_t, std::pair<std::int32_t, std::string>> target;  // placeholder -> node
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    const Pending p = pending_[i];  // a copy: compiling may add to pending_
+    target[p.node] = {compile(*p.target, p.where), p.where};
+  }
+  for (const auto& [node, first] : target) {
+    std::int32_t x = first.first;
+    for (std::size_t hops = 0; target.count(x) != 0; ++hops) {
+      if (hops > target.size()) bad(first.second, "circular $ref with no schema in between");
+      x = target[x].first;
+    }
+    g.nodes[node] = g.nodes[x];
+    bits[node] = bits[x];
+  }
 }
 
 std::int32_t Compiler::typed(const json& s, const std::string& type, const std::string& where) {
@@ -268,6 +352,7 @@ std::int32_t Compiler::typed(const json& s, const std::string& type, const std::
   Node n;
   if (type == "number" || type == "integer") {
     n.kind = type == "number" ? NodeKind::kNumber : NodeKind::kInteger;
+    n.bounds = bounds_of(s, type == "integer", where);
     return add(std::move(n), kNum, where);
   }
   if (type == "boolean") {
@@ -352,6 +437,12 @@ std::int32_t Compiler::string(const json& s, const std::string& where) {
   if (s.contains("maxLength")) n.max_length = count_of(s, "maxLength", where);
   if (n.min_length > kMaxItemsBound) bad(where, "'minLength' above ", kMaxItemsBound);
   if (n.min_length > n.max_length) bad(where, "minLength > maxLength admits no string");
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) bad(where, "'pattern' must be a string");
+    if (s.contains("format")) bad(where, "'pattern' beside 'format' is not supported");
+    n.kind = NodeKind::kPattern;
+    n.pattern = pattern(s["pattern"].get<std::string>(), n.min_length, n.max_length, where);
+  }
   if (s.contains("format")) {
     if (!s["format"].is_string()) bad(where, "'format' must be a string");
     n.format = format_template(s["format"].get<std::string>(), where);
@@ -363,34 +454,6 @@ std::int32_t Compiler::string(const json& s, const std::string& where) {
     }
   }
   return add(std::move(n), kStr, where);
-}
-
-// How many automaton stacks a node can keep alive at once (unions of distinct types
-// resolve at their first byte; other unions add up).
-std::int32_t width(const JsonGrammar& g, const std::vector<std::uint8_t>& bits, std::int32_t i,
-                   std::vector<std::int32_t>& memo) {
-  if (memo[i] != 0) return memo[i] < 0 ? 1 : memo[i];
-  memo[i] = -1;  // in progress: a cycle (any) does not multiply
-  const Node& n = g.nodes[i];
-  std::int32_t w = 1;
-  std::vector<std::int32_t> kids = n.alts;
-  for (const Property& p : n.props) kids.push_back(p.value);
-  kids.insert(kids.end(), n.prefix.begin(), n.prefix.end());
-  if (n.items >= 0) kids.push_back(n.items);
-  if (n.additional >= 0) kids.push_back(n.additional);
-  std::uint8_t seen = 0;
-  bool disjoint = true;
-  std::int32_t sum = 0;
-  for (const std::int32_t k : kids) {
-    const std::int32_t wk = width(g, bits, k, memo);
-    w = std::max(w, wk);
-    sum = std::min(sum + wk, kMaxStacks + 1);
-    disjoint = disjoint && (bits[k] & seen) == 0;
-    seen |= bits[k];
-  }
-  if (n.kind == NodeKind::kUnion && !disjoint) w = sum;
-  memo[i] = w;
-  return w;
 }
 
 }  // namespace
@@ -421,13 +484,11 @@ std::shared_ptr<const JsonGrammar> compile_response_format(const ResponseFormat&
     const json s = core::parse_json_ordered(
         format.json_schema, {kMaxSchemaDepth, core::kMaxJsonSchemaBytes, true},
         ErrorCode::kInvalidArgument, "response_format.json_schema");
+    c.root_ = &s;
     c.g.root = c.compile(s, "");
+    c.resolve_refs();
   }
-  std::vector<std::int32_t> memo(c.g.nodes.size(), 0);
-  if (width(c.g, c.bits, c.g.root, memo) > kMaxStacks) {
-    bad("", "anyOf alternatives that stay ambiguous in more than ", kMaxStacks,
-        " ways at once are not supported");
-  }
+  finish_grammar(c.g, c.bits, c.one_ofs);
   return std::make_shared<const JsonGrammar>(std::move(c.g));
 }
 

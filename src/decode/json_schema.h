@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "decode/json_numbers.h"
+#include "decode/json_pattern.h"
 #include "detinfer/generation.h"
 
 namespace detinfer::decode {
@@ -21,11 +24,15 @@ constexpr std::int32_t kMaxNodes = 4096;       // compiled nodes of one schema
 constexpr std::int32_t kMaxIntDigits = 15;     // digits before the point
 constexpr std::int32_t kMaxFracDigits = 9;     // digits after it (numbers only)
 constexpr std::int32_t kMaxItemsBound = 4096;  // largest minItems / minLength accepted
+// The deepest automaton stack: values nest at most kMaxSchemaDepth levels (also in free
+// JSON); a free object's key takes a frame of its own.
+constexpr std::int32_t kMaxFrames = 2 * kMaxSchemaDepth + 2;
 
 enum class NodeKind : std::uint8_t {
   kObject,   // properties in schema order, or free keys whose values follow `additional`
   kArray,    // prefixItems then items, minItems..maxItems
   kString,   // minLength..maxLength characters, or a format template
+  kPattern,  // a string matching `pattern` (ASCII, minLength..maxLength)
   kNumber,   // JSON number without exponent
   kInteger,  // JSON integer
   kLiteral,  // one of `literals` (enum, const, true/false, null)
@@ -48,6 +55,10 @@ struct FormatSegment {
 
 struct Node {
   NodeKind kind = NodeKind::kLiteral;
+  // The fewest automaton frames a complete value of this node needs (itself and its
+  // required children); kMaxFrames + 1: none within the limit. A value is opened only
+  // where it fits, so a recursive schema ($ref) never starts what it cannot finish.
+  std::int32_t min_frames = 1;
   // kObject
   std::vector<Property> props;
   std::vector<std::int32_t> next_required;  // per property index: first required >= it
@@ -57,10 +68,14 @@ struct Node {
   std::int32_t items = -1;  // -1: no items after the prefix
   std::int32_t min_items = 0;
   std::int32_t max_items = INT32_MAX;
+  // kNumber, kInteger: minimum/maximum/exclusive bounds (none: any number)
+  std::optional<NumberBounds> bounds;
   // kString
   std::int32_t min_length = 0;
   std::int32_t max_length = INT32_MAX;
   std::vector<FormatSegment> format;  // empty: free text
+  // kPattern
+  std::shared_ptr<const PatternDfa> pattern;
   // kLiteral: JSON texts, compact
   std::vector<std::string> literals;
   // kUnion

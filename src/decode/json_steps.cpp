@@ -16,14 +16,15 @@ bool same_prefix(const std::string& a, const std::string& b, std::size_t n) {
 
 // The first literal in [from, to] that extends the matched prefix of `cur` (pos bytes)
 // by `c`, or -1. The first match is kept as the representative of all matches.
-template <typename Text>
+// `usable(p)` filters the candidates (keys whose value fits; literals: all).
+template <typename Text, typename Usable>
 std::int32_t next_candidate(const std::vector<Text>& lits, const std::string& (*text)(const Text&),
                             std::int32_t from, std::int32_t to, std::int32_t cur, std::size_t pos,
-                            std::uint8_t c) {
+                            std::uint8_t c, Usable usable) {
   for (std::int32_t p = from; p <= to; ++p) {
     const std::string& s = text(lits[p]);
     if (s.size() > pos && static_cast<std::uint8_t>(s[pos]) == c &&
-        same_prefix(s, text(lits[cur]), pos)) {
+        same_prefix(s, text(lits[cur]), pos) && usable(p)) {
       return p;
     }
   }
@@ -32,10 +33,21 @@ std::int32_t next_candidate(const std::vector<Text>& lits, const std::string& (*
 
 const std::string& plain(const std::string& s) { return s; }
 const std::string& key_of(const Property& p) { return p.key; }
+bool every(std::int32_t) { return true; }
 
 }  // namespace
 
-JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t& push) const {
+bool JsonState::key_fits(const Node& n, std::int32_t from, std::int32_t room) const {
+  const auto nprops = static_cast<std::int32_t>(n.props.size());
+  const std::int32_t last = std::min<std::int32_t>(n.next_required[from], nprops - 1);
+  for (std::int32_t p = from; p <= last; ++p) {
+    if (g_->nodes[n.props[p].value].min_frames <= room) return true;
+  }
+  return false;
+}
+
+JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t room,
+                                       std::int32_t& push) const {
   const Node& n = g_->nodes[f.node];
   const auto nprops = static_cast<std::int32_t>(n.props.size());
   const bool free_keys = n.props.empty() && n.additional >= 0;
@@ -56,17 +68,18 @@ JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t& p
       }
       if (c != '"') return Step::kReject;
       if (free_keys) {
+        if (g_->nodes[n.additional].min_frames > room) return Step::kReject;
         f.phase = kOColon;
         push = g_->key_string;
         return Step::kPushRefeed;
       }
-      if (f.a >= nprops) return Step::kReject;
+      if (f.a >= nprops || !key_fits(n, f.a, room)) return Step::kReject;
       f.phase = kOKey;
       f.b = f.a;
       f.pos = 1;  // every key starts with its quote
       return Step::kConsumed;
     case kOKey:
-      return key_step(f, c);
+      return key_step(f, c, room);
     case kOColon:
       if (c != ':') return Step::kReject;
       f.phase = kOAfterColon;
@@ -81,7 +94,8 @@ JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t& p
       push = free_keys ? n.additional : n.props[f.a - 1].value;
       return Step::kPushRefeed;
     case kOAfterValue:
-      if (c == ',' && (free_keys || f.a < nprops)) {
+      if (c == ',' && (free_keys ? g_->nodes[n.additional].min_frames <= room
+                                 : f.a < nprops && key_fits(n, f.a, room))) {
         f.phase = kOKeyNext;
         return Step::kConsumed;
       }
@@ -92,11 +106,12 @@ JsonState::Step JsonState::object_step(Frame& f, std::uint8_t c, std::int32_t& p
   }
 }
 
-JsonState::Step JsonState::key_step(Frame& f, std::uint8_t c) const {
+JsonState::Step JsonState::key_step(Frame& f, std::uint8_t c, std::int32_t room) const {
   const Node& n = g_->nodes[f.node];
   const auto last =
       std::min<std::int32_t>(n.next_required[f.a], static_cast<std::int32_t>(n.props.size()) - 1);
-  const std::int32_t p = next_candidate<Property>(n.props, key_of, f.b, last, f.b, f.pos, c);
+  const auto fits = [&](std::int32_t q) { return g_->nodes[n.props[q].value].min_frames <= room; };
+  const std::int32_t p = next_candidate<Property>(n.props, key_of, f.b, last, f.b, f.pos, c, fits);
   if (p < 0) return Step::kReject;
   f.b = p;
   ++f.pos;
@@ -107,10 +122,15 @@ JsonState::Step JsonState::key_step(Frame& f, std::uint8_t c) const {
   return Step::kConsumed;
 }
 
-JsonState::Step JsonState::array_step(Frame& f, std::uint8_t c, std::int32_t& push) const {
+JsonState::Step JsonState::array_step(Frame& f, std::uint8_t c, std::int32_t room,
+                                      std::int32_t& push) const {
   const Node& n = g_->nodes[f.node];
   const auto item = [&](std::int32_t i) {
     return i < static_cast<std::int32_t>(n.prefix.size()) ? n.prefix[i] : n.items;
+  };
+  // Item i may open (items below minItems always fit: the array's min_frames counts them).
+  const auto fits = [&](std::int32_t i) {
+    return i < n.max_items && g_->nodes[item(i)].min_frames <= room;
   };
   switch (f.phase) {
     case kStart:
@@ -120,10 +140,10 @@ JsonState::Step JsonState::array_step(Frame& f, std::uint8_t c, std::int32_t& pu
       return Step::kConsumed;
     case kAFirst:
       if (c == ']' && n.min_items == 0) return Step::kDone;
-      if (n.max_items == 0) return Step::kReject;
+      if (!fits(0)) return Step::kReject;
       break;
     case kAAfterValue:
-      if (c == ',' && f.a < n.max_items) {
+      if (c == ',' && fits(f.a)) {
         f.phase = kANext;
         return Step::kConsumed;
       }
@@ -199,6 +219,43 @@ JsonState::Step JsonState::string_step(Frame& f, std::uint8_t c) const {
   return Step::kConsumed;
 }
 
+// A pattern string: a = DFA state, b = characters counted (PatternDfa::step_count).
+// Only ASCII is written; '"' and '\\' and the control characters \b \t \n \f \r
+// through their short escapes. A '\\' is taken only if some escape can follow it.
+JsonState::Step JsonState::pattern_step(Frame& f, std::uint8_t c) const {
+  const PatternDfa& d = *g_->nodes[f.node].pattern;
+  if (f.phase == kStart) {
+    if (c != '"') return Step::kReject;
+    f.phase = kPBody;
+    f.a = 0;
+    f.b = 0;
+    return Step::kConsumed;
+  }
+  if (f.phase != kPBody && f.phase != kPEsc) return Step::kReject;
+  PatternCursor cur{f.a, f.b, f.phase == kPEsc};
+  switch (d.step(cur, c)) {
+    case PatternByte::kClose:
+      return d.can_close(cur) ? Step::kDone : Step::kReject;
+    case PatternByte::kTaken:
+      f.a = cur.state;
+      f.b = cur.count;
+      f.phase = cur.escape ? kPEsc : kPBody;
+      return Step::kConsumed;
+    case PatternByte::kReject:
+      break;
+  }
+  return Step::kReject;
+}
+
+const PatternDfa* JsonState::pattern_top(PatternCursor& cursor) const {
+  if (ends_.size() != 1 || ends_[0] == 0) return nullptr;
+  const Frame& f = frames_[ends_[0] - 1];
+  const Node& n = g_->nodes[f.node];
+  if (n.kind != NodeKind::kPattern || (f.phase != kPBody && f.phase != kPEsc)) return nullptr;
+  cursor = PatternCursor{f.a, f.b, f.phase == kPEsc};
+  return n.pattern.get();
+}
+
 JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
   const Node& n = g_->nodes[f.node];
   if (f.phase == kStart) {
@@ -223,7 +280,7 @@ JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
   }
   const std::int32_t p = next_candidate<std::string>(
       seg.literals, plain, f.pos, static_cast<std::int32_t>(seg.literals.size()) - 1, f.pos,
-      static_cast<std::size_t>(f.b), c);
+      static_cast<std::size_t>(f.b), c, every);
   if (p < 0) return Step::kReject;
   f.pos = static_cast<std::uint16_t>(p);
   if (++f.b == static_cast<std::int32_t>(seg.literals[p].size())) {  // same-length literals
@@ -234,31 +291,72 @@ JsonState::Step JsonState::format_step(Frame& f, std::uint8_t c) const {
   return Step::kConsumed;
 }
 
+NumberPrefix JsonState::number_prefix(const Frame& f) {
+  NumberPrefix p;
+  p.negative = f.flag != 0;
+  p.int_value = f.v;
+  switch (f.phase) {
+    case kNZero:
+      p.int_digits = 1;
+      break;
+    case kNInt:
+      p.int_digits = f.a;
+      break;
+    case kNDot:
+    case kNFrac:
+      p.int_digits = 1;
+      p.dot = true;
+      p.frac_value = f.b;
+      p.frac_digits = f.phase == kNFrac ? f.a : 0;
+      break;
+    default:
+      break;
+  }
+  return p;
+}
+
 JsonState::Step JsonState::number_step(Frame& f, std::uint8_t c) const {
-  const bool integer = g_->nodes[f.node].kind == NodeKind::kInteger;
+  const Node& n = g_->nodes[f.node];
+  const bool integer = n.kind == NodeKind::kInteger;
+  const Step st = number_byte(f, c, integer);
+  if (!n.bounds) return st;
+  // A rejected byte kills the stack: the frame needs no restoring.
+  if (st == Step::kPopRefeed) return inside(number_prefix(f), *n.bounds) ? st : Step::kReject;
+  if (st == Step::kConsumed && !can_reach(number_prefix(f), integer, *n.bounds)) {
+    return Step::kReject;
+  }
+  return st;
+}
+
+JsonState::Step JsonState::number_byte(Frame& f, std::uint8_t c, bool integer) {
   switch (f.phase) {
     case kStart:
     case kNMinus:
       if (f.phase == kStart && c == '-') {
         f.phase = kNMinus;
+        f.flag = 1;
         return Step::kConsumed;
       }
       if (c == '0') {
         f.phase = kNZero;
+        f.v = 0;
         return Step::kConsumed;
       }
       if (!is_digit(c)) return Step::kReject;
       f.phase = kNInt;
       f.a = 1;
+      f.v = c - '0';
       return Step::kConsumed;
     case kNZero:
     case kNInt:
       if (f.phase == kNInt && is_digit(c) && f.a < kMaxIntDigits) {
         ++f.a;
+        f.v = f.v * 10 + (c - '0');
         return Step::kConsumed;
       }
       if (c == '.' && !integer) {
         f.phase = kNDot;
+        f.b = 0;
         return Step::kConsumed;
       }
       return Step::kPopRefeed;
@@ -266,10 +364,12 @@ JsonState::Step JsonState::number_step(Frame& f, std::uint8_t c) const {
       if (!is_digit(c)) return Step::kReject;
       f.phase = kNFrac;
       f.a = 1;
+      f.b = c - '0';
       return Step::kConsumed;
     case kNFrac:
       if (is_digit(c) && f.a < kMaxFracDigits) {
         ++f.a;
+        f.b = f.b * 10 + (c - '0');
         return Step::kConsumed;
       }
       return Step::kPopRefeed;
@@ -282,8 +382,8 @@ JsonState::Step JsonState::literal_step(Frame& f, const std::vector<std::string>
                                         std::uint8_t c) const {
   // a: bytes matched; b: the first literal matching them; flag: a literal ends here.
   const auto last = static_cast<std::int32_t>(lits.size()) - 1;
-  const std::int32_t p =
-      next_candidate<std::string>(lits, plain, f.b, last, f.b, static_cast<std::size_t>(f.a), c);
+  const std::int32_t p = next_candidate<std::string>(lits, plain, f.b, last, f.b,
+                                                     static_cast<std::size_t>(f.a), c, every);
   if (p < 0) return f.flag != 0 ? Step::kPopRefeed : Step::kReject;
   f.b = p;
   ++f.a;

@@ -104,6 +104,17 @@ TokenTrie::Trie TokenTrie::build(const std::vector<std::string>& pieces,
   return t;
 }
 
+// After node i: its tokens are allowed and the walk goes below it when `accepted`; else
+// its whole subtree is skipped (no token below a rejected prefix can be accepted).
+std::size_t TokenTrie::next_node(const Trie& t, std::size_t i, bool accepted,
+                                 std::vector<std::uint8_t>& allowed, std::size_t& count) {
+  const TrieNode& n = t.nodes[i];
+  if (!accepted) return static_cast<std::size_t>(n.end);
+  for (std::int32_t k = n.tok_begin; k < n.tok_end; ++k) allowed[t.ids[k]] = 1;
+  count += static_cast<std::size_t>(n.tok_end - n.tok_begin);
+  return i + 1;
+}
+
 std::size_t TokenTrie::walk(const Trie& t, const JsonState& state,
                             std::vector<std::uint8_t>& allowed) {
   std::vector<JsonState> at(static_cast<std::size_t>(t.max_depth) + 1, state);
@@ -112,19 +123,55 @@ std::size_t TokenTrie::walk(const Trie& t, const JsonState& state,
     const TrieNode& n = t.nodes[i];
     JsonState& s = at[n.depth];
     s.copy_from(at[n.depth - 1]);
-    if (!s.advance(n.byte)) {
-      i = static_cast<std::size_t>(n.end);  // no token below this prefix can be accepted
-      continue;
+    i = next_node(t, i, s.advance(n.byte), allowed, count);
+  }
+  return count;
+}
+
+// Nodes are walked with a PatternCursor per depth while the string stays open. At a node
+// whose byte closes it, the whole state is rebuilt from the path (state + the node's
+// bytes) and that subtree continues through full JsonStates, as walk() does.
+std::size_t TokenTrie::walk_pattern(const Trie& t, const JsonState& state, const PatternDfa& dfa,
+                                    const PatternCursor& start,
+                                    std::vector<std::uint8_t>& allowed) {
+  const std::size_t depths = static_cast<std::size_t>(t.max_depth) + 1;
+  std::vector<PatternCursor> at(depths, start);
+  std::vector<JsonState> full(depths, state);
+  std::string path(depths, '\0');
+  std::size_t full_end = 0;  // nodes before it (in a closing subtree) walk full states
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < t.nodes.size();) {
+    const TrieNode& n = t.nodes[i];
+    path[n.depth] = static_cast<char>(n.byte);
+    bool ok = false;
+    if (i < full_end) {
+      JsonState& s = full[n.depth];
+      s.copy_from(full[n.depth - 1]);
+      ok = s.advance(n.byte);
+    } else {
+      PatternCursor c = at[n.depth - 1];
+      const PatternByte r = dfa.step(c, n.byte);
+      if (r == PatternByte::kTaken) {
+        at[n.depth] = c;
+        ok = true;
+      } else if (r == PatternByte::kClose) {
+        JsonState& s = full[n.depth];
+        s.copy_from(state);
+        ok = s.advance(path.substr(1, n.depth));
+        full_end = static_cast<std::size_t>(n.end);
+      }
     }
-    for (std::int32_t k = n.tok_begin; k < n.tok_end; ++k) allowed[t.ids[k]] = 1;
-    count += static_cast<std::size_t>(n.tok_end - n.tok_begin);
-    ++i;
+    i = next_node(t, i, ok, allowed, count);
   }
   return count;
 }
 
 std::size_t TokenTrie::mask(const JsonState& state, std::vector<std::uint8_t>& allowed) const {
   allowed.assign(pieces_.size(), 0);
+  PatternCursor cursor;
+  if (const PatternDfa* dfa = state.pattern_top(cursor)) {
+    return walk_pattern(all_, state, *dfa, cursor, allowed);
+  }
   const std::int64_t room = state.string_room();
   if (room < 0) return walk(all_, state, allowed);
   std::size_t count = 0;

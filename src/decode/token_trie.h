@@ -4,7 +4,9 @@
 // one automaton byte per trie node the state keeps alive, never per token and byte.
 // Inside a free string, where nearly every token stays alive, "plain" tokens (no control
 // character, quote or backslash) are allowed by their character count alone and only
-// the other tokens are walked.
+// the other tokens are walked. Inside a pattern string the trie is walked through the
+// pattern's DFA alone (a table lookup per node) until a token closes the string; only
+// those subtrees go through the whole automaton.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +43,12 @@ class TokenTrie {
     std::uint16_t max_depth = 0;
   };
   static Trie build(const std::vector<std::string>& pieces, std::vector<std::int32_t> order);
+  static std::size_t next_node(const Trie& t, std::size_t i, bool accepted,
+                               std::vector<std::uint8_t>& allowed, std::size_t& count);
   static std::size_t walk(const Trie& t, const JsonState& state,
                           std::vector<std::uint8_t>& allowed);
+  static std::size_t walk_pattern(const Trie& t, const JsonState& state, const PatternDfa& dfa,
+                                  const PatternCursor& start, std::vector<std::uint8_t>& allowed);
 
   std::vector<std::string> pieces_;
   Trie all_;   // every token with a piece

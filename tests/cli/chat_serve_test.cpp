@@ -234,7 +234,7 @@ TEST_F(ChatServe, ResponseFormatConstrainsTheOutput) {
   ASSERT_EQ(s2, 200) << b2;
   EXPECT_EQ(json::parse(b2)["choices"][0]["text"].get<std::string>().substr(0, 1), "{");
   json bad_schema = format;
-  bad_schema["json_schema"]["schema"]["properties"]["n"]["minimum"] = 0;
+  bad_schema["json_schema"]["schema"]["properties"]["n"]["multipleOf"] = 2;
   for (const json& f : {bad_schema, json{{"type", "xml"}}, json{{"type", "json_schema"}}}) {
     const auto [status, body] =
         post(port(), "/v1/chat/completions", {{"messages", kMessages}, {"response_format", f}});

@@ -20,6 +20,12 @@ echo "installed into $PREFIX (libdir $LIBDIR)"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# 0. Everything under the prefix (an absolute destination would escape --prefix; an old
+#    build tree may cache DETINFER_PYTHON_INSTALL_DIR as one: configure it empty).
+outside="$(sed -n 's/^-- \(Installing\|Up-to-date\): //p' "$WORK/install.log" | grep -v "^$PREFIX/" || true)"
+[ -z "$outside" ] || fail "installed outside $PREFIX:
+$outside"
+
 # 1. Only detinfer's own public headers.
 extra="$(find "$PREFIX/include" -mindepth 1 -maxdepth 1 ! -name detinfer)"
 [ -z "$extra" ] || fail "unexpected entries in include/: $extra"
@@ -77,7 +83,30 @@ run_consumer pc_shared "$WORK/pc-build/consumer_pc_shared"
 run_consumer pc_static "$WORK/pc-build/consumer_pc_static"
 # The C API example, built with the installed c_api.h, generates on the same tiny model.
 "$WORK/pc-build/consumer_pc_c" "$WORK/tiny-model" | tail -1
-[ "$(wc -l <"$WORK/results.txt")" -eq 4 ] || fail "a consumer printed no result line"
+# The installed Python package (when this build has it), from the prefix alone, prints the
+# same result line: the same bits through pybind11.
+PY_INIT="$(find "$PREFIX" -path '*/detinfer/__init__.py' | head -1)"
+EXPECTED=4
+if [[ "$FLAGS" == *-fsanitize=* ]]; then
+  echo "sanitizer build: the installed Python package is not imported"
+elif [ -n "$PY_INIT" ]; then
+  (cd "$WORK" && PYTHONPATH="$(dirname "$(dirname "$PY_INIT")")" /usr/bin/python3 - \
+     "$WORK/tiny-model" "$PREFIX" <<'PYEOF'
+import sys
+import detinfer
+assert detinfer.__file__.startswith(sys.argv[2]), detinfer.__file__
+s = detinfer.Session(sys.argv[1], threads=2)
+g = s.generate("The quick", max_new_tokens=8, ignore_eos=True)
+r = s.generate("Hello, world", max_new_tokens=12, temperature=0.8, seed=1234, ignore_eos=True)
+tokens = "".join(f"{t} " for t in r.tokens)
+print(f"result: model {s.model_fingerprint} greedy {g.digest_hex} tokens {tokens}"
+      f"digest {r.digest_hex}")
+PYEOF
+  ) | tee "$WORK/run-python.txt"
+  grep '^result:' "$WORK/run-python.txt" >>"$WORK/results.txt" || fail "python printed no result"
+  EXPECTED=5
+fi
+[ "$(wc -l <"$WORK/results.txt")" -eq "$EXPECTED" ] || fail "a consumer printed no result line"
 [ "$(sort -u "$WORK/results.txt" | wc -l)" -eq 1 ] || fail "consumers disagree:
 $(cat "$WORK/results.txt")"
 # 5. The installed PyTorch operators load from the prefix (when this Python has torch).

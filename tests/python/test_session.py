@@ -128,6 +128,58 @@ def test_replay_and_diff(session):
     assert detinfer.diff(a.fingerprint_json, a.fingerprint_json).identical
 
 
+def test_verify_transcripts(session):
+    a = session.generate(PROMPT, max_new_tokens=6, seed=21, temperature=1.0, ignore_eos=True)
+    b = session.generate(PROMPT, max_new_tokens=4, seed=22, ignore_eos=True)
+    r = session.verify(a.transcript_json)
+    assert isinstance(r, detinfer.VerifyResult)
+    assert r.verified and bool(r) and r.divergence is None and r.steps_checked == 6
+    both = session.verify([a.transcript_json, b.transcript_json])
+    assert [x.verified for x in both] == [True, True]
+    assert [x.steps_checked for x in both] == [6, 4]
+    # A transcript claiming another token at step 2 diverges there.
+    t = json.loads(a.transcript_json)
+    t["samples"][0]["tokens"][2] = (t["samples"][0]["tokens"][2] + 1) % session.vocab_size
+    bad = session.verify(json.dumps(t))
+    assert not bad.verified and not bool(bad)
+    assert bad.divergence.sample == 0 and bad.divergence.step == 2
+    assert bad.divergence.recorded_token == t["samples"][0]["tokens"][2]
+    assert bad.divergence.expected_token == a.tokens[2]
+    assert "token" in bad.divergence.reason
+    with pytest.raises(detinfer.InvalidArgumentError):
+        session.verify("{not json")
+    with pytest.raises(detinfer.InvalidArgumentError):
+        session.verify(json.dumps({**t, "prompt_tokens": [session.vocab_size + 5]}))
+
+
+def test_response_format_pattern_bounds_and_refs(session):
+    """pattern, numeric bounds and a recursive $ref through Python, checked by jsonschema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "$defs": {"node": {"type": "object", "properties": {
+            "id": {"type": "string", "pattern": "^[a-f]{2}-\\d{1,3}$"},
+            "w": {"type": "number", "exclusiveMinimum": 0, "maximum": 2.5},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+            "required": ["id", "w"], "additionalProperties": False}},
+        "$ref": "#/$defs/node"}
+    fmt = {"type": "json_schema", "json_schema": {"name": "tree", "schema": schema}}
+    complete = 0
+    for seed in range(8):
+        r = session.generate("Hello", max_new_tokens=120, temperature=1.0, seed=seed,
+                             response_format=fmt)
+        if r.finish_reason == "stop":
+            jsonschema.Draft202012Validator(schema).validate(json.loads(r.text))
+            complete += 1
+        else:
+            assert r.finish_reason == "length"
+    assert complete >= 4
+    with pytest.raises(detinfer.InvalidArgumentError) as e:
+        bad = {"type": "string", "pattern": "(a)\\1"}
+        session.generate("Hello", response_format={
+            "type": "json_schema", "json_schema": {"name": "b", "schema": bad}})
+    assert e.value.field == "response_format" and "'pattern'" in str(e.value)
+
+
 def test_module_entry_point(tiny_model):
     out = subprocess.run([sys.executable, "-m", "detinfer", "generate", "--model", tiny_model,
                           "--prompt", PROMPT, "--max-new-tokens", "4", "--seed", "7",

@@ -99,7 +99,7 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   // Written here, not with a shell redirect: run_shell redirects the command's stdout.
   std::ofstream(schema) << R"({"type": "array", "items": {"type": "integer"}, )"
                         << R"("minItems": 2, "maxItems": 2})";
-  std::ofstream(bad) << R"({"type": "string", "pattern": "a"})";
+  std::ofstream(bad) << R"({"type": "string", "multipleOf": 2})";
   const std::string cmd = cli_path() + " generate --model " + dir + " --prompt hi --json";
   const auto r = run_shell(cmd + " --max-new-tokens 80 --json-schema " + schema);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,7 +113,7 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   EXPECT_EQ(nlohmann::json::parse(o.out)["text"].get<std::string>().substr(0, 1), "{");
   const auto e = run_shell(cmd + " --json-schema " + bad);
   EXPECT_NE(e.exit_code, 0);
-  EXPECT_NE(e.err.find("'pattern'"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("'multipleOf'"), std::string::npos) << e.err;
   const auto f = run_shell(cmd + " --response-format yaml");
   EXPECT_NE(f.exit_code, 0);
   EXPECT_NE(f.err.find("--response-format"), std::string::npos) << f.err;

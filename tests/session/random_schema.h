@@ -14,7 +14,26 @@ class RandomSchema {
  public:
   explicit RandomSchema(std::uint64_t seed) : rng_{seed, 0x5c4e} {}
 
-  nlohmann::json next() { return value(0); }
+  nlohmann::json next() {
+    using nlohmann::json;
+    switch (rng_.next(10)) {
+      case 0:  // a definition used by reference
+        return {{"$defs", {{"d", value(1)}}},
+                {"type", "array"},
+                {"items", {{"$ref", "#/$defs/d"}}},
+                {"maxItems", 2}};
+      case 1: {  // a recursive tree: its depth is bounded by the automaton only
+        const json kids = {{"type", "array"}, {"items", {{"$ref", "#/$defs/t"}}}, {"maxItems", 2}};
+        const json t = {{"type", "object"},
+                        {"properties", {{"id", bounded_number()}, {"kids", kids}}},
+                        {"required", {"id"}},
+                        {"additionalProperties", false}};
+        return {{"$defs", {{"t", t}}}, {"$ref", "#/$defs/t"}};
+      }
+      default:
+        return value(0);
+    }
+  }
 
  private:
   TestRng rng_;
@@ -25,9 +44,49 @@ class RandomSchema {
     return kNames[rng_.next(12)];
   }
 
+  // An integer or number with random inclusive or exclusive bounds (either may be absent).
+  nlohmann::json bounded_number() {
+    using nlohmann::json;
+    const bool integer = rng_.next(2) == 0;
+    json s = {{"type", integer ? "integer" : "number"}};
+    const double lo = static_cast<double>(rng_.next(2001)) / (integer ? 1.0 : 8.0) - 1000.0;
+    const double hi = lo + static_cast<double>(rng_.next(300) + 2) / (integer ? 1.0 : 16.0);
+    const std::uint32_t which = rng_.next(4);
+    if (which != 1) s[rng_.next(2) == 0 ? "minimum" : "exclusiveMinimum"] = lo;
+    if (which != 2) s[rng_.next(2) == 0 ? "maximum" : "exclusiveMaximum"] = hi;
+    return s;
+  }
+
+  // A string with a pattern of the supported subset (and sometimes lengths).
+  nlohmann::json patterned() {
+    static const char* kPatterns[] = {"^[a-z]{1,5}$",
+                                      "^\\d{3}-\\d{2}$",
+                                      "^(red|green|blue)$",
+                                      "ab",
+                                      "^[A-Z][a-z]*$",
+                                      "^\\w+@\\w+\\.com$",
+                                      "^[+-]?\\d+(\\.\\d+)?$",
+                                      "^[^\\s\"]{2,}$",
+                                      "x|^y$",
+                                      "^(?:a|bc)*\\n?$",
+                                      "[\"\\\\]",
+                                      "^.{3}$"};
+    nlohmann::json s = {{"type", "string"}, {"pattern", kPatterns[rng_.next(12)]}};
+    const std::uint32_t lengths = rng_.next(3);
+    if (lengths == 1) s["maxLength"] = 8 + rng_.next(8);  // every pattern has a string of 7
+    if (lengths == 2) s["minLength"] = rng_.next(3);
+    return s;
+  }
+
   nlohmann::json scalar() {
     using nlohmann::json;
-    switch (rng_.next(10)) {
+    switch (rng_.next(14)) {
+      case 8:
+      case 9:
+        return bounded_number();
+      case 10:
+      case 11:
+        return patterned();
       case 0:
         return {{"type", "integer"}};
       case 1:

@@ -37,10 +37,13 @@ Error error_of(const GenerationConfig& c) {
 }
 
 TEST(StructuredOutput, UnsupportedKeywordIsAnInvalidArgumentNamingIt) {
-  const Error e = error_of(with_schema(R"({"type": "string", "pattern": "^a+$"})"));
+  const Error e = error_of(with_schema(R"({"type": "string", "pattern": "(a)\\1"})"));
   EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(e.field(), "response_format");
   EXPECT_NE(e.message().find("'pattern'"), std::string::npos) << e.message();
+  const Error m = error_of(with_schema(R"({"type": "number", "multipleOf": 2})"));
+  EXPECT_EQ(m.field(), "response_format");
+  EXPECT_NE(m.message().find("'multipleOf'"), std::string::npos) << m.message();
   EXPECT_EQ(error_of(with_schema("{not json")).field(), "response_format.json_schema");
   GenerationConfig stops = with_schema(R"({"type": "integer"})");
   stops.stop_strings = {"}"};
