@@ -46,20 +46,11 @@ SessionOptions with_draft(const std::string& draft_dir, std::int32_t threads = 1
   return o;
 }
 
+// Greedy, seeded and n = 2 (with a stop string).
 std::vector<GenerationConfig> configs() {
-  GenerationConfig greedy;
-  greedy.max_new_tokens = 32;
-  greedy.ignore_eos = true;
-  greedy.logprobs = 3;
-  GenerationConfig sampled = greedy;
-  sampled.temperature = 0.7f;
-  sampled.top_k = 20;
-  sampled.seed = 1234;
-  GenerationConfig n2 = sampled;
-  n2.num_return_sequences = 2;
-  n2.repetition_penalty = 1.1f;
-  n2.stop_strings = {"e t"};
-  return {greedy, sampled, n2};
+  std::vector<GenerationConfig> cs = testing::greedy_seeded_and_n2(32);
+  cs[2].stop_strings = {"e t"};
+  return cs;
 }
 
 GenerationConfig drafting(GenerationConfig c, std::int32_t k) {
@@ -193,6 +184,35 @@ TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
     EXPECT_LT(draft->kv_free_blocks(), capacity);
   }
   EXPECT_EQ(draft->kv_free_blocks(), capacity);
+}
+
+// docs/speculative.md: a draft it cannot make is an empty draft, never an error: the text
+// past the draft model's context, or a pool too small for the text.
+TEST(DraftModel, ADraftItCannotMakeIsEmpty) {
+  devtools::TinyModelOptions o;
+  o.out_dir = testing::test_tmp_path("draft-short-context-", std::to_string(getpid()));
+  o.max_positions = 16;
+  devtools::make_tiny_model(o);
+  model::ModelOptions mo;
+  const model::ModelConfig target = model::Model::load(tiny_model_dir(), mo)->config();
+  const std::vector<std::int32_t> prompt(20, 65);  // 20 tokens: past the 16 positions
+  auto short_context = session::DraftModel::open(
+      o.out_dir, mo, tiny_model_dir(), target,
+      [](const model::ModelConfig&) { return std::int64_t{1} << 20; }, 16);
+  std::vector<std::int32_t> out;
+  short_context->drafter(prompt)(0, {}, 4, out);
+  EXPECT_TRUE(out.empty());
+  // One block of 4 tokens: the 20-token text does not fit; the block stays free.
+  auto tiny_pool = session::DraftModel::open(
+      tiny_model_dir(), mo, tiny_model_dir(), target,
+      [](const model::ModelConfig&) { return std::int64_t{0}; }, 4);
+  ASSERT_EQ(tiny_pool->kv_capacity_blocks(), 1);
+  tiny_pool->drafter(prompt)(0, {}, 4, out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(tiny_pool->kv_free_blocks(), 1);
+  // The same pool drafts for a text that fits.
+  tiny_pool->drafter({65})(0, {}, 2, out);
+  EXPECT_EQ(out.size(), 2u);
 }
 
 }  // namespace

@@ -25,21 +25,7 @@ using testing::tiny_options;
 const char* const kRepeating =
     "the cat sat on the mat. the cat sat on the mat. the dog sat on the log. the cat sat on";
 
-std::vector<GenerationConfig> configs() {
-  GenerationConfig greedy;
-  greedy.max_new_tokens = 40;
-  greedy.ignore_eos = true;
-  greedy.logprobs = 3;
-  GenerationConfig sampled = greedy;
-  sampled.temperature = 0.7f;
-  sampled.top_k = 20;
-  sampled.seed = 1234;
-  GenerationConfig n2 = sampled;
-  n2.num_return_sequences = 2;
-  n2.repetition_penalty = 1.1f;
-  n2.temperature = 0.3f;
-  return {greedy, sampled, n2};
-}
+std::vector<GenerationConfig> configs() { return testing::greedy_seeded_and_n2(40); }
 
 SessionOptions no_prefix_cache(std::int32_t threads = 1) {
   SessionOptions o = tiny_options(threads);

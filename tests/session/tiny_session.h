@@ -99,6 +99,25 @@ inline SessionOptions tiny_options(std::int32_t threads = 1) {
   return o;
 }
 
+// The three decoding kinds speculation must not change (docs/speculative.md): greedy,
+// seeded top-k sampling and two seeded samples with a repetition penalty, all with top-3
+// logprobs and past eos.
+inline std::vector<GenerationConfig> greedy_seeded_and_n2(std::int32_t max_new_tokens) {
+  GenerationConfig greedy;
+  greedy.max_new_tokens = max_new_tokens;
+  greedy.ignore_eos = true;
+  greedy.logprobs = 3;
+  GenerationConfig sampled = greedy;
+  sampled.temperature = 0.7f;
+  sampled.top_k = 20;
+  sampled.seed = 1234;
+  GenerationConfig n2 = sampled;
+  n2.num_return_sequences = 2;
+  n2.repetition_penalty = 1.1f;
+  n2.temperature = 0.3f;
+  return {greedy, sampled, n2};
+}
+
 // Deterministic test randomness: Philox keyed by (seed, stream, i).
 struct TestRng {
   std::uint64_t seed;
