@@ -323,15 +323,13 @@ void Engine::Impl::build_batch(Batch& b) {
     for (std::size_t i = 0; i < g.seqs.size(); ++i) {
       SeqState& s = g.seqs[i];
       if (s.finished || recomputing(g, s)) continue;
-      std::int32_t k = output.plan_draft(g, s, draft_budget);
       const std::int64_t base =
           std::max<std::int64_t>(static_cast<std::int64_t>(s.blocks.size()),
                                  (s.num_computed + bs) / bs);  // with the next token's block
-      if (s.num_computed + 1 + k > (base + spare) * bs) {
-        k = static_cast<std::int32_t>(
-            std::max<std::int64_t>(0, (base + spare) * bs - s.num_computed - 1));
-        s.draft.resize(static_cast<std::size_t>(k));
-      }
+      // The drafts that fit the spare blocks, asked for up front: a drafter (the draft
+      // model) does not compute drafts that would be cut.
+      const std::int64_t fits = std::max<std::int64_t>(0, (base + spare) * bs - s.num_computed - 1);
+      const std::int32_t k = output.plan_draft(g, s, std::min(draft_budget, fits));
       if (k > 0) spare -= std::max<std::int64_t>(0, (s.num_computed + k + bs) / bs - base);
       draft_budget -= k;
       ensure_blocks(pool, s.blocks, s.num_computed + 1 + k);
