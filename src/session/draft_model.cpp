@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/block_table.h"
+#include "kernels/kernels.h"
 
 namespace detinfer::session {
 namespace {
@@ -48,14 +49,6 @@ void check_same_tokenizer(const std::string& dir, const std::string& target_dir,
                         " (speculative decoding needs the model's tokenizer)"),
                 kField);
   }
-}
-
-std::int32_t argmax(const float* row, std::int64_t n) {
-  std::int64_t best = 0;
-  for (std::int64_t i = 1; i < n; ++i) {
-    if (row[i] > row[best]) best = i;  // ties: the lowest index
-  }
-  return static_cast<std::int32_t>(best);
 }
 
 }  // namespace
@@ -143,7 +136,7 @@ void DraftModel::propose(Request& r, std::int32_t sample_index,
   }
   const std::int64_t vocab = model_->config().vocab_size;
   for (std::int32_t j = 0; j < k; ++j) {
-    out.push_back(argmax(row, vocab));
+    out.push_back(static_cast<std::int32_t>(kernels::argmax(row, vocab)));  // ties: lowest id
     if (j + 1 == k) break;
     row = feed(s, {out.back()}, n + j);
     s.tokens.push_back(out.back());
