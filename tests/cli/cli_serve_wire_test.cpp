@@ -221,6 +221,45 @@ TEST_F(ServeWire, DraftModelRequestsChangeNoResponse) {
   EXPECT_EQ(drafting.signal_and_wait(SIGTERM, 20), 0);
 }
 
+// `serve --speculative ngram`: requests that choose no drafter get the server's (the same
+// responses as a plain server, and the n-gram counters move); a request's own choice,
+// "off" included, wins; beam search is left alone; `--speculative draft` without
+// --draft-model stops the server at startup.
+TEST_F(ServeWire, ServerDefaultDrafterChangesNoResponse) {
+  ServeProcess spec;
+  ASSERT_TRUE(spec.start(tiny_model(), {"--threads", "1", "--speculative", "ngram"})) << spec.log();
+  const json base{{"prompt", "the cat sat on the mat. the cat sat on the mat. the cat"},
+                  {"max_tokens", 16},
+                  {"temperature", 0},
+                  {"ignore_eos", true},
+                  {"logprobs", 1}};
+  const std::string drafted = "detinfer_speculative_draft_tokens_total{drafter=\"ngram\"}";
+  const auto [s0, plain] = complete(port(), base);
+  ASSERT_EQ(s0, 200) << plain;
+  const auto [s1, r] = complete(spec.port(), base);
+  ASSERT_EQ(s1, 200) << r;
+  EXPECT_EQ(r["choices"][0], plain["choices"][0]);
+  EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]);
+  const double after_default = metric(spec.port(), drafted);
+  EXPECT_GT(after_default, 0);
+  json off = base;
+  off["speculative"] = {{"mode", "off"}};
+  const auto [s2, r2] = complete(spec.port(), off);
+  ASSERT_EQ(s2, 200) << r2;
+  EXPECT_EQ(r2["detinfer"]["digest"], plain["detinfer"]["digest"]);
+  EXPECT_EQ(metric(spec.port(), drafted), after_default);  // the client's "off" won
+  json beams = base;
+  beams["num_beams"] = 2;
+  beams.erase("logprobs");
+  beams.erase("ignore_eos");
+  const auto [s3, r3] = complete(spec.port(), beams);
+  EXPECT_EQ(s3, 200) << r3;
+  EXPECT_EQ(spec.signal_and_wait(SIGTERM, 20), 0);
+  ServeProcess no_draft_model;
+  EXPECT_FALSE(no_draft_model.start(tiny_model(), {"--threads", "1", "--speculative", "draft"}));
+  EXPECT_NE(no_draft_model.log().find("--draft-model"), std::string::npos) << no_draft_model.log();
+}
+
 // The per-request `speculative` object (docs/server.md): modes off and ngram answer what
 // plain requests answer; a malformed object, an unknown key
 // or mode, a value out of range, or a flat draft_* parameter beside it is a 400 naming
