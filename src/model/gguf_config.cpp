@@ -92,13 +92,8 @@ void read_heads(const Meta& m, ModelConfig& c) {
         str_cat("= ", c.num_kv_heads, " does not divide attention.head_count ", c.num_heads));
   }
   const std::int64_t key_len = m.dim_or("attention.key_length", 2, 4096, 0);
-  const std::int64_t value_len = m.dim_or("attention.value_length", 2, 4096, key_len);
   if (key_len != 0) {
     c.head_dim = key_len;
-    if (value_len != key_len) {
-      bad(ErrorCode::kUnsupported, m.where(), m.key("attention.value_length"),
-          str_cat("= ", value_len, " differs from attention.key_length ", key_len));
-    }
   } else {
     if (c.hidden_size % c.num_heads != 0) {
       bad(ErrorCode::kCorrupt, m.where(), m.key("embedding_length"),
@@ -106,6 +101,11 @@ void read_heads(const Meta& m, ModelConfig& c) {
                   " and attention.key_length is absent"));
     }
     c.head_dim = c.hidden_size / c.num_heads;
+  }
+  const std::int64_t value_len = m.dim_or("attention.value_length", 2, 4096, c.head_dim);
+  if (value_len != c.head_dim) {
+    bad(ErrorCode::kUnsupported, m.where(), m.key("attention.value_length"),
+        str_cat("= ", value_len, " differs from the key_length (head_dim) ", c.head_dim));
   }
   if (c.head_dim % 2 != 0) {
     bad(ErrorCode::kCorrupt, m.where(), m.key("attention.key_length"),
