@@ -73,6 +73,8 @@ const detinfer_cli::RegisterCommand kRegister(
         }
         std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
         if (!o->gguf.empty()) {
+          const std::filesystem::path parent = std::filesystem::path(o->gguf).parent_path();
+          if (!parent.empty()) std::filesystem::create_directories(parent);
           for (const std::string& f :
                detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, o->gguf_splits)) {
             std::cerr << "wrote " << f << "\n";
