@@ -48,6 +48,15 @@ struct TinyModelOptions {
 // stay O(1). The same options give the same bytes on every machine.
 void make_tiny_model(const TinyModelOptions& options);
 
+// Writes the Hugging Face model folder `hf_dir` (f32, bf16 or f16 safetensors; llama,
+// mistral, qwen2 or qwen3; no rope scaling or linear) as GGUF the way llama.cpp's converter
+// does: its tensor names and metadata keys, the tensors in their stored type, llama Q/K
+// rows permuted (docs/gguf.md). `splits` > 1 writes out_path's stem + -0000N-of-0000M.gguf
+// shards (split.no / split.count / split.tensors.count, as gguf-split writes them).
+// Returns the files written. Tests and demos only.
+std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
+                                          std::int64_t splits = 1);
+
 struct LogitsRequest {
   std::string model_dir;
   std::vector<std::int32_t> tokens;  // the prompt: positions 0..T-1

@@ -40,7 +40,7 @@ struct Activations {
 
 class CanonicalModel final : public TransformerBase, private WeightSink {
  public:
-  CanonicalModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options,
+  CanonicalModel(const ModelConfig& config, const TensorSource& store, const ModelOptions& options,
                  std::shared_ptr<Backend> backend)
       : TransformerBase(config, options),
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
@@ -309,7 +309,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
 }  // namespace
 
 std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
-                                                      const TensorStore& store,
+                                                      const TensorSource& store,
                                                       const ModelOptions& options,
                                                       std::shared_ptr<Backend> backend) {
   return std::make_unique<CanonicalModel>(config, store, options, std::move(backend));

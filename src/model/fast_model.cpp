@@ -26,7 +26,7 @@ struct Layer {
 
 class FastModel final : public TransformerBase, private WeightSink {
  public:
-  FastModel(const ModelConfig& config, const TensorStore& store, const ModelOptions& options)
+  FastModel(const ModelConfig& config, const TensorSource& store, const ModelOptions& options)
       : TransformerBase(config, options), layers_(static_cast<std::size_t>(config.num_layers)) {
     // The matmuls (OpenBLAS) get the threads; libtorch's own OpenMP pool stays at one
     // thread, since two spinning pools on the same cores slow each other down several-fold
@@ -255,7 +255,7 @@ class FastModel final : public TransformerBase, private WeightSink {
 }  // namespace
 
 std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
-                                                 const TensorStore& store,
+                                                 const TensorSource& store,
                                                  const ModelOptions& options) {
   return std::make_unique<FastModel>(config, store, options);
 }

@@ -7,7 +7,7 @@
 namespace detinfer::model {
 
 std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& /*config*/,
-                                                 const TensorStore& /*store*/,
+                                                 const TensorSource& /*store*/,
                                                  const ModelOptions& /*options*/) {
   throw Error(ErrorCode::kUnsupported,
               "numerics mode 'fast' needs libtorch, and this detinfer was built without it "

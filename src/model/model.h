@@ -104,7 +104,9 @@ struct ModelLoadStats {
 
 class Model {
  public:
-  // Loads a Hugging Face folder (config.json + model.safetensors or a sharded index).
+  // Loads a Hugging Face folder (config.json + model.safetensors or a sharded index), or
+  // a GGUF model: a .gguf file, a split set, or a folder without config.json holding one
+  // (docs/gguf.md; a folder with config.json is always read as a Hugging Face folder).
   // Validates everything; every failure is a detinfer::Error naming file and tensor.
   static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options);
   virtual ~Model() = default;

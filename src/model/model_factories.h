@@ -11,7 +11,7 @@ namespace detinfer::model {
 
 // `backend` null: make_backend(options).
 std::unique_ptr<TransformerBase> make_canonical_model(const ModelConfig& config,
-                                                      const TensorStore& store,
+                                                      const TensorSource& store,
                                                       const ModelOptions& options,
                                                       std::shared_ptr<Backend> backend = nullptr);
 
@@ -25,7 +25,7 @@ std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions&
 std::shared_ptr<Backend> make_backend(const ModelOptions& options);
 
 std::unique_ptr<TransformerBase> make_fast_model(const ModelConfig& config,
-                                                 const TensorStore& store,
+                                                 const TensorSource& store,
                                                  const ModelOptions& options);
 
 }  // namespace detinfer::model

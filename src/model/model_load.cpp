@@ -1,15 +1,41 @@
 #include <chrono>
 
 #include "core/check.h"
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/model_factories.h"
 
 namespace detinfer::model {
+namespace {
+
+// The config and tensors of `path`: a Hugging Face folder, or GGUF (gguf_model.h).
+struct OpenedModel {
+  ModelConfig config;
+  std::unique_ptr<TensorStore> store;
+  std::unique_ptr<GgufModel> gguf;
+  std::unique_ptr<TensorSource> source;
+};
+
+OpenedModel open_model(const std::string& path) {
+  OpenedModel m;
+  if (is_gguf_model(path)) {
+    m.gguf = GgufModel::open(path);
+    m.config = gguf_model_config(m.gguf->metadata(), m.gguf->where());
+    m.source = std::make_unique<GgufSource>(*m.gguf, m.config);
+  } else {
+    m.config = load_model_config(path);
+    m.store = std::make_unique<TensorStore>(TensorStore::open(path));
+    m.source = std::make_unique<SafetensorsSource>(*m.store);
+  }
+  return m;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  const ModelConfig config = load_model_config(dir);
-  const TensorStore store = TensorStore::open(dir);
+  const OpenedModel opened = open_model(dir);
+  const ModelConfig& config = opened.config;
   // Fast mode on the CPU is libtorch; on CUDA it is the backend's tensor-core kernels.
   const bool torch = options.mode == NumericsMode::kFast && options.device.type == Device::kCpu;
   if (options.kv_dtype != core::DType::kF32 && options.mode != NumericsMode::kCanonical) {
@@ -18,8 +44,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                         " is a canonical-mode option; mode is ", to_string(options.mode)),
                 "kv_dtype");
   }
-  std::unique_ptr<TransformerBase> model = torch ? make_fast_model(config, store, options)
-                                                 : make_canonical_model(config, store, options);
+  std::unique_ptr<TransformerBase> model =
+      torch ? make_fast_model(config, *opened.source, options)
+            : make_canonical_model(config, *opened.source, options);
   model->set_load_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return model;
@@ -27,9 +54,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 
 std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions& options,
                                      std::shared_ptr<Backend> backend) {
-  const ModelConfig config = load_model_config(dir);
-  const TensorStore store = TensorStore::open(dir);
-  return make_canonical_model(config, store, options, std::move(backend));
+  const OpenedModel opened = open_model(dir);
+  return make_canonical_model(opened.config, *opened.source, options, std::move(backend));
 }
 
 }  // namespace detinfer::model

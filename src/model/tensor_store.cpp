@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/json_parse.h"
+#include "model/weight_loader.h"
 
 namespace detinfer::model {
 namespace {
@@ -113,6 +114,35 @@ const TensorRef& TensorStore::get(const std::string& name) const {
   const TensorRef* t = find(name);
   if (t == nullptr) fail(ErrorCode::kNotFound, "tensor '", name, "' is missing from ", source_);
   return *t;
+}
+
+std::string TensorSource::name_of(const WeightSpec& spec) const { return spec.name; }
+
+SafetensorsSource::SafetensorsSource(const TensorStore& store) : store_(store) {
+  for (const auto& [name, ref] : store.tensors()) {
+    SourceTensor t;
+    t.name = name;
+    t.file = ref.file;
+    t.file_offset = ref.file_offset;
+    t.bytes = ref.info->size();
+    t.shape = ref.info->shape;
+    t.format.dtype = ref.info->dtype;
+    t.format.name = core::safetensors_name(ref.info->dtype);
+    tensors_.emplace(name, std::move(t));
+  }
+}
+
+const SourceTensor* SafetensorsSource::find(const WeightSpec& spec) const {
+  const auto it = tensors_.find(spec.name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+std::size_t SafetensorsSource::count_unused(const std::vector<WeightSpec>& specs) const {
+  std::set<std::string> wanted;
+  for (const auto& sp : specs) wanted.insert(sp.name);
+  std::size_t unused = 0;
+  for (const auto& entry : tensors_) unused += wanted.count(entry.first) == 0 ? 1 : 0;
+  return unused;
 }
 
 }  // namespace detinfer::model

@@ -10,6 +10,7 @@
 
 #include "model/mapped_file.h"
 #include "model/safetensors_header.h"
+#include "model/tensor_source.h"
 
 namespace detinfer::model {
 
@@ -45,6 +46,19 @@ class TensorStore {
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::vector<std::unique_ptr<SafetensorsHeader>> headers_;
   std::map<std::string, TensorRef> tensors_;
+};
+
+// A TensorStore as a TensorSource: each tensor under its own (Hugging Face) name.
+class SafetensorsSource : public TensorSource {
+ public:
+  explicit SafetensorsSource(const TensorStore& store);
+  const SourceTensor* find(const WeightSpec& spec) const override;
+  std::size_t count_unused(const std::vector<WeightSpec>& specs) const override;
+  const std::string& source() const override { return store_.source(); }
+
+ private:
+  const TensorStore& store_;
+  std::map<std::string, SourceTensor> tensors_;
 };
 
 }  // namespace detinfer::model

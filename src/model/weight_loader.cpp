@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <set>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -73,56 +72,101 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
   return w;
 }
 
-LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store,
-                             WeightSink& sink) {
-  const std::vector<WeightSpec> specs = required_weights(config);
-  std::vector<const TensorRef*> refs;
+void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format,
+                              const void* /*data*/, std::uint64_t /*bytes*/) {
+  fail(ErrorCode::kUnsupported, "tensor '", spec.name, "': weight type ", format.name,
+       " is not supported");
+}
+
+namespace {
+
+// The tensors of `specs`, each present, of the expected shape and of a format the sink takes.
+std::vector<const SourceTensor*> check_tensors(const std::vector<WeightSpec>& specs,
+                                               const TensorSource& source, const WeightSink& sink) {
+  std::vector<const SourceTensor*> refs;
   refs.reserve(specs.size());
   for (const auto& s : specs) {
-    const TensorRef& t = store.get(s.name);
-    if (t.info->shape != s.shape) {
-      fail(ErrorCode::kCorrupt, "tensor '", s.name, "' in ", t.file->path(), " has shape ",
-           shape_str(t.info->shape), " but config.json implies ", shape_str(s.shape));
+    const SourceTensor* t = source.find(s);
+    if (t == nullptr) {
+      fail(ErrorCode::kNotFound, "tensor '", source.name_of(s), "' is missing from ",
+           source.source());
     }
-    refs.push_back(&t);
+    if (t->shape != s.shape) {
+      fail(ErrorCode::kCorrupt, "tensor '", t->name, "' in ", t->file->path(), " has shape ",
+           shape_str(t->shape), " but ", source.config_name(), " implies ", shape_str(s.shape));
+    }
+    if (!sink.accepts(t->format)) {
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat("tensor '", t->name, "' in ", t->file->path(), " has type ",
+                          t->format.name, ", which is not supported (supported: F32, F16, BF16)"),
+                  t->name);
+    }
+    refs.push_back(t);
   }
-  std::set<std::string> wanted;
-  for (const auto& sp : specs) wanted.insert(sp.name);
-  std::size_t unused = 0;
-  for (const auto& entry : store.tensors()) unused += wanted.count(entry.first) == 0 ? 1 : 0;
+  const std::size_t unused = source.count_unused(specs);
   if (unused > 0)
-    logger().info("{}: {} tensors not used by the model are ignored", store.source(), unused);
+    logger().info("{}: {} tensors not used by the model are ignored", source.source(), unused);
+  return refs;
+}
+
+// The bytes the sink gets: the mapping itself, or a copy in `buf` when the rows must be
+// reordered or the data is not aligned to its element size (kernels want alignment).
+const std::uint8_t* sink_bytes(const SourceTensor& t, std::vector<std::uint8_t>& buf) {
+  const std::uint8_t* data = t.data();
+  const std::size_t bytes = static_cast<std::size_t>(t.bytes);
+  const std::size_t align = t.format.is_float ? core::dtype_size(t.format.dtype) : 8;
+  if (t.row_order.empty() && reinterpret_cast<std::uintptr_t>(data) % align == 0) return data;
+  buf.resize(bytes + 8);
+  std::uint8_t* p = buf.data();
+  p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
+  if (t.row_order.empty()) {
+    std::memcpy(p, data, bytes);
+  } else {
+    const std::size_t rows = t.row_order.size();
+    const std::size_t row_bytes = bytes / rows;
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::memcpy(p + r * row_bytes, data + static_cast<std::size_t>(t.row_order[r]) * row_bytes,
+                  row_bytes);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+LoadedWeights stream_weights(const ModelConfig& config, const TensorSource& source,
+                             WeightSink& sink) {
+  const std::vector<WeightSpec> specs = required_weights(config);
+  const std::vector<const SourceTensor*> refs = check_tensors(specs, source, sink);
 
   LoadedWeights out;
   Hasher h;
   h.update_field("detinfer-model-fingerprint-v1");
   h.update_field(canonical_config_text(config));
+  const std::string extra = source.fingerprint_extra();
+  if (!extra.empty()) h.update_field(extra);
   h.update_u64(specs.size());
-  std::vector<std::uint8_t> aligned;
+  std::vector<std::uint8_t> buf;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const TensorRef& t = *refs[i];
-    const TensorInfo& info = *t.info;
-    if (specs[i].kind == WeightKind::kEmbed) out.embed_dtype = info.dtype;
-    const std::size_t bytes = static_cast<std::size_t>(info.size());
+    const SourceTensor& t = *refs[i];
+    if (specs[i].kind == WeightKind::kEmbed && t.format.is_float) out.embed_dtype = t.format.dtype;
+    const std::size_t bytes = static_cast<std::size_t>(t.bytes);
     t.file->advise_sequential(t.file_offset, bytes);
     const std::uint8_t* data = t.data();
-    // The file may place a tensor at any byte offset; kernels want element alignment.
-    const std::uint8_t* sink_data = data;
-    if (reinterpret_cast<std::uintptr_t>(data) % core::dtype_size(info.dtype) != 0) {
-      aligned.resize(bytes + 8);
-      std::uint8_t* p = aligned.data();
-      p += (8 - reinterpret_cast<std::uintptr_t>(p) % 8) % 8;
-      std::memcpy(p, data, bytes);
-      sink_data = p;
+    const std::uint8_t* sink_data = sink_bytes(t, buf);
+    if (t.format.is_float) {
+      sink.take(specs[i], t.format.dtype, sink_data);
+    } else {
+      sink.take_encoded(specs[i], t.format, sink_data, t.bytes);
     }
-    sink.take(specs[i], info.dtype, sink_data);
     // Hashed right after the sink read the bytes: the pages are resident and hot, so the
-    // fingerprint costs only the hashing itself, not a second read of the file.
+    // fingerprint costs only the hashing itself, not a second read of the file. The bytes
+    // as stored (GGUF: before the rows are reordered).
     const auto t0 = std::chrono::steady_clock::now();
-    h.update_field(info.name);
-    h.update_field(core::safetensors_name(info.dtype));
-    h.update_u64(info.shape.size());
-    for (const std::int64_t d : info.shape) h.update_i64(d);
+    h.update_field(t.name);
+    h.update_field(t.format.name);
+    h.update_u64(t.shape.size());
+    for (const std::int64_t d : t.shape) h.update_i64(d);
     h.update_u64(bytes);
     h.update(data, bytes);
     out.fingerprint_seconds +=
@@ -133,6 +177,12 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
   }
   out.fingerprint = h.digest128();
   return out;
+}
+
+LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store,
+                             WeightSink& sink) {
+  const SafetensorsSource source(store);
+  return stream_weights(config, source, sink);
 }
 
 void widen_to_f32(core::DType dtype, const void* src, std::int64_t n, float* dst) {

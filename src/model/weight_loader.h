@@ -1,7 +1,8 @@
-// Streams the tensors a model needs out of a TensorStore, in sorted name order, into a
-// WeightSink, hashing each one into the model fingerprint as it goes (one pass over the
-// file bytes: the hash reads a tensor right after the sink copied it, while the pages
-// are hot). Everything is validated before the first byte of tensor data is touched.
+// Streams the tensors a model needs out of a TensorSource (a safetensors TensorStore or
+// GGUF files), in sorted name order, into a WeightSink, hashing each one into the model fingerprint
+// as it goes (one pass over the file bytes: the hash reads a tensor right after the sink copied it,
+// while the pages are hot). Everything is validated before the first byte of tensor data is
+// touched.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "model/safetensors_header.h"
+#include "model/tensor_source.h"
 #include "model/tensor_store.h"
 
 namespace detinfer::model {
@@ -55,6 +57,16 @@ class WeightSink {
  public:
   virtual ~WeightSink() = default;
   virtual void take(const WeightSpec& spec, core::DType dtype, const void* data) = 0;
+  // Whether the sink takes tensors stored as `format` (asked for every tensor before any
+  // data is read). Float formats go to take(); others (the quantized ggml types of GGUF
+  // files: format.ggml_type) to take_encoded(). The default takes floats only, so a
+  // quantized tensor is Error(kUnsupported) naming the tensor and its type.
+  virtual bool accepts(const TensorFormat& format) const { return format.is_float; }
+  // A tensor in a non-float format that accepts() said yes to: spec.shape[0] rows of
+  // `bytes` / rows bytes each, in the model's row order, 8-byte aligned, valid only during
+  // the call. The default throws Error(kUnsupported).
+  virtual void take_encoded(const WeightSpec& spec, const TensorFormat& format, const void* data,
+                            std::uint64_t bytes);
 };
 
 struct LoadedWeights {
@@ -68,6 +80,8 @@ struct LoadedWeights {
 // the tensor and file), then streams them into `sink`. Tensors the model does not use
 // (e.g. lm_head.weight of a tied model, rotary inv_freq buffers) are skipped and not
 // fingerprinted.
+LoadedWeights stream_weights(const ModelConfig& config, const TensorSource& source,
+                             WeightSink& sink);
 LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store, WeightSink& sink);
 
 // Widens n elements of dtype to f32 (exact).

@@ -108,5 +108,51 @@ TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
   EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
 }
 
+// `make-tiny-model --gguf` writes the model as GGUF too (and --gguf-splits a split set);
+// `generate --model x.gguf --prompt-ids` and `logits` (canonical and fast) give what the
+// folder gives.
+TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
+  const std::string dir = scratch_dir("cli-gguf");
+  auto r = run_shell(cli_path() + " make-tiny-model --arch llama --dtype bf16 --seed 5 --out " +
+                     dir + "/hf --gguf " + dir + "/tiny.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_shell(cli_path() + " make-tiny-model --arch llama --dtype bf16 --seed 5 --out " + dir +
+                "/hf2 --gguf " + dir + "/split/tiny.gguf --gguf-splits 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string gen = " generate --prompt-ids 3,1,4,1,5 --max-new-tokens 12 --model ";
+  const auto a = run_shell(cli_path() + gen + dir + "/hf");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  // The summary line (stderr): finish reason, token count and the output digest.
+  const auto summary = [](const std::string& err) {
+    const std::size_t at = err.find("digest=");
+    return at == std::string::npos ? std::string("(no digest) " + err) : err.substr(at);
+  };
+  const std::string digest = summary(a.err);
+  EXPECT_EQ(digest.rfind("digest=", 0), 0u) << a.err;
+  for (const std::string& m :
+       {dir + "/tiny.gguf", dir + "/split", dir + "/split/tiny-00002-of-00002.gguf"}) {
+    const auto b = run_shell(cli_path() + gen + m);
+    ASSERT_EQ(b.exit_code, 0) << m << ": " << b.err;
+    EXPECT_EQ(summary(b.err), digest) << m;
+  }
+  for (const char* mode : {"canonical", "fast"}) {
+    if (!DETINFER_TEST_WITH_TORCH && std::string(mode) == "fast") continue;  // no libtorch
+    std::string bytes[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::string out = dir + "/logits-" + std::to_string(i) + ".bin";
+      r = run_shell(cli_path() + " logits --tokens 1,2,3,250 --mode " + mode + " --out " + out +
+                    " --model " + (i == 0 ? dir + "/hf" : dir + "/tiny.gguf"));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      bytes[i] = read_bytes(out);
+    }
+    EXPECT_FALSE(bytes[0].empty());
+    EXPECT_EQ(bytes[0], bytes[1]) << mode;
+  }
+  const auto bad = run_shell(cli_path() + " make-tiny-model --arch olmo2 --out " + dir +
+                             "/olmo --gguf " + dir + "/olmo.gguf");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("GGUF"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace detinfer

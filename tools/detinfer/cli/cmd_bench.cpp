@@ -299,7 +299,7 @@ const detinfer_cli::RegisterCommand kRegister(
     "bench", "Prefill and decode tokens/s (canonical vs fast) vs the bandwidth bound",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<BenchOptions>();
-      sub.add_option("--model", o->model, "Model folder")->required();
+      sub.add_option("--model", o->model, "Model folder or GGUF file")->required();
       sub.add_option("--modes", o->modes, "Comma-separated: canonical,fast,device_invariant")
           ->capture_default_str();
       sub.add_option("--batch", o->batches, "Comma-separated batch sizes")->capture_default_str();

@@ -179,7 +179,7 @@ const detinfer_cli::RegisterCommand kRegister(
     "chat", "Chat with a model through its chat template (interactive, or --messages FILE)",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<ChatOptions>();
-      sub.add_option("--model", o->model, "Model folder")->required();
+      sub.add_option("--model", o->model, "Model folder or GGUF file")->required();
       sub.add_option("--messages", o->messages,
                      "Reply once to this conversation (JSON list of messages, or "
                      "{\"messages\": [...], \"tools\": [...]}) instead of chatting on stdin");

@@ -144,7 +144,8 @@ const detinfer_cli::RegisterCommand kRegister(
     "generate", "Generate from a model folder (bitwise reproducible in canonical mode)",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<GenerateOptions>();
-      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors)")->required();
+      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors) or GGUF file")
+          ->required();
       auto* text = sub.add_option("--prompt", o->prompt, "Prompt text");
       auto* ids = sub.add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids: 1,2,3");
       text->excludes(ids);

@@ -79,7 +79,7 @@ const detinfer_cli::RegisterCommand kRegister(
     "logits", "Write the float32 logits of every position of a prompt",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<LogitsOptions>();
-      sub.add_option("--model", o->model, "Model folder")->required();
+      sub.add_option("--model", o->model, "Model folder or GGUF file")->required();
       sub.add_option("--tokens", o->tokens, "Comma-separated token ids, e.g. 1,2,3")->required();
       sub.add_option("--mode", o->mode, "canonical | fast")
           ->check(CLI::IsMember({detinfer::to_string(detinfer::NumericsMode::kCanonical),

@@ -11,6 +11,8 @@ struct MakeTinyOptions {
   std::string arch = "llama";
   std::string dtype = "f32";
   std::string chat_template;  // copied to chat_template.jinja ("" = only the ChatML default)
+  std::string gguf;           // also write the model as this GGUF file ("" = no)
+  std::int64_t gguf_splits = 1;
   detinfer::devtools::TinyModelOptions model;
 };
 
@@ -53,6 +55,12 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--chat-template", o->chat_template,
                      "Jinja file written as chat_template.jinja (default: the ChatML template "
                      "in tokenizer_config.json)");
+      sub.add_option("--gguf", o->gguf,
+                     "Also write the model as this GGUF file (llama, mistral, qwen2, qwen3; "
+                     "as llama.cpp's converter writes it)");
+      sub.add_option("--gguf-splits", o->gguf_splits,
+                     "Write the GGUF as this many name-0000N-of-0000M.gguf shards")
+          ->capture_default_str();
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
         detinfer::devtools::TinyModelOptions m = o->model;
@@ -64,6 +72,14 @@ const detinfer_cli::RegisterCommand kRegister(
                                      std::filesystem::copy_options::overwrite_existing);
         }
         std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
+        if (!o->gguf.empty()) {
+          const std::filesystem::path parent = std::filesystem::path(o->gguf).parent_path();
+          if (!parent.empty()) std::filesystem::create_directories(parent);
+          for (const std::string& f :
+               detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, o->gguf_splits)) {
+            std::cerr << "wrote " << f << "\n";
+          }
+        }
         exit_code = 0;
       });
     });

@@ -69,7 +69,8 @@ const detinfer_cli::RegisterCommand kRegister(
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<ReplayOptions>();
       sub.add_option("FP", o->fingerprint, "Fingerprint (JSON or JSON Lines)")->required();
-      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors)")->required();
+      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors) or GGUF file")
+          ->required();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->capture_default_str();
       sub.add_option("--mode", o->mode, "canonical | fast")

@@ -64,7 +64,8 @@ const detinfer_cli::RegisterCommand kRegister(
     "input error)",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<VerifyOptions>();
-      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors)")->required();
+      sub.add_option("--model", o->model, "Model folder (config.json, *.safetensors) or GGUF file")
+          ->required();
       sub.add_option("--transcript", o->transcript,
                      "Transcript (detinfer.transcript/1 JSON, e.g. from generate --transcript)")
           ->required();

@@ -310,7 +310,7 @@ const detinfer_cli::RegisterCommand kRegister(
     "/metrics)",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<ServeOptions>();
-      sub.add_option("--model", o->model, "Model folder")->required();
+      sub.add_option("--model", o->model, "Model folder or GGUF file")->required();
       sub.add_option("--model-name", o->model_name, "Name clients use (default: folder name)");
       sub.add_option("--host", o->host, "Address to listen on")->capture_default_str();
       sub.add_option("--port", o->port, "Port (0 = any free port)")

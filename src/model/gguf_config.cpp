@@ -1,0 +1,209 @@
+// GGUF metadata -> ModelConfig (gguf_model.h; docs/gguf.md, "Models"). The keys are the
+// ones llama.cpp's converter writes: {arch}.context_length, .embedding_length, ...
+#include <cmath>
+
+#include "core/check.h"
+#include "model/gguf_model.h"
+
+namespace detinfer::model {
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;  // as model_config.cpp
+
+[[noreturn]] void bad(ErrorCode code, const std::string& where, const std::string& key,
+                      const std::string& what) {
+  throw Error(code, str_cat(where, ": GGUF metadata '", key, "' ", what), key);
+}
+
+// Reads the metadata of one architecture, naming `where` in every error.
+class Meta {
+ public:
+  Meta(const GgufFile& f, std::string where, std::string arch)
+      : f_(f), where_(std::move(where)), prefix_(std::move(arch) + ".") {}
+  std::string key(const char* k) const { return prefix_ + k; }
+
+  std::int64_t dim(const char* k, std::int64_t lo, std::int64_t hi) const {
+    return check_range(k, guarded([&] { return f_.get_uint(key(k)); }), lo, hi);
+  }
+  std::int64_t dim_or(const char* k, std::int64_t lo, std::int64_t hi, std::int64_t def) const {
+    const auto v = guarded([&] { return f_.find_uint(key(k)); });
+    return v ? check_range(k, *v, lo, hi) : def;
+  }
+  double number(const char* k, double lo, double hi) const {
+    return check_range(k, guarded([&] { return f_.get_float(key(k)); }), lo, hi);
+  }
+  std::optional<double> number_opt(const char* k, double lo, double hi) const {
+    const auto v = guarded([&] { return f_.find_float(key(k)); });
+    if (v) check_range(k, *v, lo, hi);
+    return v;
+  }
+  std::optional<std::string> string_opt(const char* k) const {
+    return guarded([&] { return f_.find_string(key(k)); });
+  }
+  const std::string& where() const { return where_; }
+
+  // Runs a GgufFile getter, prefixing its error with the file (code and field kept).
+  template <typename F>
+  auto guarded(F&& get) const -> decltype(get()) {
+    try {
+      return get();
+    } catch (const Error& e) {
+      throw Error(e.code(), where_ + ": " + e.message(), e.field());
+    }
+  }
+
+ private:
+  template <typename T>
+  T check_range(const char* k, T v, T lo, T hi) const {
+    if (!(v >= lo && v <= hi)) {
+      bad(ErrorCode::kCorrupt, where_, key(k),
+          str_cat("= ", v, " is outside [", lo, ", ", hi, "]"));
+    }
+    return v;
+  }
+  std::int64_t check_range(const char* k, std::uint64_t v, std::int64_t lo, std::int64_t hi) const {
+    if (v > static_cast<std::uint64_t>(hi) || static_cast<std::int64_t>(v) < lo) {
+      bad(ErrorCode::kCorrupt, where_, key(k),
+          str_cat("= ", v, " is outside [", lo, ", ", hi, "]"));
+    }
+    return static_cast<std::int64_t>(v);
+  }
+
+  const GgufFile& f_;
+  std::string where_;
+  std::string prefix_;
+};
+
+Architecture gguf_architecture(const std::string& name, const std::string& where) {
+  // GGUF files of Mistral models say "llama": the same computation (a sliding window, if
+  // any, is not in the metadata).
+  if (name == "llama") return Architecture::kLlama;
+  if (name == "qwen2") return Architecture::kQwen2;
+  if (name == "qwen3") return Architecture::kQwen3;
+  bad(ErrorCode::kUnsupported, where, "general.architecture",
+      str_cat("= '", name, "' is not supported (supported: llama, qwen2, qwen3)"));
+}
+
+void read_heads(const Meta& m, ModelConfig& c) {
+  c.num_heads = m.dim("attention.head_count", 1, 4096);
+  c.num_kv_heads = m.dim_or("attention.head_count_kv", 1, 4096, c.num_heads);
+  if (c.num_heads % c.num_kv_heads != 0) {
+    bad(ErrorCode::kCorrupt, m.where(), m.key("attention.head_count_kv"),
+        str_cat("= ", c.num_kv_heads, " does not divide attention.head_count ", c.num_heads));
+  }
+  const std::int64_t key_len = m.dim_or("attention.key_length", 2, 4096, 0);
+  if (key_len != 0) {
+    c.head_dim = key_len;
+  } else {
+    if (c.hidden_size % c.num_heads != 0) {
+      bad(ErrorCode::kCorrupt, m.where(), m.key("embedding_length"),
+          str_cat("= ", c.hidden_size, " is not a multiple of attention.head_count ", c.num_heads,
+                  " and attention.key_length is absent"));
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  const std::int64_t value_len = m.dim_or("attention.value_length", 2, 4096, c.head_dim);
+  if (value_len != c.head_dim) {
+    bad(ErrorCode::kUnsupported, m.where(), m.key("attention.value_length"),
+        str_cat("= ", value_len, " differs from the key_length (head_dim) ", c.head_dim));
+  }
+  if (c.head_dim % 2 != 0) {
+    bad(ErrorCode::kCorrupt, m.where(), m.key("attention.key_length"),
+        str_cat("head_dim ", c.head_dim, " is odd"));
+  }
+}
+
+void read_rope(const Meta& m, const GgufFile& f, ModelConfig& c) {
+  c.rope_theta = m.number_opt("rope.freq_base", 1.0, 1e12).value_or(10000.0);
+  const std::int64_t rot = m.dim_or("rope.dimension_count", 1, 4096, c.head_dim);
+  if (rot != c.head_dim) {
+    bad(ErrorCode::kUnsupported, m.where(), m.key("rope.dimension_count"),
+        str_cat("= ", rot, " differs from head_dim ", c.head_dim,
+                " (partial rotary is not supported for this architecture)"));
+  }
+  if (f.find_tensor("rope_freqs.weight") != nullptr) {
+    throw Error(ErrorCode::kUnsupported,
+                m.where() +
+                    ": tensor 'rope_freqs.weight' (per-dimension RoPE factors, as "
+                    "llama3 rope scaling is stored) is not supported",
+                "rope_freqs.weight");
+  }
+  std::string type = m.string_opt("rope.scaling.type").value_or("none");
+  std::optional<double> factor = m.number_opt("rope.scaling.factor", 1.0, 1024.0);
+  if (const auto legacy = m.number_opt("rope.scale_linear", 1.0, 1024.0)) {
+    if (type == "none") type = "linear";
+    factor = legacy;
+  }
+  if (type == "none" || (type == "linear" && factor && *factor == 1.0)) return;
+  if (type != "linear") {
+    bad(ErrorCode::kUnsupported, m.where(), m.key("rope.scaling.type"),
+        str_cat("= '", type, "' is not supported (none, linear)"));
+  }
+  if (!factor) m.number("rope.scaling.factor", 1.0, 1024.0);  // kNotFound naming the key
+  c.rope_scaling.type = "linear";
+  c.rope_scaling.factor = *factor;
+}
+
+// The vocabulary: token_embd.weight's rows; {arch}.vocab_size and the tokenizer's token
+// list, where present, must agree.
+void read_vocab(const Meta& m, const GgufFile& f, ModelConfig& c) {
+  const GgufTensor* embd = f.find_tensor("token_embd.weight");
+  if (embd == nullptr) {
+    throw Error(ErrorCode::kNotFound, m.where() + ": tensor 'token_embd.weight' is missing",
+                "token_embd.weight");
+  }
+  if (embd->dims.size() != 2 || embd->dims[1] > static_cast<std::uint64_t>(1) << 24) {
+    throw Error(ErrorCode::kCorrupt,
+                m.where() + ": tensor 'token_embd.weight' is not a [vocab, hidden] matrix",
+                "token_embd.weight");
+  }
+  c.vocab_size = static_cast<std::int64_t>(embd->dims[1]);
+  const std::int64_t meta_vocab = m.dim_or("vocab_size", 1, std::int64_t{1} << 24, c.vocab_size);
+  if (meta_vocab != c.vocab_size) {
+    bad(ErrorCode::kCorrupt, m.where(), m.key("vocab_size"),
+        str_cat("= ", meta_vocab, " but token_embd.weight has ", c.vocab_size, " rows"));
+  }
+  if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens")) {
+    if (tokens->type != GgufType::kArray ||
+        tokens->array_size() != static_cast<std::size_t>(c.vocab_size)) {
+      bad(ErrorCode::kCorrupt, m.where(), "tokenizer.ggml.tokens",
+          str_cat("has ", tokens->array_size(), " tokens but token_embd.weight has ", c.vocab_size,
+                  " rows"));
+    }
+  }
+  for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                        "tokenizer.ggml.eot_token_id"}) {
+    const auto id = m.guarded([&] { return f.find_uint(k); });
+    if (!id) continue;
+    if (*id >= static_cast<std::uint64_t>(c.vocab_size)) {
+      bad(ErrorCode::kCorrupt, m.where(), k, str_cat("= ", *id, " >= vocab size ", c.vocab_size));
+    }
+    auto& ids = k == std::string("tokenizer.ggml.bos_token_id") ? c.bos_token_ids : c.eos_token_ids;
+    const auto v = static_cast<std::int32_t>(*id);
+    if (ids.empty() || ids.front() != v) ids.push_back(v);
+  }
+}
+
+}  // namespace
+
+ModelConfig gguf_model_config(const GgufFile& f, const std::string& where) {
+  const std::string arch_name =
+      Meta(f, where, "general").guarded([&] { return f.get_string("general.architecture"); });
+  ModelConfig c;
+  c.architecture = gguf_architecture(arch_name, where);
+  const Meta m(f, where, arch_name);
+  c.max_position_embeddings = m.dim("context_length", 1, kMaxDim * 16);
+  c.hidden_size = m.dim("embedding_length", 1, kMaxDim);
+  c.num_layers = m.dim("block_count", 1, 1024);
+  c.intermediate_size = m.dim("feed_forward_length", 1, kMaxDim);
+  read_heads(m, c);
+  c.rms_norm_eps = static_cast<float>(m.number("attention.layer_norm_rms_epsilon", 0.0, 1.0));
+  read_rope(m, f, c);
+  read_vocab(m, f, c);
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  c.attention_bias = c.architecture == Architecture::kQwen2;
+  if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
+  return c;
+}
+
+}  // namespace detinfer::model
