@@ -51,10 +51,10 @@ std::vector<std::string>& tokens(GgufFile& f) {
   return f.metadata["tokenizer.ggml.tokens"].strings;
 }
 
-TEST(GgufTokenizerHostile, EachIsAClearErrorNamingTheKey) {
+std::vector<Hostile> model_cases() {
   using E = ErrorCode;
   const std::string types = "tokenizer.ggml.token_type";
-  const std::vector<Hostile> cases = {
+  return {
       {"no tokens",
        [] {
          return edit(byte_level(), [](GgufFile& f) { f.metadata.erase("tokenizer.ggml.tokens"); });
@@ -90,6 +90,26 @@ TEST(GgufTokenizerHostile, EachIsAClearErrorNamingTheKey) {
          return edit(byte_level(), [](GgufFile& f) { f.metadata.erase("tokenizer.ggml.pre"); });
        },
        E::kNotFound, "tokenizer.ggml.pre", "missing"},
+      {"duplicate token",
+       [] { return edit(byte_level(), [](GgufFile& f) { tokens(f)[40] = tokens(f)[41]; }); },
+       E::kCorrupt, "tokenizer.ggml.tokens", "[41] 'J' repeats token 40"},
+      {"empty token", [] { return edit(spm(), [](GgufFile& f) { tokens(f)[300].clear(); }); },
+       E::kCorrupt, "tokenizer.ggml.tokens", "[300] is empty"},
+      {"no tokens at all", [] { return edit(spm(), [](GgufFile& f) { tokens(f).clear(); }); },
+       E::kCorrupt, "tokenizer.ggml.tokens", "is empty"},
+      {"tokens as numbers",
+       [=] {
+         return edit(spm(),
+                     [=](GgufFile& f) { f.metadata["tokenizer.ggml.tokens"] = f.metadata[types]; });
+       },
+       E::kCorrupt, "tokenizer.ggml.tokens", "tokenizer.ggml.tokens"},
+  };
+}
+
+std::vector<Hostile> array_cases() {
+  using E = ErrorCode;
+  const std::string types = "tokenizer.ggml.token_type";
+  return {
       {"no merges",
        [] {
          return edit(byte_level(), [](GgufFile& f) { f.metadata.erase("tokenizer.ggml.merges"); });
@@ -155,6 +175,12 @@ TEST(GgufTokenizerHostile, EachIsAClearErrorNamingTheKey) {
       {"no scores",
        [] { return edit(spm(), [](GgufFile& f) { f.metadata.erase("tokenizer.ggml.scores"); }); },
        E::kNotFound, "tokenizer.ggml.scores", "missing"},
+  };
+}
+
+std::vector<Hostile> id_cases() {
+  using E = ErrorCode;
+  return {
       {"bos beyond vocab",
        [] {
          return edit(byte_level(), [](GgufFile& f) {
@@ -189,20 +215,13 @@ TEST(GgufTokenizerHostile, EachIsAClearErrorNamingTheKey) {
                      [](GgufFile& f) { f.metadata.erase("tokenizer.ggml.bos_token_id"); });
        },
        E::kCorrupt, "tokenizer.ggml.add_bos_token", "no bos_token_id"},
-      {"duplicate token",
-       [] { return edit(byte_level(), [](GgufFile& f) { tokens(f)[40] = tokens(f)[41]; }); },
-       E::kCorrupt, "tokenizer.ggml.tokens", "[41] 'J' repeats token 40"},
-      {"empty token", [] { return edit(spm(), [](GgufFile& f) { tokens(f)[300].clear(); }); },
-       E::kCorrupt, "tokenizer.ggml.tokens", "[300] is empty"},
-      {"no tokens at all", [] { return edit(spm(), [](GgufFile& f) { tokens(f).clear(); }); },
-       E::kCorrupt, "tokenizer.ggml.tokens", "is empty"},
-      {"tokens as numbers",
-       [=] {
-         return edit(spm(),
-                     [=](GgufFile& f) { f.metadata["tokenizer.ggml.tokens"] = f.metadata[types]; });
-       },
-       E::kCorrupt, "tokenizer.ggml.tokens", "tokenizer.ggml.tokens"},
   };
+}
+
+TEST(GgufTokenizerHostile, EachIsAClearErrorNamingTheKey) {
+  std::vector<Hostile> cases = model_cases();
+  for (auto more : {array_cases(), id_cases()}) cases.insert(cases.end(), more.begin(), more.end());
+  EXPECT_EQ(cases.size(), 28u);
   for (const Hostile& h : cases) {
     SCOPED_TRACE(h.name);
     expect_error(h.make(), h.code, h.field, h.says);
