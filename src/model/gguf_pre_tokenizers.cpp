@@ -1,10 +1,7 @@
-// tokenizer.ggml.pre names as Hugging Face normalizers and pre-tokenizers, and the merges of
-// SentencePiece-style vocabularies (docs/gguf.md, "Tokenizers").
-#include <algorithm>
-#include <cmath>
+// tokenizer.ggml.pre names as Hugging Face normalizers and pre-tokenizers (docs/gguf.md,
+// "Tokenizers").
 #include <nlohmann/json.hpp>
 #include <string_view>
-#include <unordered_map>
 
 #include "core/check.h"
 #include "model/gguf_tokenizer.h"
@@ -94,10 +91,6 @@ Json words_json(Words w, bool aps) {
   return {};
 }
 
-std::size_t code_points(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
 }  // namespace
 
 GgufPreTokenizer gguf_pre_tokenizer(const std::string& name, bool add_prefix_space) {
@@ -120,51 +113,6 @@ std::vector<std::string> gguf_pre_tokenizer_names() {
   std::vector<std::string> names;
   for (const PreRow& row : kPreTable) names.emplace_back(row.name);
   return names;
-}
-
-std::vector<std::pair<std::string, std::string>> gguf_spm_merges(
-    const std::vector<std::string>& tokens, const std::vector<double>& scores,
-    const std::vector<bool>& in_vocab) {
-  DETINFER_INTERNAL_CHECK(scores.size() == tokens.size() && in_vocab.size() == tokens.size());
-  std::unordered_map<std::string_view, std::int32_t> index;
-  index.reserve(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (!std::isfinite(scores[i])) {
-      fail(ErrorCode::kInvalidArgument, "gguf_spm_merges: score ", i, " is not finite");
-    }
-    if (in_vocab[i]) index.emplace(tokens[i], static_cast<std::int32_t>(i));
-  }
-  struct Candidate {
-    double score;
-    std::size_t left_len, right_len;
-    std::int32_t merged, left, right;
-  };
-  std::vector<Candidate> c;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (!in_vocab[i]) continue;
-    const std::string_view t = tokens[i];
-    for (std::size_t k = 1; k < t.size(); ++k) {
-      if ((static_cast<unsigned char>(t[k]) & 0xC0) == 0x80) continue;  // inside a character
-      const auto l = index.find(t.substr(0, k));
-      if (l == index.end()) continue;
-      const auto r = index.find(t.substr(k));
-      if (r == index.end()) continue;
-      c.push_back({scores[i], code_points(l->first), code_points(r->first),
-                   static_cast<std::int32_t>(i), l->second, r->second});
-    }
-  }
-  std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.score != b.score) return a.score > b.score;
-    if (a.left_len != b.left_len) return a.left_len > b.left_len;
-    if (a.right_len != b.right_len) return a.right_len > b.right_len;
-    if (a.merged != b.merged) return a.merged < b.merged;
-    if (a.left != b.left) return a.left < b.left;
-    return a.right < b.right;
-  });
-  std::vector<std::pair<std::string, std::string>> merges;
-  merges.reserve(c.size());
-  for (const Candidate& m : c) merges.emplace_back(tokens[m.left], tokens[m.right]);
-  return merges;
 }
 
 }  // namespace detinfer::model

@@ -96,3 +96,59 @@ TEST(GgufPreTokenizer, UnknownNameIsUnsupportedNamingIt) {
 
 }  // namespace
 }  // namespace detinfer::model
+
+namespace detinfer::model {
+namespace {
+
+// Every split of a vocabulary token into two vocabulary tokens, highest merged score first;
+// equal scores: longer left piece, longer right piece, lower ids. Splits fall on character
+// boundaries only, and tokens outside the vocabulary (added tokens) take no part.
+TEST(GgufSpmMerges, AllSplitsRankedByTheMergedTokensScore) {
+  const std::vector<std::string> tokens = {"a",        "b",         "c",   "ab",   "bc",  "abc",
+                                           "\xC3\xA9", "a\xC3\xA9", "<s>", "<s>a", "cab", "ca"};
+  const std::vector<double> scores = {0, 0, 0, -2, -1, -3, 0, -4, 0, -0.5, -3, -9};
+  std::vector<bool> in_vocab(tokens.size(), true);
+  in_vocab[8] = false;  // "<s>": an added token
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(gguf_spm_merges(tokens, scores, in_vocab),
+            (std::vector<P>{{"b", "c"},
+                            {"a", "b"},
+                            {"ab", "c"},  // "abc" -3: longer left piece first
+                            {"ca", "b"},  // "cab" -3: longer left than "a bc"
+                            {"a", "bc"},  // then "abc" (id 5) before "cab" (id 10)
+                            {"c", "ab"},
+                            {"a", "\xC3\xA9"},
+                            {"c", "a"}}));
+}
+
+std::vector<std::string> chain(int n) {  // "x", "xx", ...: each splits into every shorter pair
+  std::vector<std::string> tokens;
+  for (int i = 1; i <= n; ++i) tokens.push_back(std::string(static_cast<std::size_t>(i), 'x'));
+  return tokens;
+}
+
+TEST(GgufSpmMerges, LongChainsGiveEveryMerge) {
+  const std::vector<std::string> tokens = chain(500);
+  std::vector<double> scores(tokens.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<double>(i);
+  const auto merges = gguf_spm_merges(tokens, scores, std::vector<bool>(tokens.size(), true));
+  EXPECT_EQ(merges.size(), 499u * 500u / 2u);
+  EXPECT_EQ(merges.front(), (std::pair<std::string, std::string>{"x", "x"}));
+}
+
+// 2,000 chained tokens imply ~2.7 GB of merges: refused at the 128 MiB that
+// Tokenizer::from_json could read, before that memory is spent.
+TEST(GgufSpmMerges, MoreThan128MiBOfMergesIsCorrupt) {
+  const std::vector<std::string> tokens = chain(2000);
+  try {
+    gguf_spm_merges(tokens, std::vector<double>(tokens.size(), 0.0),
+                    std::vector<bool>(tokens.size(), true));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_EQ(e.field(), "tokenizer.ggml.tokens");
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::model
