@@ -266,6 +266,16 @@ GgufTokenizerJson gguf_tokenizer_json(const GgufFile& file) {
   cfg["eos_token"] = name(v.eos);
   cfg["unk_token"] = name(v.unk);
   cfg["pad_token"] = name(v.pad);
+  // The chat template(s) as tokenizer_config.json holds them, so that the tokenizer hash
+  // covers them as it does for Hugging Face folders.
+  const GgufChatTemplates t = gguf_chat_templates(file);
+  if (t.named) {
+    Json list = Json::array();
+    for (const auto& [n, text] : t.templates) list.push_back({{"name", n}, {"template", text}});
+    cfg["chat_template"] = std::move(list);
+  } else if (!t.templates.empty()) {
+    cfg["chat_template"] = t.templates.begin()->second;
+  }
   return {root.dump(), cfg.dump()};
 }
 

@@ -58,7 +58,11 @@ std::vector<std::pair<std::string, std::string>> gguf_spm_merges(
     const std::vector<bool>& in_vocab);
 
 // The equivalent tokenizer.json and tokenizer_config.json texts (deterministic: the same
-// metadata gives the same bytes, and so the same Tokenizer::hash()).
+// metadata gives the same bytes, and so the same Tokenizer::hash()). The config holds
+// bos_token, eos_token, unk_token, pad_token (token texts or null), add_bos_token,
+// add_eos_token and the chat template(s) of gguf_chat_templates ("chat_template": a string,
+// or a list of {"name", "template"} when named), as a model folder's tokenizer_config.json
+// would: the tokenizer hash covers the templates.
 struct GgufTokenizerJson {
   std::string tokenizer_json;
   std::string tokenizer_config_json;

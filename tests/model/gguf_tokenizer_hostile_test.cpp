@@ -276,6 +276,16 @@ TEST(GgufChatMetadata, TemplatesPlainAndNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
     EXPECT_EQ(e.field(), "tokenizer.chat_template.tool_use");
   }
+  // The equivalent tokenizer_config.json carries the templates, so the hash covers them.
+  const GgufFile named_file = gguf_of(json, named.dump(), "dbrx");
+  const nlohmann::json cfg =
+      nlohmann::json::parse(gguf_tokenizer_json(named_file).tokenizer_config_json);
+  EXPECT_EQ(cfg["chat_template"], nlohmann::json::parse(R"([{"name": "default", "template": "D"},
+                                                            {"name": "tool_use", "template": "T"}])"));
+  EXPECT_NE(gguf_tokenizer(named_file).hash(),
+            gguf_tokenizer(gguf_of(json, plain.dump(), "dbrx")).hash());
+  EXPECT_NE(gguf_tokenizer(gguf_of(json, "", "dbrx")).hash(),
+            gguf_tokenizer(gguf_of(json, plain.dump(), "dbrx")).hash());
   EXPECT_EQ(gguf_chat_template(gguf_of(json, "", "dbrx")), std::nullopt);
   EXPECT_TRUE(gguf_chat_templates(gguf_of(json, "", "dbrx")).templates.empty());
 }

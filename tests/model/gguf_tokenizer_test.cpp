@@ -154,3 +154,27 @@ TEST(GgufTokenizer, SameMetadataSameTokenizerHash) {
 
 }  // namespace
 }  // namespace detinfer::model
+
+namespace detinfer::model {
+namespace {
+
+// The Qwen2.5-0.5B-shaped tiny tokenizer (151,936 ids, 150,821 of them reserved special
+// tokens) through GGUF: the same vocabulary and ids.
+TEST(GgufTokenizer, TinyTokenizerAtQwenScale) {
+  const std::int64_t vocab = 151936;
+  devtools::GgufWriter w;
+  devtools::add_tiny_gguf_tokenizer(w, vocab);
+  const GgufFile f = testing::parse_bytes(w.bytes());
+  const Tokenizer g = gguf_tokenizer(f);
+  const Tokenizer hf = Tokenizer::from_json(devtools::make_tiny_tokenizer_json(vocab),
+                                            devtools::make_tiny_tokenizer_config_json());
+  ASSERT_EQ(g.vocab_size(), vocab);
+  for (std::int32_t id = 0; id < vocab; id += 997) EXPECT_EQ(g.id_to_token(id), hf.id_to_token(id));
+  const std::string text =
+      "<|im_start|>user\nHow many <|reserved_150000|> tokens? 151936.<|im_end|>";
+  EXPECT_EQ(g.encode(text), hf.encode(text));
+  EXPECT_EQ(g.hash(), gguf_tokenizer(f).hash());
+}
+
+}  // namespace
+}  // namespace detinfer::model
