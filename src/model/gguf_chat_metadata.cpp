@@ -1,5 +1,6 @@
-// Chat templates (tokenizer.chat_template*) and sampling defaults (general.sampling.*) from
-// GGUF metadata (docs/gguf.md, "Tokenizers").
+// Chat templates (tokenizer.chat_template*), sampling defaults (general.sampling.*) and stop
+// tokens from GGUF metadata (docs/gguf.md, "Tokenizers").
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -71,6 +72,25 @@ std::optional<std::string> gguf_generation_config_json(const GgufFile& file) {
   }
   if (j.empty()) return std::nullopt;
   return j.dump();
+}
+
+std::vector<std::int32_t> gguf_stop_token_ids(const GgufFile& file) {
+  const std::size_t n = file.get_array("tokenizer.ggml.tokens", GgufType::kString).strings.size();
+  std::vector<std::int32_t> ids;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    const std::optional<std::uint64_t> id = file.find_uint(key);
+    if (!id) continue;
+    if (*id >= n) {
+      throw Error(ErrorCode::kCorrupt,
+                  str_cat("GGUF metadata '", key, "' is ", *id, ", outside the vocabulary of ", n,
+                          " tokens"),
+                  key);
+    }
+    const auto v = static_cast<std::int32_t>(*id);
+    if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+  }
+  return ids;
 }
 
 }  // namespace detinfer::model

@@ -91,4 +91,10 @@ std::optional<std::string> gguf_chat_template(const GgufFile& file);
 // detinfer field and are ignored.
 std::optional<std::string> gguf_generation_config_json(const GgufFile& file);
 
+// The ids that end generation: tokenizer.ggml.eos_token_id, eot_token_id (end of turn) and
+// eom_token_id (end of message), in that order without repeats (llama.cpp stops on all
+// three; a Hugging Face generation_config.json lists them as eos_token_id). Ids outside
+// tokenizer.ggml.tokens are Error(kCorrupt) naming the key.
+std::vector<std::int32_t> gguf_stop_token_ids(const GgufFile& file);
+
 }  // namespace detinfer::model

@@ -315,5 +315,22 @@ TEST(GgufChatMetadata, SamplingDefaultsAsGenerationConfig) {
   }
 }
 
+TEST(GgufChatMetadata, StopTokensAreEosEotEom) {
+  GgufFile f = byte_level();
+  f.metadata["tokenizer.ggml.eos_token_id"] = uint_value(285);
+  EXPECT_EQ(gguf_stop_token_ids(f), (std::vector<std::int32_t>{285}));
+  f.metadata["tokenizer.ggml.eot_token_id"] = uint_value(286);
+  f.metadata["tokenizer.ggml.eom_token_id"] = uint_value(285);
+  EXPECT_EQ(gguf_stop_token_ids(f), (std::vector<std::int32_t>{285, 286}));
+  f.metadata["tokenizer.ggml.eom_token_id"] = uint_value(290);
+  try {
+    gguf_stop_token_ids(f);
+    ADD_FAILURE() << "an eom id beyond the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_EQ(e.field(), "tokenizer.ggml.eom_token_id");
+  }
+}
+
 }  // namespace
 }  // namespace detinfer::model
