@@ -154,7 +154,10 @@ Json gpt2_merges(const GgufFile& f, const Vocab& v) {
     }
     const std::string a = m.substr(0, sp), b = m.substr(sp + 1);
     for (const std::string& t : {a, b, a + b}) {
-      if (index.count(t) == 0) corrupt(kMerges, "[", i, "] '", m, "' names '", t, "', not a token");
+      if (index.count(t) == 0) {
+        corrupt(kMerges, "[", i, "] '", m, "' names '", t,
+                "', not a token of the BPE vocabulary (control and user-defined tokens are not)");
+      }
     }
     out.push_back({a, b});
   }
