@@ -334,3 +334,36 @@ TEST(GgufChatMetadata, StopTokensAreEosEotEom) {
 
 }  // namespace
 }  // namespace detinfer::model
+
+namespace detinfer::model {
+namespace {
+
+// Byte flips anywhere in two small tokenizer files (every byte, three flip
+// patterns): each file either parses and loads, or fails with a detinfer::Error — never
+// another exception or a crash.
+TEST(GgufTokenizerHostile, ByteFlipsLoadOrFailCleanly) {
+  for (const char* fixture : {"sentencepiece", "byte_level"}) {
+    devtools::GgufWriter w;
+    devtools::add_gguf_tokenizer(
+        w, {read_tokenizer_fixture(std::string(fixture) + ".json"), "", "dbrx"});
+    const std::vector<std::uint8_t> good = w.bytes();
+    std::size_t loaded = 0, refused = 0;
+    for (std::size_t at = 0; at < good.size(); ++at) {
+      for (const std::uint8_t mask : {0x01, 0x80, 0xFF}) {
+        std::vector<std::uint8_t> b = good;
+        b[at] ^= mask;
+        try {
+          gguf_tokenizer(testing::parse_bytes(b)).encode("Hello world, 123 caf\xC3\xA9!");
+          ++loaded;
+        } catch (const Error&) {
+          ++refused;
+        }
+      }
+    }
+    EXPECT_GT(loaded, 0u) << fixture;  // flips inside token texts or scores may still load
+    EXPECT_GT(refused, 0u) << fixture;
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::model
