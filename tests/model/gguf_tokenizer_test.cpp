@@ -178,3 +178,40 @@ TEST(GgufTokenizer, TinyTokenizerAtQwenScale) {
 
 }  // namespace
 }  // namespace detinfer::model
+
+namespace detinfer::model {
+namespace {
+
+// transformers' Llama classes: add_bos_token / add_eos_token of tokenizer_config.json become
+// tokenizer.ggml.add_bos_token / add_eos_token, and the GGUF tokenizer adds both.
+TEST(GgufTokenizer, AddBosAndEosFromTheConfig) {
+  const std::string json = read_tokenizer_fixture("sentencepiece.json");
+  const std::string cfg = R"({"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": true,
+      "add_eos_token": true, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"})";
+  const GgufFile f = gguf_of(json, cfg, "");
+  EXPECT_TRUE(f.get_bool("tokenizer.ggml.add_eos_token"));
+  const Tokenizer hf = Tokenizer::from_json(json, cfg);
+  const Tokenizer g = gguf_tokenizer(f);
+  for (const char* text : {"Hello world", "", " Hello  the world."}) {
+    EXPECT_EQ(g.encode(text, true), hf.encode(text, true)) << text;
+  }
+  EXPECT_EQ(g.encode("Hello world", true).back(), 2);
+  EXPECT_EQ(g.encode("Hello world", true).front(), 1);
+
+  // Two tokens before the text is more than GGUF's add_bos_token can say.
+  Json two = Json::parse(json);
+  Json bos = Json::object();
+  bos["SpecialToken"] = {{"id", "<s>"}, {"type_id", 0}};
+  two["post_processor"]["single"].insert(two["post_processor"]["single"].begin(), bos);
+  ASSERT_EQ(Tokenizer::from_json(two.dump()).encode("", true), (std::vector<std::int32_t>{1, 1}));
+  try {
+    gguf_of(two.dump(), "", "");
+    ADD_FAILURE() << "a post-processor adding two BOS was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(e.field(), "tokenizer.json: post_processor");
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::model
