@@ -233,9 +233,8 @@ void write_chat_templates(GgufWriter& w, const Json& cfg) {
   }
   if (!names.empty()) w.add_string_array("tokenizer.chat_templates", names);
 }
-}  // namespace
 
-void add_gguf_tokenizer(GgufWriter& w, const GgufTokenizerSource& src) {
+void write_tokenizer(GgufWriter& w, const GgufTokenizerSource& src) {
   const Tokenizer tok = Tokenizer::from_json(src.tokenizer_json, src.tokenizer_config_json);
   const Json j = parse(src.tokenizer_json, "tokenizer.json");
   const Json cfg = parse(src.tokenizer_config_json, "tokenizer_config.json");
@@ -255,6 +254,15 @@ void add_gguf_tokenizer(GgufWriter& w, const GgufTokenizerSource& src) {
   }
   write_specials(w, tok, cfg);
   write_chat_templates(w, cfg);
+}
+}  // namespace
+
+void add_gguf_tokenizer(GgufWriter& w, const GgufTokenizerSource& src) {
+  try {
+    write_tokenizer(w, src);
+  } catch (const Json::exception& e) {  // a field of another shape than transformers writes
+    fail(ErrorCode::kInvalidArgument, "add_gguf_tokenizer: ", e.what());
+  }
 }
 
 std::vector<std::string> gguf_lossy_added_tokens(std::string_view tokenizer_json) {

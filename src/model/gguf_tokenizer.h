@@ -49,9 +49,11 @@ std::vector<std::string> gguf_pre_tokenizer_names();
 
 // The SentencePiece-style vocabulary's merges ("left right" pairs of token texts) that
 // `scores` imply, in rank order: every split of a token into two tokens of the
-// vocabulary, ordered as Hugging Face's SentencePiece converter orders them (higher score
-// of the merged token first, then the longer left piece, the longer right piece, the
-// lower merged id, the lower left and right ids). `in_vocab[i]` says whether token i takes
+// vocabulary, in the order of transformers' SentencePiece converter as we read it (higher
+// score of the merged token first, then the longer left piece, the longer right piece,
+// the lower merged id, the lower left and right ids). Scores must be finite
+// (kInvalidArgument); more than 128 MiB of merges is Error(kCorrupt) naming
+// tokenizer.ggml.tokens. `in_vocab[i]` says whether token i takes
 // part (added tokens do not).
 std::vector<std::pair<std::string, std::string>> gguf_spm_merges(
     const std::vector<std::string>& tokens, const std::vector<double>& scores,
