@@ -239,6 +239,28 @@ void expect_refused(const std::string& fixture, const std::string& pre,
   }
 }
 
+void expect_refused_json(const nlohmann::json& j, const std::string& component) {
+  try {
+    gguf_of(j.dump(), "", "");
+    ADD_FAILURE() << "written: " << component;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_EQ(e.field(), "tokenizer.json: " + component) << e.what();
+  }
+}
+
+// SentencePiece-style: merges that the scores cannot imply, and ids with holes.
+TEST(GgufTokenizerWriter, RefusesMergesTheScoresCannotImplyAndHoles) {
+  const auto spm = nlohmann::json::parse(read_tokenizer_fixture("sentencepiece.json"));
+  nlohmann::json extra = spm;  // "ab" is a token no merge makes: GGUF would merge "a b"
+  extra["model"]["vocab"]["ab"] = 312;
+  ASSERT_EQ(Tokenizer::from_json(extra.dump()).encode("ab", false).size(), 3u);  // ▁ a b
+  expect_refused_json(extra, "model.merges");
+  nlohmann::json hole = spm;  // id 288 ("W") removed
+  hole["model"]["vocab"].erase("W");
+  expect_refused_json(hole, "model.vocab");
+}
+
 TEST(GgufTokenizerWriter, RefusesWhatGgufCannotCarry) {
   expect_refused("split_behaviors", "smaug-bpe", "normalizer");
   expect_refused("byte_level_nfc", "smaug-bpe", "normalizer");

@@ -97,6 +97,14 @@ TEST(GgufTokenizer, SentencePieceMetadataIsLlamaStyle) {
   const Tokenizer g = gguf_tokenizer(f);
   EXPECT_EQ(g.bos_token_id(), 1);
   EXPECT_EQ(g.eos_token_id(), 2);
+  GgufFile defaults = f;  // llama.cpp's defaults for llama vocabularies: BOS 1, EOS 2, unk 0
+  for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                        "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_bos_token"}) {
+    defaults.metadata.erase(k);
+  }
+  EXPECT_EQ(gguf_tokenizer_json(defaults).tokenizer_json, gguf_tokenizer_json(f).tokenizer_json);
+  EXPECT_EQ(gguf_tokenizer(defaults).encode("Hello", true), g.encode("Hello", true));
+  EXPECT_EQ(gguf_tokenizer(defaults).eos_token_id(), 2);
   // Without the space prefix the first word has no "▁" and decoding keeps the text.
   GgufFile no_prefix = f;
   no_prefix.metadata["tokenizer.ggml.add_space_prefix"] = testing::bool_value(false);
