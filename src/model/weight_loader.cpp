@@ -135,6 +135,14 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
   return out;
 }
 
+void WeightSink::take_quantized(const WeightSpec& spec, kernels::QuantFormat format,
+                                const void* /*blocks*/) {
+  throw Error(ErrorCode::kUnsupported,
+              str_cat("tensor ", spec.name, " is quantized (", kernels::to_string(format),
+                      "); this model kind takes only f32/bf16/f16 weights"),
+              spec.name);
+}
+
 void widen_to_f32(core::DType dtype, const void* src, std::int64_t n, float* dst) {
   switch (dtype) {
     case core::DType::kF32:

@@ -55,6 +55,12 @@ class WeightSink {
  public:
   virtual ~WeightSink() = default;
   virtual void take(const WeightSpec& spec, core::DType dtype, const void* data) = 0;
+  // An already-quantized tensor (e.g. a GGUF Q8_0 tensor): shape[0] rows of
+  // kernels::quant_row_bytes(format, shape[1]) bytes in the ggml block layout, valid only
+  // during the call. Default: Error(kUnsupported) naming the tensor (sinks without
+  // quantized kernels).
+  virtual void take_quantized(const WeightSpec& spec, kernels::QuantFormat format,
+                              const void* blocks);
 };
 
 struct LoadedWeights {

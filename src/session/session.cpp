@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -42,6 +43,15 @@ core::DType kv_storage_dtype(KvDType d) {
   throw Error(ErrorCode::kInvalidArgument,
               str_cat("SessionOptions.kv_dtype has the invalid value ", static_cast<int>(d)),
               "kv_dtype");
+}
+
+// SessionOptions::weights: "native" (the weights as stored) or a quantized format's name.
+std::optional<kernels::QuantFormat> weight_format(const std::string& w) {
+  kernels::QuantFormat f;
+  if (w == "native") return std::nullopt;
+  if (kernels::parse_quant_format(w, &f)) return f;
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("SessionOptions.weights: expected native or q8_0, got '", w, "'"), "weights");
 }
 
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
@@ -92,6 +102,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   // size, and that peak should not sit on top of the weights. Its freed parse tree goes
   // back to the system before the weights are packed.
   mo.kv_dtype = kv_storage_dtype(impl->options.kv_dtype);
+  mo.weights = weight_format(impl->options.weights);
   const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
   if (std::filesystem::exists(tok)) {
     impl->tokenizer.emplace(Tokenizer::load(model_dir));
