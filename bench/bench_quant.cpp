@@ -35,8 +35,7 @@ void BM_Q8VsBf16Linear(benchmark::State& state) {
   std::vector<std::uint8_t> wq(
       static_cast<std::size_t>(n * kernels::quant_row_bytes(kernels::QuantFormat::kQ8_0, k)));
   kernels::quantize_rows(kernels::QuantFormat::kQ8_0, w.data(), n, k, wq.data());
-  const std::int64_t copies =
-      std::max<std::int64_t>(1, (std::int64_t{256} << 20) / (n * k * 2));
+  const std::int64_t copies = std::max<std::int64_t>(1, (std::int64_t{256} << 20) / (n * k * 2));
   std::vector<PackedLinear> bf, q8;
   for (std::int64_t c = 0; c < copies; ++c) {
     bf.push_back(PackedLinear::pack(wb.data(), core::DType::kBF16, n, k));

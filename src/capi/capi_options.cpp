@@ -111,7 +111,7 @@ constexpr int custom_rows() {
     n += f.c_field == session::CField::kCustom ? 1 : 0;
   return n;
 }
-static_assert(custom_rows() == 10, "a new kCustom SessionOptions row needs its C conversion here");
+static_assert(custom_rows() == 11, "a new kCustom SessionOptions row needs its C conversion here");
 
 // The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {

@@ -147,14 +147,17 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kQkv:
       case WeightKind::kGateUp:
-        take_fused(s, *l, [&](std::int64_t row0, std::int64_t rows) {
-          const std::size_t at =
-              static_cast<std::size_t>(row0 * s.shape[1]) * core::dtype_size(dtype);
-          return linear_of(s.name, static_cast<const std::uint8_t*>(data) + at, dtype, rows,
-                           s.shape[1], nullptr);
-        });
+        take_fused_native(s, dtype, data, *l);
         break;
     }
+  }
+
+  void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
+    take_fused(s, l, [&](std::int64_t row0, std::int64_t rows) {
+      const std::size_t at = static_cast<std::size_t>(row0 * s.shape[1]) * core::dtype_size(dtype);
+      return linear_of(s.name, static_cast<const std::uint8_t*>(data) + at, dtype, rows, s.shape[1],
+                       nullptr);
+    });
   }
 
   // A linear of tensor `name` ([n][k] of dtype): as stored, or quantized on load when
