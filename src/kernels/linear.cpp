@@ -72,7 +72,8 @@ QuantFormat PackedLinear::quant_format() const {
   return impl_ ? impl_->qview.format : QuantFormat::kQ8_0;
 }
 std::size_t PackedLinear::packed_bytes() const {
-  return impl_ ? impl_->data_bytes + (impl_->bias.size() + impl_->scales.size()) * sizeof(float)
+  return impl_ ? impl_->data_bytes + (impl_->bias.size() + impl_->scales.size()) * sizeof(float) +
+                     impl_->wsums.size() * sizeof(std::int32_t)
                : 0;
 }
 

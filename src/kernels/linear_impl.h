@@ -53,9 +53,11 @@ struct PackedLinear::Impl {
   std::vector<float> bias;
   cpu::PackedWeights view;
   // Quantized weights (pack_quantized): quantized == true, the panels in qview (qs in
-  // `data`, the scales in `scales`); view then carries n, k and panels only.
+  // `data`, the scales in `scales`, the block sums in `wsums`); view then carries n, k and panels
+  // only.
   bool quantized = false;
   std::vector<float> scales;
+  std::vector<std::int32_t> wsums;
   cpu::QuantPacked qview;
 };
 

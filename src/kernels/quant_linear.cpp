@@ -57,13 +57,21 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
   im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
   std::memset(im.data.get(), 0, im.data_bytes);
   im.scales.assign(static_cast<std::size_t>(panels * cpu::kPanel * nb), 0.0f);
+  im.wsums.assign(im.scales.size(), 0);
   auto* qs = reinterpret_cast<std::int8_t*>(im.data.get());
   for (std::int64_t j = 0; j < n; ++j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
     const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
     for (std::int64_t b = 0; b < nb; ++b) {
-      const std::int64_t at = (p * nb + b) * cpu::kPanel + l;
-      im.scales[static_cast<std::size_t>(at)] = decode_block(format, row, b, qs + at * kQB);
+      const std::int64_t at = cpu::qd_index(nb, p, b, l);
+      std::int8_t q[kQB];
+      im.scales[static_cast<std::size_t>(at)] = decode_block(format, row, b, q);
+      std::int32_t sum = 0;
+      for (std::int64_t i = 0; i < kQB; ++i) {
+        qs[cpu::qs_offset(nb, p, b, l, i)] = q[i];
+        sum += q[i];
+      }
+      im.wsums[static_cast<std::size_t>(at)] = sum;
     }
   }
   if (bias != nullptr) im.bias.assign(bias, bias + n);
@@ -71,8 +79,15 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
   im.view.n = n;
   im.view.k = k;
   im.view.panels = panels;
-  im.qview = cpu::QuantPacked{
-      qs, im.scales.data(), format, n, k, nb, panels, im.bias.empty() ? nullptr : im.bias.data()};
+  im.qview = cpu::QuantPacked{qs,
+                              im.scales.data(),
+                              im.wsums.data(),
+                              format,
+                              n,
+                              k,
+                              nb,
+                              panels,
+                              im.bias.empty() ? nullptr : im.bias.data()};
   return out;
 }
 
@@ -108,10 +123,10 @@ void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
   const cpu::QuantPacked& w = im.qview;
   const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
   for (std::int64_t b = 0; b < w.nb; ++b) {
-    const std::int64_t at = (p * w.nb + b) * cpu::kPanel + l;
+    const std::int64_t at = cpu::qd_index(w.nb, p, b, l);
     const float d = w.d[at];
-    for (std::int64_t i = 0; i < kQB; ++i)
-      dst[b * kQB + i] = d * static_cast<float>(w.qs[at * kQB + i]);  // exact
+    for (std::int64_t i = 0; i < kQB; ++i)  // exact
+      dst[b * kQB + i] = d * static_cast<float>(w.qs[cpu::qs_offset(w.nb, p, b, l, i)]);
   }
 }
 

@@ -78,19 +78,31 @@ TEST(QuantLinear, EveryIsaMThreadsEqualsReference) {
 struct HandPacked {
   std::vector<std::int8_t> qs;
   std::vector<float> d;
+  std::vector<std::int32_t> wsum;
   cpu::QuantPacked view;
   HandPacked(const std::vector<std::uint8_t>& w, std::int64_t n, std::int64_t k) {
     const std::int64_t panels = (n + 63) / 64, nb = k / 32;
-    qs.assign(static_cast<std::size_t>(panels * 64 * k), 0);
+    qs.assign(static_cast<std::size_t>(panels * 64 * k + 64), 0);
     d.assign(static_cast<std::size_t>(panels * 64 * nb), 0.0f);
+    wsum.assign(d.size(), 0);
+    // 64-byte aligned start, as the kernels' aligned loads require.
+    std::int8_t* base = qs.data() + (64 - reinterpret_cast<std::uintptr_t>(qs.data()) % 64) % 64;
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t b = 0; b < nb; ++b) {
         const std::uint8_t* blk = w.data() + j * nb * 34 + b * 34;
-        const std::int64_t at = ((j / 64) * nb + b) * 64 + j % 64;
+        const std::int64_t p = j / 64, l = j % 64;
+        const std::int64_t at = (p * 64 + (l / 16) * 16) * nb + b * 16 + l % 16;
         d[at] = f16_to_f32(static_cast<std::uint16_t>(blk[0] | (blk[1] << 8)));
-        for (int i = 0; i < 32; ++i) qs[at * 32 + i] = static_cast<std::int8_t>(blk[2 + i]);
+        for (int i = 0; i < 32; ++i) {
+          // Layout of cpu/qlinear.h: groups of 16 columns, blocks of a group in order,
+          // 512 bytes each, the columns interleaved by 4 k.
+          const std::int64_t off = at / 16 * 16 * 32 + ((i / 4) * 16 + l % 16) * 4 + i % 4;
+          base[off] = static_cast<std::int8_t>(blk[2 + i]);
+          wsum[at] += static_cast<std::int8_t>(blk[2 + i]);
+        }
       }
-    view = cpu::QuantPacked{qs.data(), d.data(), QuantFormat::kQ8_0, n, k, nb, panels, nullptr};
+    view = cpu::QuantPacked{base, d.data(), wsum.data(), QuantFormat::kQ8_0, n, k,
+                            nb,   panels,   nullptr};
   }
 };
 
@@ -103,7 +115,7 @@ TEST(QuantLinear, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
   if (isa_supported(Isa::kAvx512)) fns.emplace_back("avx512", cpu::qlinear_avx512(false));
   if (isa_supported(Isa::kAvx512) && cpu::cpu_has_avx512_vnni())
     fns.emplace_back("avx512-vnni", cpu::qlinear_avx512(true));
-  for (const std::int64_t m : {1, 3, 16}) {
+  for (const std::int64_t m : {1, 3, 4, 5, 16}) {
     const std::vector<float> x = random_floats(m * k, 6, 2.0f);
     std::vector<float> want(static_cast<std::size_t>(m * n));
     ref::quant_linear(x.data(), k, m, w.data(), QuantFormat::kQ8_0, n, k, nullptr, want.data(), n);

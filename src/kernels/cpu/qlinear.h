@@ -5,19 +5,26 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
 namespace detinfer::kernels::cpu {
 
-// Quantized weights repacked for the kernels: panels of kPanel (64) output columns; within
-// panel p, block b (k = 32b .. 32b+31) of its 64 columns is contiguous:
-//   qs + ((p * nb + b) * 64 + l) * 32   32 int8 weights of column p*64 + l,
-//   d[(p * nb + b) * 64 + l]            that block's scale widened exactly to binary32.
+// Quantized weights repacked for the kernels: panels of kPanel (64) output columns, each
+// four groups of 16 columns; a group holds its blocks b = 0..nb-1 (k = 32b .. 32b+31) in
+// order, 512 bytes each, so a kernel walking one group reads one sequential stream. Inside
+// a block the 32 weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t
+// holds the weight of column c of the group at k = 32b + 4kq + t (qs_offset), so one
+// 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
+// horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
+//   d     the block's scale widened exactly to binary32,
+//   wsum  the sum of its 32 weights (for the vpdpbusd offset form).
 // Columns past n hold zeros. Any format decodes to this int8 + scale form exactly.
 struct QuantPacked {
-  const std::int8_t* qs = nullptr;  // 64-byte aligned
-  const float* d = nullptr;
+  const std::int8_t* qs = nullptr;     // 64-byte aligned
+  const float* d = nullptr;            // at qd_index
+  const std::int32_t* wsum = nullptr;  // at qd_index
   QuantFormat format = QuantFormat::kQ8_0;
   std::int64_t n = 0;
   std::int64_t k = 0;
@@ -25,6 +32,20 @@ struct QuantPacked {
   std::int64_t panels = 0;  // ceil(n / 64)
   const float* bias = nullptr;
 };
+
+inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
+
+// Index in d / wsum of panel p, block b, column l of the panel.
+inline std::int64_t qd_index(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l) {
+  return (p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup + l % kQuantGroup;
+}
+
+// Byte offset in qs of the weight of panel p, block b, column l of the panel, k-in-block i.
+inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l,
+                              std::int64_t i) {
+  return ((p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup) * 32 +
+         ((i / 4) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
+}
 
 // y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
 // (ref::quant_linear) over activations already quantized: xq holds m rows of k int8

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -13,6 +15,6 @@ namespace {
 #include "kernels/cpu/qlinear_simd.h"
 }  // namespace
 
-QLinearFn qlinear_avx2() { return qlinear_panels<DotMaddubs>; }
+QLinearFn qlinear_avx2() { return qlinear_panels<Dot256>; }
 
 }  // namespace detinfer::kernels::cpu

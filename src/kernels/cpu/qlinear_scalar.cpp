@@ -17,10 +17,11 @@ void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float
       for (std::int64_t r = 0; r < m; ++r) {
         float s = 0.0f;
         for (std::int64_t b = 0; b < w.nb; ++b) {
-          const std::int64_t blk = (p * w.nb + b) * kPanel + l;
-          const std::int32_t isum =
-              ref::block_dot_i8(w.qs + blk * ref::kQuantBlock, xq + r * w.k + b * ref::kQuantBlock);
-          s = s + ref::block_value(w.d[blk], xd[r * w.nb + b], isum);
+          std::int8_t wq[ref::kQuantBlock];
+          for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
+            wq[i] = w.qs[qs_offset(w.nb, p, b, l, i)];
+          const std::int32_t isum = ref::block_dot_i8(wq, xq + r * w.k + b * ref::kQuantBlock);
+          s = s + ref::block_value(w.d[qd_index(w.nb, p, b, l)], xd[r * w.nb + b], isum);
         }
         y[r * ldy + j] = w.bias != nullptr ? s + w.bias[j] : s;
       }
