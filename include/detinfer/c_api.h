@@ -89,7 +89,7 @@ typedef struct dti_session_options {
   /* --- v4: speculative decoding (docs/speculative.md) --- */
   const char* draft_model; /* draft model folder (same tokenizer); NULL = none */
   /* --- v5: quantized weights (docs/numerics.md, "Quantized linear") --- */
-  const char* weights; /* "native" (NULL = native) or "q8_0": quantize the linears on load */
+  const char* weights; /* "native" (NULL) or "q8_0" / "q4_0" / "q5_0": quantize on load */
 } dti_session_options;
 
 typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dti_kv_dtype;

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "kernels/reference/quant_blocks.h"
 #include "kernels/reference/quant_reference.h"
 
 namespace detinfer::kernels {
@@ -14,14 +15,20 @@ QuantFormatInfo quant_format_info(QuantFormat f) {
   switch (f) {
     case QuantFormat::kQ8_0:
       return {"q8_0", 32, 34};
+    case QuantFormat::kQ4_0:
+      return {"q4_0", 32, 18};
+    case QuantFormat::kQ5_0:
+      return {"q5_0", 32, 22};
   }
   fail(ErrorCode::kInvalidArgument, "unknown quantized format ", static_cast<int>(f));
 }
 
 bool parse_quant_format(std::string_view name, QuantFormat* out) {
-  if (name == "q8_0") {
-    *out = QuantFormat::kQ8_0;
-    return true;
+  for (QuantFormat f : {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ5_0}) {
+    if (name == quant_format_info(f).name) {
+      *out = f;
+      return true;
+    }
   }
   return false;
 }
@@ -36,37 +43,25 @@ std::int64_t quant_row_bytes(QuantFormat f, std::int64_t k) {
 
 void quantize_rows(QuantFormat f, const float* x, std::int64_t rows, std::int64_t k, void* blocks) {
   const std::int64_t row_bytes = quant_row_bytes(f, k);
+  const std::int64_t block_bytes = quant_format_info(f).block_bytes;
   auto* out = static_cast<std::uint8_t*>(blocks);
-  std::int8_t q[ref::kQuantBlock];
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t b = 0; b < k / ref::kQuantBlock; ++b) {
       const float* xb = x + r * k + b * ref::kQuantBlock;
-      // Q8_0 weights use the activation quantizer's block rule (ggml's
-      // quantize_row_q8_0_ref); it marks a non-finite block with a NaN scale.
-      const std::uint16_t dh = ref::quantize_q8_block(xb, q);
-      if ((dh & 0x7C00u) == 0x7C00u)
+      if (!ref::quantize_block(f, xb, out + r * row_bytes + b * block_bytes))
         fail(ErrorCode::kInvalidArgument, "cannot quantize to ", to_string(f), ": row ", r,
-             ", block ", b,
-             (dh == 0x7E00u ? " holds a NaN or an infinity"
-                            : " has a scale beyond binary16 (|w| >= 8.3e6)"));
-      std::uint8_t* blk = out + r * row_bytes + b * 34;
-      blk[0] = static_cast<std::uint8_t>(dh & 0xFFu);
-      blk[1] = static_cast<std::uint8_t>(dh >> 8);
-      for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
-        blk[2 + i] = static_cast<std::uint8_t>(q[i]);
+             ", block ", b, " holds a NaN or an infinity or has a scale beyond binary16");
     }
   }
 }
 
 void dequantize_row(QuantFormat f, const void* blocks, std::int64_t k, float* y) {
-  const std::int64_t row_bytes = quant_row_bytes(f, k);
-  (void)row_bytes;
-  const auto* in = static_cast<const std::uint8_t*>(blocks);
+  quant_row_bytes(f, k);  // checks k
+  std::int8_t q[ref::kQuantBlock];
   for (std::int64_t b = 0; b < k / ref::kQuantBlock; ++b) {
-    const std::uint8_t* blk = in + b * 34;
-    const float d = f16_to_f32(static_cast<std::uint16_t>(blk[0] | (blk[1] << 8)));
+    const float d = ref::decode_block(f, static_cast<const std::uint8_t*>(blocks), b, q);
     for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
-      y[b * ref::kQuantBlock + i] = d * static_cast<float>(static_cast<std::int8_t>(blk[2 + i]));
+      y[b * ref::kQuantBlock + i] = d * static_cast<float>(q[i]);  // exact
   }
 }
 

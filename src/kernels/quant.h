@@ -17,7 +17,11 @@ inline constexpr std::uint32_t kQuantSpecVersion = 1;
 // Block formats, each a ggml block layout (little-endian):
 //   kQ8_0: 34 bytes per 32 weights: fp16 d (binary16 bits), then qs[32] int8;
 //          w[i] = f16(d) * qs[i].
-enum class QuantFormat : std::uint8_t { kQ8_0 = 0 };
+//   kQ4_0: 18 bytes: fp16 d, then qs[16]: byte j holds element j in its low nibble and
+//          element j + 16 in its high nibble; w[i] = f16(d) * (nibble - 8).
+//   kQ5_0: 22 bytes: fp16 d, qh (uint32, bit j = 5th bit of element j), qs[16] as Q4_0;
+//          w[i] = f16(d) * ((nibble | bit << 4) - 16).
+enum class QuantFormat : std::uint8_t { kQ8_0 = 0, kQ4_0 = 1, kQ5_0 = 2 };
 
 struct QuantFormatInfo {
   const char* name;          // "q8_0"

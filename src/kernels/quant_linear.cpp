@@ -8,24 +8,13 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/qlinear.h"
 #include "kernels/linear_impl.h"
+#include "kernels/reference/quant_blocks.h"
 #include "kernels/reference/quant_reference.h"
 
 namespace detinfer::kernels {
 
 namespace {
 constexpr std::int64_t kQB = ref::kQuantBlock;
-
-// Block b of row j of a ggml tensor: its scale (widened exactly) and 32 int8 weights.
-float decode_block(QuantFormat f, const std::uint8_t* row, std::int64_t b, std::int8_t* q) {
-  switch (f) {
-    case QuantFormat::kQ8_0: {
-      const std::uint8_t* blk = row + b * 34;
-      std::memcpy(q, blk + 2, kQB);
-      return f16_to_f32(static_cast<std::uint16_t>(blk[0] | (blk[1] << 8)));
-    }
-  }
-  fail(ErrorCode::kInvalidArgument, "unknown quantized format ", static_cast<int>(f));
-}
 
 // The activations of m rows quantized per block of 32 (ref::quantize_act_row).
 struct QuantActs {
@@ -65,7 +54,7 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
     for (std::int64_t b = 0; b < nb; ++b) {
       const std::int64_t at = cpu::qd_index(nb, p, b, l);
       std::int8_t q[kQB];
-      im.scales[static_cast<std::size_t>(at)] = decode_block(format, row, b, q);
+      im.scales[static_cast<std::size_t>(at)] = ref::decode_block(format, row, b, q);
       std::int32_t sum = 0;
       for (std::int64_t i = 0; i < kQB; ++i) {
         qs[cpu::qs_offset(nb, p, b, l, i)] = q[i];

@@ -51,7 +51,8 @@ std::optional<kernels::QuantFormat> weight_format(const std::string& w) {
   if (w == "native") return std::nullopt;
   if (kernels::parse_quant_format(w, &f)) return f;
   throw Error(ErrorCode::kInvalidArgument,
-              str_cat("SessionOptions.weights: expected native or q8_0, got '", w, "'"), "weights");
+              str_cat("SessionOptions.weights: expected native, q8_0, q4_0 or q5_0, got '", w, "'"),
+              "weights");
 }
 
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory

@@ -183,6 +183,33 @@ TEST(QuantizedWeights, GoldenDigestOfATinyTiedQ8Model) {
   std::filesystem::remove_all(dir);
 }
 
+// q4_0 and q5_0 (decoded exactly to the same int8 panels): invariant to threads, ISA and
+// prefill chunking, other bits than q8_0, recorded in the fingerprint.
+TEST(QuantizedWeights, Q4AndQ5AreInvariantAndDistinct) {
+  DeterministicSession q8 = DeterministicSession::open(tiny_model_dir(), q8_options());
+  const std::vector<std::int32_t> prompt = long_prompt(q8);
+  const GenerationResult r8 = q8.generate(prompt, greedy());
+  for (const std::string fmt : {"q4_0", "q5_0"}) {
+    DeterministicSession base = DeterministicSession::open(tiny_model_dir(), q8_options(1, fmt));
+    const GenerationResult want = base.generate(prompt, sampled());
+    EXPECT_NE(want.fingerprint_json.find("\"weight_format\":\"" + fmt + "/qspec1\""),
+              std::string::npos);
+    EXPECT_NE(base.generate(prompt, greedy()).sequences[0].step_digests,
+              r8.sequences[0].step_digests)
+        << fmt;
+    const kernels::Isa saved = kernels::active_isa();
+    for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+      if (!kernels::isa_supported(isa)) continue;  // the CPU lacks it: nothing to compare
+      kernels::set_isa(isa);
+      SessionOptions o = q8_options(2, fmt);
+      o.prefill_chunk_tokens = 7;
+      DeterministicSession s = DeterministicSession::open(tiny_model_dir(), o);
+      expect_identical(want, s.generate(prompt, sampled()), fmt + " " + kernels::to_string(isa));
+    }
+    kernels::set_isa(saved);
+  }
+}
+
 TEST(QuantizedWeights, BadValuesAndUnsupportedModesAreClearErrors) {
   try {
     DeterministicSession::open(tiny_model_dir(), q8_options(1, "q9_0"));

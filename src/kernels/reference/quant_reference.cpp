@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "kernels/reference/quant_blocks.h"
 
 namespace detinfer::kernels::ref {
 
@@ -45,21 +46,6 @@ std::int32_t block_dot_i8(const std::int8_t* a, const std::int8_t* b) {
   return s;
 }
 
-namespace {
-// Weight block b of a row: its scale widened exactly, and its 32 int8 values.
-float weight_block(QuantFormat f, const std::uint8_t* row, std::int64_t b, std::int8_t* qs) {
-  switch (f) {
-    case QuantFormat::kQ8_0: {
-      const std::uint8_t* blk = row + b * 34;
-      const auto dh = static_cast<std::uint16_t>(blk[0] | (blk[1] << 8));
-      for (std::int64_t i = 0; i < kQuantBlock; ++i) qs[i] = static_cast<std::int8_t>(blk[2 + i]);
-      return f16_to_f32(dh);
-    }
-  }
-  fail(ErrorCode::kInternal, "quant_linear: unknown format");
-}
-}  // namespace
-
 void quant_linear(const float* x, std::int64_t ldx, std::int64_t m, const void* weights,
                   QuantFormat f, std::int64_t n, std::int64_t k, const float* bias, float* y,
                   std::int64_t ldy) {
@@ -74,7 +60,7 @@ void quant_linear(const float* x, std::int64_t ldx, std::int64_t m, const void* 
     for (std::int64_t r = 0; r < m; ++r) {
       float s = 0.0f;
       for (std::int64_t b = 0; b < nb; ++b) {
-        const float dw = weight_block(f, row, b, wq);
+        const float dw = decode_block(f, row, b, wq);
         s = s + block_value(dw, xd[r * nb + b], block_dot_i8(wq, &xq[r * k + b * kQuantBlock]));
       }
       y[r * ldy + j] = bias != nullptr ? s + bias[j] : s;
