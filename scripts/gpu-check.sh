@@ -116,8 +116,8 @@ if [[ -z "${DETINFER_GPU_ARCH:-}" ]] && command -v nvidia-smi >/dev/null; then
 fi
 
 # --- 2-3. configure and build -----------------------------------------------------------
-TARGETS=(cuda_host_tests cuda_emulation_tests cuda_model_emulation_tests cuda_gpu_tests bench_cuda
-  detinfer_cli generate_cli_tests)
+TARGETS=(cuda_host_tests cuda_emulation_tests cuda_model_emulation_tests
+  cuda_speculative_emulation_tests cuda_gpu_tests bench_cuda detinfer_cli generate_cli_tests)
 if [[ -n "$NVCC" ]]; then
   TORCH_PREFIX="$(timeout 60 python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
   TORCH_CUDA="$(timeout 60 python3 -c 'import torch; print(torch.version.cuda)' 2>/dev/null || true)"

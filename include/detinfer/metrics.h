@@ -145,10 +145,17 @@ struct DETINFER_API DETINFER_DEPRECATED_MACHINERY SessionMetrics {
   Counter replay_match;           // detinfer_replay_checks_total{result="match"}
   Counter replay_mismatch;        // ...{result="mismatch"}
   Gauge consistency_ratio;        // detinfer_consistency_ratio (1 until a check runs)
-  Counter draft_tokens;           // detinfer_speculative_draft_tokens_total
-  Counter accepted_draft_tokens;  // detinfer_speculative_accepted_tokens_total
-  Counter preemptions;            // detinfer_preemptions_total
-  Counter resumptions;            // detinfer_resumptions_total
+  // Speculative decoding, per drafter (label drafter="ngram" or "model"):
+  // detinfer_speculative_draft_tokens_total, detinfer_speculative_accepted_tokens_total and
+  // detinfer_speculative_acceptance_ratio (accepted / drafted so far; 0 before any draft).
+  Counter ngram_draft_tokens;
+  Counter ngram_accepted_tokens;
+  Gauge ngram_acceptance_ratio;
+  Counter model_draft_tokens;
+  Counter model_accepted_tokens;
+  Gauge model_acceptance_ratio;
+  Counter preemptions;  // detinfer_preemptions_total
+  Counter resumptions;  // detinfer_resumptions_total
 
   // The requests_* counter of a finish reason.
   const Counter& requests(FinishReason reason) const;

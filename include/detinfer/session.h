@@ -133,6 +133,12 @@ class DETINFER_API RequestHandle {
   std::future<GenerationResult> future_;
 };
 
+// One speculative decoding drafter's tokens since the session opened (docs/speculative.md).
+struct DrafterStats {
+  std::int64_t drafted = 0;
+  std::int64_t accepted = 0;  // equal to the token the target chose
+};
+
 struct SessionStats {
   std::int64_t queued = 0;   // waiting for admission
   std::int64_t running = 0;  // admitted, generating
@@ -143,6 +149,8 @@ struct SessionStats {
   // equalled the token the target chose (accepted: decoded without a pass of their own).
   std::int64_t draft_tokens = 0;
   std::int64_t accepted_draft_tokens = 0;
+  DrafterStats ngram_drafts;  // the prompt-lookup drafter's share of the two above
+  DrafterStats model_drafts;  // the draft model's (SessionOptions::draft_model_path)
   // KV admission (docs/session.md, "KV admission and preemption"): requests preempted
   // because the KV pool ran out during decode, and preempted requests resumed (each
   // resumes by recomputing its tokens; its output is unchanged).

@@ -2,6 +2,8 @@
 
 namespace detinfer::engine {
 
+const char* to_string(Drafter d) { return d == Drafter::kModel ? "model" : "ngram"; }
+
 Engine::Engine(model::Model& model, const Tokenizer* tokenizer, const EngineOptions& options)
     : impl_(std::make_unique<Impl>(model, tokenizer, options)) {
   impl_->waker->engine = impl_.get();
@@ -135,8 +137,11 @@ EngineStats Engine::stats() const {
   s.kv_blocks_in_use = impl_->blocks_in_use.load();
   s.kv_blocks_capacity = impl_->pool.capacity();
   s.steps = impl_->steps.load();
-  s.draft_tokens = impl_->drafted.load();
-  s.accepted_draft_tokens = impl_->accepted.load();
+  for (int d = 0; d < kDrafterCount; ++d) {
+    s.by_drafter[d] = {impl_->drafted[d].load(), impl_->accepted[d].load()};
+    s.draft_tokens += s.by_drafter[d].drafted;
+    s.accepted_draft_tokens += s.by_drafter[d].accepted;
+  }
   s.preemptions = impl_->preemptions.load();
   s.resumptions = impl_->resumptions.load();
   return s;
@@ -294,10 +299,11 @@ void Engine::Impl::step() {
   b.entries.resize(b.processed);
   output.process_rows(b.entries, logits.data());
   const OutputStage::DraftCounts d = output.take_draft_counts();
-  if (d.drafted > 0) {  // counted before any result of this step is delivered
-    drafted.fetch_add(d.drafted);
-    accepted.fetch_add(d.accepted);
-    for (auto& o : observers) o->on_drafts(d.drafted, d.accepted);
+  for (int k = 0; k < kDrafterCount; ++k) {
+    if (d[k].drafted == 0) continue;  // counted before any result of this step is delivered
+    drafted[k].fetch_add(d[k].drafted);
+    accepted[k].fetch_add(d[k].accepted);
+    for (auto& o : observers) o->on_drafts(static_cast<Drafter>(k), d[k]);
   }
   for (auto& g : running) output.maybe_complete(*g);
   b.stats.kv_blocks_in_use = pool.capacity() - pool.free_blocks();

@@ -76,9 +76,10 @@ struct EngineStats {
   std::int64_t kv_blocks_capacity = 0;
   std::int64_t steps = 0;  // batched forward passes so far
   // Speculative decoding (docs/speculative.md): drafted tokens, and those equal to the
-  // token the model chose.
+  // token the model chose, over all drafters and per drafter (indexed by Drafter).
   std::int64_t draft_tokens = 0;
   std::int64_t accepted_draft_tokens = 0;
+  DraftTally by_drafter[kDrafterCount];
   // KV admission (docs/session.md, "KV admission and preemption"): requests preempted when the pool
   // ran out during decode, and preempted requests admitted again.
   std::int64_t preemptions = 0;

@@ -26,6 +26,18 @@ struct StepStats {
   std::int64_t kv_blocks_capacity = 0;
 };
 
+// The drafter of a speculative request (docs/speculative.md): prompt lookup over n-grams,
+// or a hook set on the request (EngineRequest::drafter: the session's draft model).
+enum class Drafter : std::uint8_t { kNgram = 0, kModel = 1 };
+inline constexpr int kDrafterCount = 2;
+const char* to_string(Drafter d);  // "ngram", "model"
+
+// Drafted tokens, and those equal to the token the model chose.
+struct DraftTally {
+  std::int64_t drafted = 0;
+  std::int64_t accepted = 0;
+};
+
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
@@ -34,10 +46,11 @@ class EngineObserver {
   // abandoned): queue_depth and kv_blocks_* are set, the sequence counts are 0. Runs
   // before the request's future is ready, so gauges read after it are exact.
   virtual void on_gauges(const StepStats&) {}
-  // Speculative decoding (docs/speculative.md): a step's verify passes drafted `drafted`
-  // tokens, of which `accepted` equalled the token the model chose. Runs before the
-  // step's finished requests are delivered, so counters read after a result include it.
-  virtual void on_drafts(std::int64_t /*drafted*/, std::int64_t /*accepted*/) {}
+  // Speculative decoding (docs/speculative.md): a step's verify passes of `drafter`'s
+  // requests drafted `t.drafted` tokens, of which `t.accepted` equalled the token the model
+  // chose (called once per drafter that drafted in the step). Runs before the step's
+  // finished requests are delivered, so counters read after a result include it.
+  virtual void on_drafts(Drafter /*drafter*/, const DraftTally& /*t*/) {}
   // KV admission (docs/session.md, "KV admission and preemption"): a running request was preempted
   // (its KV blocks freed, back at the front of the queue) or a preempted one was admitted again (it
   // resumes by recomputing its prompt and generated tokens). Both run before any result

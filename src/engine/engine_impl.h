@@ -70,8 +70,9 @@ struct Engine::Impl {
   std::atomic<std::int64_t> running_groups{0};
   std::atomic<std::int64_t> blocks_in_use{0};
   std::atomic<std::int64_t> steps{0};
-  std::atomic<std::int64_t> drafted{0};  // speculative decoding, all steps so far
-  std::atomic<std::int64_t> accepted{0};
+  // Speculative decoding, all steps so far, per drafter (indexed by Drafter).
+  std::atomic<std::int64_t> drafted[kDrafterCount] = {};
+  std::atomic<std::int64_t> accepted[kDrafterCount] = {};
   std::atomic<std::int64_t> preemptions{0};  // KV admission, since the engine started
   std::atomic<std::int64_t> resumptions{0};
   std::int64_t next_order = 0;  // the next Group::order (scheduler only)

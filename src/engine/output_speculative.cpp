@@ -87,8 +87,9 @@ void OutputStage::verify_drafts(Group& g, SeqState& s, const float* rows) {
     if (!match || s.finished || g.cancelled()) break;
     ++s.num_computed;  // draft j's K/V was computed with the token the target chose
   }
-  drafts_.drafted += static_cast<std::int64_t>(draft.size());
-  drafts_.accepted += accepted_here;
+  DraftTally& t = drafts_[static_cast<int>(g.req.drafter ? Drafter::kModel : Drafter::kNgram)];
+  t.drafted += static_cast<std::int64_t>(draft.size());
+  t.accepted += accepted_here;
   adapt_draft_length(g.req.config, s, static_cast<std::int64_t>(draft.size()), accepted_here);
 }
 

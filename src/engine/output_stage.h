@@ -9,6 +9,7 @@
 // Data flows one way: scheduler -> output stage -> the request's promise and observers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -62,10 +63,7 @@ class OutputStage {
   // the batch; their verification happens in process_rows.
   std::int32_t plan_draft(const Group& g, SeqState& s, std::int64_t budget) const;
   // Drafted and accepted tokens since the last call (the scheduler counts them per step).
-  struct DraftCounts {
-    std::int64_t drafted = 0;
-    std::int64_t accepted = 0;
-  };
+  using DraftCounts = std::array<DraftTally, kDrafterCount>;  // indexed by Drafter
   DraftCounts take_draft_counts();
 
  private:

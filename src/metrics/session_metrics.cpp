@@ -63,12 +63,23 @@ SessionMetrics::SessionMetrics(MetricsRegistry& r) {
   consistency_ratio = r.gauge("detinfer_consistency_ratio",
                               "Fraction of replay checks whose digests matched (1 before any).");
   consistency_ratio.set(1.0);
-  draft_tokens = r.counter("detinfer_speculative_draft_tokens_total",
-                           "Tokens proposed by the speculative decoding drafter.");
-  accepted_draft_tokens =
-      r.counter("detinfer_speculative_accepted_tokens_total",
-                "Drafted tokens equal to the token the model chose (decoded without a pass of "
-                "their own).");
+  const char* drafted_help = "Tokens proposed by a speculative decoding drafter.";
+  const char* accepted_help =
+      "Drafted tokens equal to the token the model chose (decoded without a pass of their "
+      "own).";
+  const char* ratio_help = "Accepted / drafted tokens of a speculative decoding drafter so far.";
+  ngram_draft_tokens =
+      r.counter("detinfer_speculative_draft_tokens_total", drafted_help, {{"drafter", "ngram"}});
+  model_draft_tokens =
+      r.counter("detinfer_speculative_draft_tokens_total", drafted_help, {{"drafter", "model"}});
+  ngram_accepted_tokens = r.counter("detinfer_speculative_accepted_tokens_total", accepted_help,
+                                    {{"drafter", "ngram"}});
+  model_accepted_tokens = r.counter("detinfer_speculative_accepted_tokens_total", accepted_help,
+                                    {{"drafter", "model"}});
+  ngram_acceptance_ratio =
+      r.gauge("detinfer_speculative_acceptance_ratio", ratio_help, {{"drafter", "ngram"}});
+  model_acceptance_ratio =
+      r.gauge("detinfer_speculative_acceptance_ratio", ratio_help, {{"drafter", "model"}});
   preemptions = r.counter("detinfer_preemptions_total",
                           "Requests preempted because the KV pool ran out during decode.");
   resumptions = r.counter("detinfer_resumptions_total",

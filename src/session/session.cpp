@@ -275,6 +275,12 @@ SessionStats DeterministicSession::stats() const {
   s.steps = e.steps;
   s.draft_tokens = e.draft_tokens;
   s.accepted_draft_tokens = e.accepted_draft_tokens;
+  const auto tally = [&](engine::Drafter d) {
+    const engine::DraftTally& t = e.by_drafter[static_cast<int>(d)];
+    return DrafterStats{t.drafted, t.accepted};
+  };
+  s.ngram_drafts = tally(engine::Drafter::kNgram);
+  s.model_drafts = tally(engine::Drafter::kModel);
   s.preemptions = e.preemptions;
   s.resumptions = e.resumptions;
   return s;

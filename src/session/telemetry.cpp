@@ -91,9 +91,16 @@ void Telemetry::on_step(const engine::StepStats& s) {
   if (batch > 0) metrics_.batch_size.observe(batch);
 }
 
-void Telemetry::on_drafts(std::int64_t drafted, std::int64_t accepted) {
-  metrics_.draft_tokens.inc(static_cast<std::uint64_t>(drafted));
-  metrics_.accepted_draft_tokens.inc(static_cast<std::uint64_t>(accepted));
+void Telemetry::on_drafts(engine::Drafter drafter, const engine::DraftTally& t) {
+  const bool model = drafter == engine::Drafter::kModel;
+  const Counter& drafted = model ? metrics_.model_draft_tokens : metrics_.ngram_draft_tokens;
+  const Counter& accepted = model ? metrics_.model_accepted_tokens : metrics_.ngram_accepted_tokens;
+  drafted.inc(static_cast<std::uint64_t>(t.drafted));
+  accepted.inc(static_cast<std::uint64_t>(t.accepted));
+  // Only the engine thread updates these, so the ratio of the two totals is consistent.
+  const std::uint64_t all = drafted.value();
+  (model ? metrics_.model_acceptance_ratio : metrics_.ngram_acceptance_ratio)
+      .set(all == 0 ? 0.0 : static_cast<double>(accepted.value()) / static_cast<double>(all));
 }
 
 void Telemetry::on_gauges(const engine::StepStats& s) {

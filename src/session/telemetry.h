@@ -44,7 +44,7 @@ class Telemetry final : public engine::EngineObserver {
   // EngineObserver (engine thread).
   void on_step(const engine::StepStats& s) override;
   void on_gauges(const engine::StepStats& s) override;
-  void on_drafts(std::int64_t drafted, std::int64_t accepted) override;
+  void on_drafts(engine::Drafter drafter, const engine::DraftTally& t) override;
   void on_preempted(const engine::EngineRequest&) override { metrics_.preemptions.inc(1); }
   void on_resumed(const engine::EngineRequest&) override { metrics_.resumptions.inc(1); }
   void on_abandoned(const engine::EngineRequest& r) override;

@@ -104,6 +104,30 @@ TEST_F(ChatCli, MessagesJsonEqualsGenerateOnTheRenderedIds) {
   EXPECT_EQ(gj["text"], j["message"]["content"]);
 }
 
+// --speculative ngram|draft changes no reply (docs/speculative.md): same text and digest,
+// greedy and seeded.
+TEST_F(ChatCli, SpeculativeFlagsChangeNoReply) {
+  const std::string cmd =
+      "chat --threads 1 --json --max-new-tokens 12 --messages " + dir_ + "/messages.json";
+  for (const std::string sampling : {" --temperature 0", " --temperature 0.7 --seed 3"}) {
+    const auto plain = run(cmd + sampling);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const json p = parse(plain.out);
+    for (const std::string& flags :
+         {std::string(" --speculative ngram"), std::string(" --speculative ngram --draft-tokens 8"),
+          " --speculative draft --draft-tokens 2 --draft-model '" + model_ + "'"}) {
+      const auto spec = run(cmd + sampling + flags);
+      ASSERT_EQ(spec.exit_code, 0) << spec.err;
+      const json q = parse(spec.out);
+      EXPECT_EQ(q["digest"], p["digest"]) << flags;
+      EXPECT_EQ(q["message"], p["message"]) << flags;
+    }
+  }
+  const auto no_model = run(cmd + " --speculative draft");
+  EXPECT_NE(no_model.exit_code, 0);
+  EXPECT_NE(no_model.err.find("draft_with_model"), std::string::npos) << no_model.err;
+}
+
 TEST_F(ChatCli, InteractiveThroughAPipe) {
   const std::string one = dir_ + "/one.json", two = dir_ + "/two.json";
   const std::string input = "Hello\nline one\\\nline two\n/save " + one +

@@ -211,7 +211,92 @@ TEST_F(ServeWire, DraftModelRequestsChangeNoResponse) {
     EXPECT_EQ(r["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]) << k;
     EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]) << k;
   }
+  // The same through the `speculative` object.
+  json obj = base;
+  obj["speculative"] = {{"mode", "draft"}, {"draft_tokens", 3}};
+  const auto [s2, r2] = complete(drafting.port(), obj);
+  ASSERT_EQ(s2, 200) << r2;
+  EXPECT_EQ(r2["choices"][0]["text"], plain["choices"][0]["text"]);
+  EXPECT_EQ(r2["detinfer"]["digest"], plain["detinfer"]["digest"]);
   EXPECT_EQ(drafting.signal_and_wait(SIGTERM, 20), 0);
+}
+
+// `serve --speculative ngram`: requests that choose no drafter get the server's (the same
+// responses as a plain server, and the n-gram counters move); a request's own choice,
+// "off" included, wins; beam search is left alone; `--speculative draft` without
+// --draft-model stops the server at startup.
+TEST_F(ServeWire, ServerDefaultDrafterChangesNoResponse) {
+  ServeProcess spec;
+  ASSERT_TRUE(spec.start(tiny_model(), {"--threads", "1", "--speculative", "ngram"})) << spec.log();
+  const json base{{"prompt", "the cat sat on the mat. the cat sat on the mat. the cat"},
+                  {"max_tokens", 16},
+                  {"temperature", 0},
+                  {"ignore_eos", true},
+                  {"logprobs", 1}};
+  const std::string drafted = "detinfer_speculative_draft_tokens_total{drafter=\"ngram\"}";
+  const auto [s0, plain] = complete(port(), base);
+  ASSERT_EQ(s0, 200) << plain;
+  const auto [s1, r] = complete(spec.port(), base);
+  ASSERT_EQ(s1, 200) << r;
+  EXPECT_EQ(r["choices"][0], plain["choices"][0]);
+  EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]);
+  const double after_default = metric(spec.port(), drafted);
+  EXPECT_GT(after_default, 0);
+  json off = base;
+  off["speculative"] = {{"mode", "off"}};
+  const auto [s2, r2] = complete(spec.port(), off);
+  ASSERT_EQ(s2, 200) << r2;
+  EXPECT_EQ(r2["detinfer"]["digest"], plain["detinfer"]["digest"]);
+  EXPECT_EQ(metric(spec.port(), drafted), after_default);  // the client's "off" won
+  json beams = base;
+  beams["num_beams"] = 2;
+  beams.erase("logprobs");
+  beams.erase("ignore_eos");
+  const auto [s3, r3] = complete(spec.port(), beams);
+  EXPECT_EQ(s3, 200) << r3;
+  EXPECT_EQ(spec.signal_and_wait(SIGTERM, 20), 0);
+  ServeProcess no_draft_model;
+  EXPECT_FALSE(no_draft_model.start(tiny_model(), {"--threads", "1", "--speculative", "draft"}));
+  EXPECT_NE(no_draft_model.log().find("--draft-model"), std::string::npos) << no_draft_model.log();
+}
+
+// The per-request `speculative` object (docs/server.md): modes off and ngram answer what
+// plain requests answer; a malformed object, an unknown key
+// or mode, a value out of range, or a flat draft_* parameter beside it is a 400 naming
+// `speculative`.
+TEST_F(ServeWire, SpeculativeObjectChangesNoResponseAndBadObjectsAre400) {
+  const json base{{"prompt", "one two three. one two three. one two"},
+                  {"max_tokens", 16},
+                  {"temperature", 0.6},
+                  {"seed", 11},
+                  {"ignore_eos", true},
+                  {"logprobs", 1}};
+  const auto [s0, plain] = complete(port(), base);
+  ASSERT_EQ(s0, 200) << plain;
+  for (const json& spec : {json{{"mode", "ngram"}}, json{{"mode", "off"}},
+                           json{{"mode", "ngram"}, {"draft_tokens", 8}, {"ngram_min", 2}},
+                           json{{"mode", "ngram"}, {"ngram_max", 1}}}) {
+    json req = base;
+    req["speculative"] = spec;
+    const auto [s1, r] = complete(port(), req);
+    ASSERT_EQ(s1, 200) << r << spec;
+    EXPECT_EQ(r["choices"][0]["text"], plain["choices"][0]["text"]) << spec;
+    EXPECT_EQ(r["choices"][0]["logprobs"], plain["choices"][0]["logprobs"]) << spec;
+    EXPECT_EQ(r["detinfer"]["digest"], plain["detinfer"]["digest"]) << spec;
+  }
+  for (const char* bad :
+       {R"({"prompt": "hi", "speculative": "ngram"})", R"({"prompt": "hi", "speculative": {}})",
+        R"({"prompt": "hi", "speculative": {"mode": "eagle"}})",
+        R"({"prompt": "hi", "speculative": {"mode": "ngram", "draft_tokens": 9}})",
+        R"({"prompt": "hi", "speculative": {"mode": "ngram", "draft_tokens": 1.5}})",
+        R"({"prompt": "hi", "speculative": {"mode": "ngram", "ngram_min": 3, "ngram_max": 2}})",
+        R"({"prompt": "hi", "speculative": {"mode": "ngram", "lookahead": 2}})",
+        R"({"prompt": "hi", "speculative": {"mode": "ngram"}, "draft_tokens": 2})"}) {
+    const json e = expect_400(bad, "speculative");
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("speculative"), std::string::npos) << e;
+  }
+  // This server has no draft model: the session names the field.
+  expect_400(R"({"prompt": "hi", "speculative": {"mode": "draft"}})", "draft_with_model");
 }
 
 // Defect 7: can never fit -> 400 naming the limit, no Retry-After.

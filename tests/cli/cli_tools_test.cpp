@@ -187,6 +187,41 @@ TEST_F(CliTools, BenchContextMeasuresDecodeAfterThatManyTokens) {
   EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
 }
 
+// --speculative on bench and consistency (docs/speculative.md): bench reports the mode and
+// the drafts of each row (self-drafting with the draft model accepts every greedy draft);
+// consistency still sees one output; bad values are named.
+TEST_F(CliTools, BenchAndConsistencyTakeSpeculative) {
+  const std::string bench =
+      "bench --json --modes canonical --batch 1,4 --repeats 1 --prompt-tokens 8 --decode-tokens 6";
+  const auto off = run(bench);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(parse(off)["speculative"], "off");
+  EXPECT_EQ(parse(off)["results"][0]["draft_tokens"], 0);
+  const auto draft =
+      run(bench + " --speculative draft --draft-tokens 3 --draft-model '" + model_ + "'");
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  const json d = parse(draft);
+  EXPECT_EQ(d["speculative"], "draft");
+  ASSERT_EQ(d["results"].size(), 2u) << draft.out;
+  for (const auto& row : d["results"]) {
+    EXPECT_GT(row["draft_tokens"].get<std::int64_t>(), 0) << row;
+    EXPECT_EQ(row["accepted_draft_tokens"], row["draft_tokens"]) << row;  // greedy, self-draft
+  }
+  const auto c =
+      run("consistency --json --runs 6 --max-new-tokens 12 --concurrency 1 "
+          "--speculative ngram --draft-tokens 5 --temperature 0.7 --seed 4");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(parse(c)["distinct_outputs"], 1) << c.out;
+  for (const std::string bad : {"bench --speculative eagle", "consistency --draft-tokens 9"}) {
+    const auto r = run(bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(
+        r.err.find(bad.find("eagle") != std::string::npos ? "--speculative" : "--draft-tokens"),
+        std::string::npos)
+        << r.err;
+  }
+}
+
 TEST_F(CliTools, DiffAndReplayRoundTrip) {
   const std::string dir = testing::cli_scratch_dir("fp");
   const std::string gen =

@@ -71,6 +71,15 @@ TEST(SessionDraftModel, TheTargetAsItsOwnDraftHasEveryGreedyDraftAccepted) {
   EXPECT_GT(st.draft_tokens, 0);
   // Canonical numerics: the draft model's greedy choice is the target's, bit for bit.
   EXPECT_EQ(st.accepted_draft_tokens, st.draft_tokens);
+  // Counted as the draft model's, not the n-gram drafter's (stats and /metrics series).
+  EXPECT_EQ(st.model_drafts.drafted, st.draft_tokens);
+  EXPECT_EQ(st.model_drafts.accepted, st.accepted_draft_tokens);
+  EXPECT_EQ(st.ngram_drafts.drafted, 0);
+  const std::string m = s.metrics_text();
+  EXPECT_EQ(testing::metric(m, "detinfer_speculative_draft_tokens_total{drafter=\"model\"}"),
+            static_cast<double>(st.draft_tokens));
+  EXPECT_EQ(testing::metric(m, "detinfer_speculative_acceptance_ratio{drafter=\"model\"}"), 1.0);
+  EXPECT_EQ(testing::metric(m, "detinfer_speculative_draft_tokens_total{drafter=\"ngram\"}"), 0.0);
 }
 
 TEST(SessionDraftModel, AnotherDraftModelChangesNoOutput) {

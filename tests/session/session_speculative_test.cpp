@@ -50,11 +50,19 @@ TEST(SessionSpeculative, EveryDraftLengthGivesPlainDecodingsOutputAndAcceptsDraf
   // The test exercises acceptance, not only rejection.
   EXPECT_GT(st.accepted_draft_tokens, 0);
   EXPECT_LE(st.accepted_draft_tokens, st.draft_tokens);
+  // All of it is the n-gram drafter's: per-drafter stats and series.
+  EXPECT_EQ(st.ngram_drafts.drafted, st.draft_tokens);
+  EXPECT_EQ(st.ngram_drafts.accepted, st.accepted_draft_tokens);
+  EXPECT_EQ(st.model_drafts.drafted, 0);
   const std::string m = s.metrics_text();
-  EXPECT_EQ(metric(m, "detinfer_speculative_draft_tokens_total"),
+  EXPECT_EQ(metric(m, "detinfer_speculative_draft_tokens_total{drafter=\"ngram\"}"),
             static_cast<double>(st.draft_tokens));
-  EXPECT_EQ(metric(m, "detinfer_speculative_accepted_tokens_total"),
+  EXPECT_EQ(metric(m, "detinfer_speculative_accepted_tokens_total{drafter=\"ngram\"}"),
             static_cast<double>(st.accepted_draft_tokens));
+  EXPECT_EQ(metric(m, "detinfer_speculative_acceptance_ratio{drafter=\"ngram\"}"),
+            static_cast<double>(st.accepted_draft_tokens) / static_cast<double>(st.draft_tokens));
+  EXPECT_EQ(metric(m, "detinfer_speculative_draft_tokens_total{drafter=\"model\"}"), 0.0);
+  EXPECT_EQ(metric(m, "detinfer_speculative_acceptance_ratio{drafter=\"model\"}"), 0.0);
 }
 
 TEST(SessionSpeculative, NgramBoundsStopStringsAndEosChangeNothing) {

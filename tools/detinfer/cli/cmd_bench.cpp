@@ -20,6 +20,7 @@
 #include "detinfer/error.h"
 #include "detinfer/session.h"
 #include "fingerprint_log.h"
+#include "generation_flags.h"
 #include "session_flags.h"
 
 namespace {
@@ -39,6 +40,7 @@ struct BenchOptions {
   std::int32_t context = kDecodePrompt;  // prompt tokens before the measured decode steps
   std::int32_t repeats = 3;
   bool json = false;
+  detinfer_cli::SpeculativeFlags speculative;  // applied to every measured request
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -113,8 +115,10 @@ void reset_peak_rss() {
 // Prompt length of the decode measurement (see run_bench).
 // Wall seconds for `batch` concurrent requests of random prompts.
 double timed_batch(detinfer::DeterministicSession& session, int batch, int prompt_tokens,
-                   int new_tokens, detinfer_cli::CliRandom& rng) {
+                   int new_tokens, detinfer_cli::CliRandom& rng,
+                   const detinfer_cli::SpeculativeFlags& speculative) {
   detinfer::GenerationConfig c;
+  speculative.apply(c);
   c.max_new_tokens = new_tokens;
   c.ignore_eos = true;
   std::vector<std::vector<std::int32_t>> prompts;
@@ -134,6 +138,9 @@ struct Row {
   double decode_tps = 0;
   double step_bytes = 0;      // bytes one decode step reads per sequence in this mode
   std::int64_t peak_rss = 0;  // peak RSS while this mode's session was open
+  // --speculative: tokens drafted and accepted during this row's measurements.
+  std::int64_t drafted = 0;
+  std::int64_t accepted = 0;
 };
 
 // What one decode step reads per sequence: the weights it touches (one embedding row,
@@ -163,19 +170,23 @@ void measure_mode(const BenchOptions& o, const std::string& m, const std::vector
   const detinfer::ModelFootprint footprint = session.footprint();
   if (out.rows.empty()) out.footprint = footprint;
   detinfer_cli::CliRandom rng(12345, so.mode == detinfer::NumericsMode::kFast ? 2 : 1);
-  timed_batch(session, 1, 8, 2, rng);  // warm-up
+  timed_batch(session, 1, 8, 2, rng, o.speculative);  // warm-up
   for (int b : batches) {
+    const detinfer::SessionStats before = session.stats();
     std::vector<double> prefill, decode;
     for (int r = 0; r < o.repeats; ++r) {
       // Prefill: one new token each, so the time is the prompts' prefill (+1 step).
-      const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng);
+      const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng, o.speculative);
       prefill.push_back(static_cast<double>(b) * o.prompt_tokens / tp);
       // Decode: the difference between 1 and 1+D new tokens after --context prompts.
-      const double t1 = timed_batch(session, b, o.context, 1, rng);
-      const double t2 = timed_batch(session, b, o.context, 1 + o.decode_tokens, rng);
+      const double t1 = timed_batch(session, b, o.context, 1, rng, o.speculative);
+      const double t2 = timed_batch(session, b, o.context, 1 + o.decode_tokens, rng, o.speculative);
       decode.push_back(static_cast<double>(b) * o.decode_tokens / std::max(1e-9, t2 - t1));
     }
-    out.rows.push_back({m, b, median(prefill), median(decode), decode_step_bytes(footprint, o)});
+    const detinfer::SessionStats after = session.stats();
+    out.rows.push_back({m, b, median(prefill), median(decode), decode_step_bytes(footprint, o), 0,
+                        after.draft_tokens - before.draft_tokens,
+                        after.accepted_draft_tokens - before.accepted_draft_tokens});
   }
   const std::int64_t peak = peak_rss_bytes();
   for (Row& row : out.rows)
@@ -198,7 +209,9 @@ void print_json(const BenchOptions& o, const BenchResult& res, double bandwidth,
                  {"decode_tokens_per_s", row.decode_tps},
                  {"decode_step_bytes", row.step_bytes},
                  {"peak_rss_bytes", row.peak_rss},
-                 {"decode_vs_bandwidth_bound", vs_bound(row, bandwidth)}});
+                 {"decode_vs_bandwidth_bound", vs_bound(row, bandwidth)},
+                 {"draft_tokens", row.drafted},
+                 {"accepted_draft_tokens", row.accepted}});
   }
   const detinfer::ModelFootprint& f = res.footprint;
   const double step = decode_step_bytes(f, o);
@@ -208,6 +221,7 @@ void print_json(const BenchOptions& o, const BenchResult& res, double bandwidth,
                     {"decode_tokens", o.decode_tokens},
                     {"context_tokens", o.context},
                     {"repeats", o.repeats},
+                    {"speculative", o.speculative.mode},
                     {"read_bandwidth_bytes_per_s", bandwidth},
                     {"weight_bytes", f.weight_bytes},
                     {"resident_bytes", f.resident_bytes},
@@ -303,6 +317,7 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str()
           ->check(CLI::Range(1, 1000));
       sub.add_flag("--json", o->json, "Machine-readable output");
+      o->speculative.add(sub);
       // The bench sizes the batch and the prefill chunk from --batch and --prompt-tokens.
       auto flags = std::make_shared<detinfer_cli::SessionFlags>(
           sub, false, std::set<std::string>{"mode", "max_batch", "prefill_chunk_tokens"});

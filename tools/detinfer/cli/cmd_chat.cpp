@@ -8,6 +8,7 @@
 #include "command_registry.h"
 #include "detinfer/hash.h"
 #include "detinfer/session.h"
+#include "generation_flags.h"
 
 namespace {
 
@@ -24,6 +25,8 @@ struct ChatOptions {
   std::optional<std::uint64_t> seed;
   std::string mode = detinfer::to_string(detinfer::NumericsMode::kCanonical);
   std::int32_t threads = 0;
+  detinfer_cli::SpeculativeFlags speculative;
+  std::string draft_model;
 };
 
 // The model's defaults (generation_config.json), then the flags given.
@@ -37,6 +40,7 @@ detinfer::GenerationConfig make_config(const detinfer::DeterministicSession& s,
   if (o.top_k) c.top_k = *o.top_k;
   if (o.max_new_tokens) c.max_new_tokens = *o.max_new_tokens;
   c.seed = o.seed;
+  o.speculative.apply(c);
   return c;
 }
 
@@ -166,6 +170,7 @@ int run_chat(const ChatOptions& o) {
   so.mode = detinfer::parse_numerics_mode(o.mode);
   so.threads = o.threads;
   so.chat_template_path = o.flags.chat_template;
+  so.draft_model_path = o.draft_model;
   auto session = detinfer::DeterministicSession::open(o.model, so);
   return o.messages.empty() ? run_interactive(session, o) : run_once(session, o);
 }
@@ -194,6 +199,9 @@ const detinfer_cli::RegisterCommand kRegister(
           ->capture_default_str();
       sub.add_option("--threads", o->threads, "Kernel threads (0 = all cores)")
           ->capture_default_str();
+      o->speculative.add(sub);
+      sub.add_option("--draft-model", o->draft_model,
+                     "Draft model folder for --speculative draft (same tokenizer)");
       sub.callback([o, &exit_code] {
         if (o->json && o->messages.empty()) {
           throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,

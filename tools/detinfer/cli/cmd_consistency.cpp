@@ -22,6 +22,7 @@
 #include "detinfer/error.h"
 #include "detinfer/session.h"
 #include "fingerprint_log.h"
+#include "generation_flags.h"
 #include "session_flags.h"
 
 namespace {
@@ -44,6 +45,7 @@ struct ConsistencyOptions {
   detinfer::SessionOptions session;  // from the session flags (session_flags.h)
   std::uint64_t traffic_seed = 1;
   bool json = false;
+  detinfer_cli::SpeculativeFlags speculative;  // of the repeated request
 };
 
 // One output, compared element by element: token ids locally, bytes of text over HTTP.
@@ -152,6 +154,7 @@ ModeReport run_local(const ConsistencyOptions& o, detinfer::NumericsMode mode,
   c.temperature = o.temperature;
   c.seed = o.seed.value_or(0);
   c.ignore_eos = true;  // compare full-length outputs
+  o.speculative.apply(c);
   const std::int64_t vocab = session.vocab_size();
   const detinfer::Prompt prompt =
       session.tokenizer() != nullptr
@@ -219,6 +222,12 @@ ModeReport run_url(const ConsistencyOptions& o) {
   json body = {
       {"prompt", o.prompt}, {"max_tokens", o.max_new_tokens}, {"temperature", o.temperature}};
   if (o.seed) body["seed"] = *o.seed;
+  detinfer::GenerationConfig spec;
+  o.speculative.apply(spec);
+  if (spec.draft_tokens > 0) {  // the request parameters of docs/server.md
+    body["draft_tokens"] = spec.draft_tokens;
+    body["draft_with_model"] = spec.draft_with_model;
+  }
   auto target = [&]() {
     const std::string text = complete(client, body);
     return Output(text.begin(), text.end());
@@ -331,6 +340,7 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--traffic-seed", o->traffic_seed, "Seed of the background traffic")
           ->capture_default_str();
       sub.add_flag("--json", o->json, "Machine-readable output");
+      o->speculative.add(sub);
       auto flags =
           std::make_shared<detinfer_cli::SessionFlags>(sub, false, std::set<std::string>{"mode"});
       sub.callback([o, flags, &exit_code] {

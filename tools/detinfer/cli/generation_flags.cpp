@@ -83,6 +83,26 @@ void add_speculative_flag(CLI::App& app, detinfer::GenerationConfig& config) {
 
 }  // namespace
 
+void SpeculativeFlags::add(CLI::App& app) {
+  app.add_option("--speculative", mode,
+                 "Speculative decoding: off, ngram (prompt lookup) or draft (the --draft-model); "
+                 "outputs are bitwise those of plain decoding (docs/speculative.md)")
+      ->check(CLI::IsMember({"off", "ngram", "draft"}))
+      ->capture_default_str();
+  app.add_option("--draft-tokens", draft_tokens,
+                 "Tokens drafted per step with --speculative (default 4)")
+      ->check(CLI::Range(1, detinfer::core::kMaxDraftTokens));
+}
+
+void SpeculativeFlags::apply(detinfer::GenerationConfig& c) const {
+  if (mode == "off") {
+    c.draft_tokens = 0;
+    return;
+  }
+  c.draft_tokens = draft_tokens > 0 ? draft_tokens : kDefaultDraftTokens;
+  c.draft_with_model = mode == "draft";
+}
+
 std::string generation_flag(const char* member) {
   std::string flag = std::string("--") + member;
   for (char& ch : flag) {

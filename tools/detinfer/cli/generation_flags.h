@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 #include "detinfer/generation.h"
@@ -13,6 +14,17 @@ namespace detinfer_cli {
 
 // The flag of a GenerationConfig member: "--top-p" for "top_p" (aliases not included).
 std::string generation_flag(const char* member);
+
+// --speculative off|ngram|draft and --draft-tokens N for the commands that build their
+// GenerationConfig themselves (chat, bench, consistency; `generate` has both through
+// add_generation_flags). apply() sets draft_tokens and draft_with_model; `draft` needs the
+// session's --draft-model (docs/speculative.md). Outputs never change, only speed.
+struct SpeculativeFlags {
+  std::string mode = "off";
+  std::int32_t draft_tokens = 0;  // 0: 4 when mode is ngram or draft
+  void add(CLI::App& app);
+  void apply(detinfer::GenerationConfig& c) const;
+};
 
 // Adds one flag per table row to `app`, bound to `config` (which holds the defaults and
 // must outlive the parse).

@@ -20,6 +20,7 @@
 #include "core/memory_limits.h"
 #include "detinfer/error.h"
 #include "detinfer/session.h"
+#include "generation_flags.h"
 #include "http/http_server.h"
 #include "serve_app.h"
 #include "serve_auth.h"
@@ -46,7 +47,8 @@ struct ServeOptions {
   double write_timeout_s = 30;
   std::vector<std::string> cors_origins;  // empty: CORS off
   double shutdown_timeout_s = 10.0;
-  std::vector<std::string> api_keys;  // --api-key (repeatable; serve_auth.h)
+  std::vector<std::string> api_keys;           // --api-key (repeatable; serve_auth.h)
+  detinfer_cli::SpeculativeFlags speculative;  // the default drafter (docs/server.md)
 };
 
 int g_signal_pipe[2] = {-1, -1};
@@ -218,6 +220,21 @@ int run_serve(ServeOptions o) {
   if (!runtime.fingerprint_accepted()) return detinfer_cli::kExitFingerprintMismatch;
   detinfer::DeterministicSession& session = runtime.session();
   detinfer_cli::ServeApp app(o.model_name, session, &runtime.hooks());
+  detinfer::GenerationConfig spec;
+  o.speculative.apply(spec);
+  if (spec.draft_tokens > 0) {
+    // Checked once here, so that requests are not refused for the server's own choice.
+    if (session.mode() != detinfer::NumericsMode::kCanonical) {
+      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                            "--speculative needs canonical numerics (--mode canonical)",
+                            "speculative");
+    }
+    if (spec.draft_with_model && o.config.session.draft_model_path.empty()) {
+      throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
+                            "--speculative draft needs --draft-model DIR", "speculative");
+    }
+    app.set_default_speculation(spec);
+  }
   detinfer_http::CorsOptions cors;
   cors.allowed_origins = o.cors_origins;
   detinfer_http::Router router(
@@ -310,6 +327,7 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--inject-consistency-mismatches", o->inject_mismatches,
                      "Testing: count N synthetic mismatched consistency checks")
           ->group("");
+      o->speculative.add(sub);
       auto flags = std::make_shared<detinfer_cli::SessionFlags>(sub, true);
       sub.callback([o, flags, &exit_code] {
         o->config = flags->resolve();

@@ -10,6 +10,7 @@
 #include "detinfer/version.h"
 #include "openai_fields.h"
 #include "response_format_param.h"
+#include "speculative_param.h"
 
 namespace detinfer_cli {
 
@@ -68,7 +69,8 @@ bool get_bool(const json& body, const char* key, bool def) {
 
 // The parameters that are not GenerationConfig fields (those are is_generation_param):
 // every dialect's, then each dialect's own.
-const char* const kCommonParams[] = {"model", "stream", "stream_options", "user", "logit_bias"};
+const char* const kCommonParams[] = {"model", "stream",     "stream_options",
+                                     "user",  "logit_bias", "speculative"};
 const char* const kCompletionParams[] = {"prompt", "echo", "best_of", "suffix"};
 const char* const kChatParams[] = {"messages",
                                    "tools",
@@ -186,6 +188,7 @@ void parse_sampling(const json& body, const ModelLimits& model,
                     const detinfer::GenerationConfig* model_defaults, ServeRequest& req) {
   detinfer::GenerationConfig& c = req.config;
   resolve_generation_params(body, model, model_defaults, req.names, c, req.sources);
+  read_speculative(body, c, req.sources);
   if (body.contains("seed") && !body["seed"].is_null()) {
     const json& s = body["seed"];
     if (s.is_number_unsigned()) {

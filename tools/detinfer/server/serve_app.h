@@ -53,10 +53,16 @@ class ServeApp {
   // Cancels every request still generating (they end with finish_reason "cancelled").
   void cancel_inflight();
   const std::string& fingerprint() const { return fingerprint_; }
+  // `serve --speculative`: the drafter (draft_tokens, draft_with_model of `c`) of every
+  // request that sets no speculative parameter of its own and is not a beam search
+  // (docs/server.md). Call before the routes serve requests.
+  void set_default_speculation(const detinfer::GenerationConfig& c) { default_spec_ = c; }
 
  private:
   // The pipeline of every generating route (serve_pipeline.cpp).
   void handle(const detinfer_http::Request& req, detinfer_http::ResponseWriter& w, Dialect dialect);
+  // The server's default drafter on a request that chose none (set_default_speculation).
+  void apply_default_speculation(ServeRequest& req) const;
   // The dialect's parser over the body (read once).
   ParseOutcome parse(Dialect dialect, const std::string& body) const;
   // A whole answer: submits, cancels when the client goes away, renders or maps the error.
@@ -89,6 +95,7 @@ class ServeApp {
   detinfer::Counter http_ok_, http_4xx_, http_5xx_;
   detinfer::Counter cancelled_;  // the session's detinfer_requests_total{finish_reason="cancelled"}
   std::string fingerprint_;
+  detinfer::GenerationConfig default_spec_;  // draft_tokens 0: no default drafter
   std::atomic<std::uint64_t> next_id_{0};
   std::uint64_t start_ns_;
   std::atomic<bool> stopping_{false};

@@ -52,6 +52,15 @@ std::optional<ApiError> unsupported_media_type(const Request& http) {
 
 }  // namespace
 
+void ServeApp::apply_default_speculation(ServeRequest& req) const {
+  if (default_spec_.draft_tokens == 0 || req.config.num_beams > 1) return;
+  for (const char* f : {"draft_tokens", "draft_with_model"}) {
+    if (req.sources.of(f) == FieldSource::kClient) return;  // the client's choice, "off" too
+  }
+  req.config.draft_tokens = default_spec_.draft_tokens;
+  req.config.draft_with_model = default_spec_.draft_with_model;
+}
+
 ParseOutcome ServeApp::parse(Dialect dialect, const std::string& body) const {
   switch (dialect) {
     case Dialect::kChat:
@@ -68,6 +77,7 @@ void ServeApp::handle(const Request& http, ResponseWriter& w, Dialect dialect) {
   ParseOutcome parsed = parse(dialect, http.body);
   if (!parsed.request) return w.respond(error_response(parsed.error));
   ServeRequest req = std::move(*parsed.request);
+  apply_default_speculation(req);
   SeedSource seed = SeedSource::kDefault;
   if (hooks_ != nullptr) {
     if (auto e = hooks_->admit(http.header("X-Detinfer-Expect-Fingerprint"), req, &seed)) {
