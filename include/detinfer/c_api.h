@@ -88,6 +88,8 @@ typedef struct dti_session_options {
   int32_t kv_dtype; /* dti_kv_dtype: KV cache storage precision; DTI_KV_F32 (docs/numerics.md) */
   /* --- v4: speculative decoding (docs/speculative.md) --- */
   const char* draft_model; /* draft model folder (same tokenizer); NULL = none */
+  /* --- v5: quantized weights (docs/numerics.md, "Quantized linear") --- */
+  const char* weights; /* "native" (NULL) or "q8_0" / "q4_0" / "q5_0": quantize on load */
 } dti_session_options;
 
 typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dti_kv_dtype;
@@ -98,6 +100,8 @@ typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dt
 #define DTI_SESSION_OPTIONS_SIZE_V2 ((uint32_t)offsetof(dti_session_options, kv_dtype))
 /* struct_size of the third version (kv_dtype). */
 #define DTI_SESSION_OPTIONS_SIZE_V3 ((uint32_t)offsetof(dti_session_options, draft_model))
+/* struct_size of the fourth version (draft_model). */
+#define DTI_SESSION_OPTIONS_SIZE_V4 ((uint32_t)offsetof(dti_session_options, weights))
 
 DETINFER_API dti_session_options dti_session_options_default(void);
 

@@ -50,6 +50,12 @@ struct SessionOptions {
   // recorded in fingerprints and cache keys. Canonical mode on the CPU only (else
   // Error(kUnsupported, field "kv_dtype")).
   KvDType kv_dtype = KvDType::kF32;
+  // Weight format of the linears (docs/numerics.md, "Quantized linear"): "native" (default:
+  // the weights as stored, f32/bf16/f16) or "q8_0", "q4_0", "q5_0" (quantized on load with
+  // the spec's deterministic quantizers; a tied embedding is the quantized lm_head). Part of the
+  // numerics: recorded in fingerprints and cache keys. Canonical mode on the CPU only (else
+  // Error(kUnsupported, field "weights")); another name is Error(kInvalidArgument).
+  std::string weights = "native";
   std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores
   std::int64_t kv_budget_bytes = 0;         // KV pool; 0 = auto: max_batch full contexts,
                                             // at most 1/4 of the memory limit (cgroup)

@@ -78,6 +78,7 @@ const std::vector<OptionRow>& rows() {
       str_row("chat_template_path", &SessionOptions::chat_template_path),
       str_row("cache_salt", &SessionOptions::cache_salt),
       str_row("draft_model_path", &SessionOptions::draft_model_path),
+      str_row("weights", &SessionOptions::weights),
       {"prefix_cache",
        [](SessionOptions& o, const py::handle& v) {
          o.cache.prefix.enabled = to_bool(v, "prefix_cache");

@@ -21,6 +21,9 @@ static_assert(DTI_GENERATION_CONFIG_SIZE_V3 ==
               "dti_generation_config v3 layout changed");
 static_assert(DTI_GENERATION_CONFIG_SIZE_V4 == sizeof(dti_generation_config),
               "dti_generation_config grew: add a DTI_GENERATION_CONFIG_SIZE_V5");
+static_assert(DTI_SESSION_OPTIONS_SIZE_V4 ==
+                  offsetof(dti_session_options, draft_model) + sizeof(const char*),
+              "dti_session_options v4 layout changed");
 static_assert(DTI_SESSION_OPTIONS_SIZE_V3 >=
                   offsetof(dti_session_options, kv_dtype) + sizeof(std::int32_t),
               "dti_session_options v3 layout changed");
@@ -108,7 +111,7 @@ constexpr int custom_rows() {
     n += f.c_field == session::CField::kCustom ? 1 : 0;
   return n;
 }
-static_assert(custom_rows() == 10, "a new kCustom SessionOptions row needs its C conversion here");
+static_assert(custom_rows() == 11, "a new kCustom SessionOptions row needs its C conversion here");
 
 // The members that need more than a copy: the memory tier (-1 = off) and the strings.
 void to_cache_options(const dti_session_options& c, SessionOptions* out) {
@@ -121,6 +124,7 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
   if (c.redis_host != nullptr) cache.redis.host = c.redis_host;
   if (c.cache_salt != nullptr) out->cache_salt = c.cache_salt;
   if (c.draft_model != nullptr) out->draft_model_path = c.draft_model;
+  if (c.weights != nullptr) out->weights = c.weights;
 }
 
 }  // namespace
@@ -128,10 +132,11 @@ void to_cache_options(const dti_session_options& c, SessionOptions* out) {
 dti_status to_session_options(const char* fn, const dti_session_options* in, SessionOptions* out) {
   dti_session_options c = dti_session_options_default();
   if (in != nullptr) {
-    if (dti_status s = read_versioned(fn, "dti_session_options", *in,
-                                      {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2,
-                                       DTI_SESSION_OPTIONS_SIZE_V3, sizeof(dti_session_options)},
-                                      &c);
+    if (dti_status s = read_versioned(
+            fn, "dti_session_options", *in,
+            {DTI_SESSION_OPTIONS_SIZE_V1, DTI_SESSION_OPTIONS_SIZE_V2, DTI_SESSION_OPTIONS_SIZE_V3,
+             DTI_SESSION_OPTIONS_SIZE_V4, sizeof(dti_session_options)},
+            &c);
         s != DTI_OK) {
       return s;
     }
@@ -180,6 +185,7 @@ dti_status from_session_options(const SessionOptions& in, dti_session_options* o
   out->redis_host = c_string(cache.redis.host);
   out->cache_salt = c_string(in.cache_salt);
   out->draft_model = c_string(in.draft_model_path);
+  out->weights = in.weights == "native" ? nullptr : c_string(in.weights);
   return DTI_OK;
 }
 

@@ -104,6 +104,38 @@ void read_template_field(const Json& value, const std::string& where, TemplateSo
   }
 }
 
+namespace {
+
+// The templates of SessionOptions.chat_template_path into `s`: a .json file holding
+// "chat_template", or a Jinja file (any other name).
+void read_override(const std::string& override_path, TemplateSource& s) {
+  const fs::path p(override_path);
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) {
+    fail(ErrorCode::kNotFound, "SessionOptions.chat_template_path: no such file: ", override_path);
+  }
+  if (p.extension() == ".json") {
+    const Json j = parse_json(p);
+    if (!j.is_object() || !j.contains("chat_template")) {
+      fail(ErrorCode::kCorrupt, p.string(), ": missing field 'chat_template'");
+    }
+    read_template_field(j["chat_template"], p.string(), s);
+  } else {
+    s.templates["default"] = read_text(p);
+  }
+  s.origin = p.string();
+}
+
+// The "chat_template" of a tokenizer_config.json object, if it has one.
+void read_config_template(const Json& cfg, const std::string& where, TemplateSource& s) {
+  if (!cfg.is_object() || !cfg.contains("chat_template") || cfg["chat_template"].is_null()) return;
+  read_template_field(cfg["chat_template"], where, s);
+  s.origin = where;
+  s.from_tokenizer_config = true;
+}
+
+}  // namespace
+
 TemplateSource load_template_source(const std::string& model_dir,
                                     const std::string& override_path) {
   TemplateSource s;
@@ -119,35 +151,38 @@ TemplateSource load_template_source(const std::string& model_dir,
     cfg = parse_json(cfg_path);
     add_special_tokens(cfg, cfg_path.string(), s.special_tokens);
   }
-  const auto from_json_file = [&](const fs::path& p) {
+  if (!override_path.empty()) {
+    read_override(override_path, s);
+  } else if (fs::exists(dir / "chat_template.jinja", ec)) {
+    s.templates["default"] = read_text(dir / "chat_template.jinja");
+    s.origin = (dir / "chat_template.jinja").string();
+  } else if (fs::exists(dir / "chat_template.json", ec)) {
+    const fs::path p = dir / "chat_template.json";
     const Json j = parse_json(p);
     if (!j.is_object() || !j.contains("chat_template")) {
       fail(ErrorCode::kCorrupt, p.string(), ": missing field 'chat_template'");
     }
     read_template_field(j["chat_template"], p.string(), s);
     s.origin = p.string();
-  };
+  } else {
+    read_config_template(cfg, cfg_path.string(), s);
+  }
+  s.hash = hash_templates(s);
+  return s;
+}
+
+TemplateSource template_source_from_config(const std::string& tokenizer_config_json,
+                                           const std::string& where,
+                                           const std::string& override_path) {
+  TemplateSource s;
+  const nlohmann::json checked =
+      core::parse_json(tokenizer_config_json, kLimits, ErrorCode::kCorrupt, where);
+  const Json cfg = Json::parse(checked.dump());
+  add_special_tokens(cfg, where, s.special_tokens);
   if (!override_path.empty()) {
-    const fs::path p(override_path);
-    if (!fs::is_regular_file(p, ec)) {
-      fail(ErrorCode::kNotFound,
-           "SessionOptions.chat_template_path: no such file: ", override_path);
-    }
-    if (p.extension() == ".json") {
-      from_json_file(p);
-    } else {
-      s.templates["default"] = read_text(p);
-      s.origin = p.string();
-    }
-  } else if (fs::exists(dir / "chat_template.jinja", ec)) {
-    s.templates["default"] = read_text(dir / "chat_template.jinja");
-    s.origin = (dir / "chat_template.jinja").string();
-  } else if (fs::exists(dir / "chat_template.json", ec)) {
-    from_json_file(dir / "chat_template.json");
-  } else if (cfg.is_object() && cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
-    read_template_field(cfg["chat_template"], cfg_path.string(), s);
-    s.origin = cfg_path.string();
-    s.from_tokenizer_config = true;
+    read_override(override_path, s);
+  } else {
+    read_config_template(cfg, where, s);
   }
   s.hash = hash_templates(s);
   return s;

@@ -33,6 +33,12 @@ struct TemplateSource {
 // template gives empty templates. Throws Error(kNotFound) for a missing override file and
 // Error(kCorrupt) naming the file and field for malformed JSON.
 TemplateSource load_template_source(const std::string& model_dir, const std::string& override_path);
+// The same for a model without a folder (a GGUF file): its tokenizer_config.json given as
+// text (model::gguf_tokenizer_json's), `where` naming it in errors. Its chat_template
+// counts as from_tokenizer_config; override_path as above.
+TemplateSource template_source_from_config(const std::string& tokenizer_config_json,
+                                           const std::string& where,
+                                           const std::string& override_path);
 
 // The "chat_template" value of a JSON object (string, or list of {"name", "template"}) into
 // `out`; `where` names the file for errors.

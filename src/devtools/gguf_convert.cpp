@@ -1,11 +1,17 @@
 // detinfer::devtools::write_gguf_model: a Hugging Face folder as a GGUF file (model_tools.h).
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/json_parse.h"
+#include "devtools/gguf_tokenizer_writer.h"
 #include "devtools/gguf_writer.h"
 #include "devtools/model_tools.h"
+#include "kernels/quant.h"
 #include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 #include "model/tensor_store.h"
 #include "model/weight_loader.h"
 
@@ -42,18 +48,93 @@ std::uint32_t ggml_type_of(core::DType d) {
   return 0;
 }
 
-// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32.
-std::uint32_t file_type_of(core::DType d) {
+// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32,
+// MOSTLY_Q8_0 7, MOSTLY_Q4_0 2, MOSTLY_Q5_0 8.
+std::uint32_t file_type_of(core::DType d, std::optional<kernels::QuantFormat> q) {
+  if (q) {
+    return *q == kernels::QuantFormat::kQ8_0 ? 7 : *q == kernels::QuantFormat::kQ4_0 ? 2 : 8;
+  }
   return d == core::DType::kF32 ? 0 : d == core::DType::kF16 ? 1 : 32;
 }
 
+std::uint32_t ggml_type_of(kernels::QuantFormat q) {
+  switch (q) {
+    case kernels::QuantFormat::kQ8_0:
+      return static_cast<std::uint32_t>(model::GgmlType::kQ8_0);
+    case kernels::QuantFormat::kQ4_0:
+      return static_cast<std::uint32_t>(model::GgmlType::kQ4_0);
+    case kernels::QuantFormat::kQ5_0:
+      return static_cast<std::uint32_t>(model::GgmlType::kQ5_0);
+  }
+  return 0;
+}
+
+std::string read_if_present(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (!std::filesystem::exists(p, ec)) return {};
+  return core::read_file_bounded(p.string(), std::size_t{1} << 30, p.filename().string());
+}
+
+// The folder's tokenizer.json (+ tokenizer_config.json: special tokens, chat template) as
+// tokenizer metadata with the config's BOS and stop ids, and the first tokenizer.ggml.pre
+// name (table order) that stands for its normalizer and pre-tokenizer; the first refusal
+// when none does. False when the folder has no tokenizer.json.
+bool add_folder_tokenizer(GgufWriter& w, const std::string& dir, const model::ModelConfig& c) {
+  const std::string json = read_if_present(std::filesystem::path(dir) / "tokenizer.json");
+  if (json.empty()) return false;
+  std::string cfg = read_if_present(std::filesystem::path(dir) / "tokenizer_config.json");
+  // chat_template.jinja, where present, is the template (as for the folder itself).
+  const std::string jinja = read_if_present(std::filesystem::path(dir) / "chat_template.jinja");
+  if (!jinja.empty()) {
+    nlohmann::ordered_json j =
+        cfg.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(cfg);
+    j["chat_template"] = jinja;
+    cfg = j.dump();
+  }
+  GgufTokenizerSource src{json, cfg, ""};
+  if (!c.bos_token_ids.empty()) src.bos_token_id = c.bos_token_ids[0];
+  src.eos_token_ids = c.eos_token_ids;
+  std::optional<Error> first;
+  for (const std::string& pre : model::gguf_pre_tokenizer_names()) {
+    src.pre = pre;
+    try {
+      GgufWriter trial;
+      add_gguf_tokenizer(trial, src);
+    } catch (const Error& e) {
+      if (!first) first = e;
+      continue;
+    }
+    add_gguf_tokenizer(w, src);
+    return true;
+  }
+  throw *first;
+}
+
+// generation_config.json's sampling fields as general.sampling.* (llama.cpp's keys).
+void add_sampling_defaults(GgufWriter& w, const std::string& dir) {
+  const std::string text = read_if_present(std::filesystem::path(dir) / "generation_config.json");
+  if (text.empty()) return;
+  const nlohmann::json g = nlohmann::json::parse(text);
+  for (const auto& [field, key] : {std::pair<const char*, const char*>{"temperature", "temp"},
+                                   {"top_p", "top_p"},
+                                   {"min_p", "min_p"},
+                                   {"repetition_penalty", "penalty_repeat"}}) {
+    if (g.contains(field) && g[field].is_number()) {
+      w.add_f32(std::string("general.sampling.") + key, g[field].get<float>());
+    }
+  }
+  if (g.contains("top_k") && g["top_k"].is_number_integer()) {
+    w.add_i32("general.sampling.top_k", g["top_k"].get<std::int32_t>());
+  }
+}
+
 void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
-                  const std::string& dir) {
+                  const std::string& dir, const GgufConvertOptions& o) {
   const std::string a = gguf_arch(c.architecture);
   w.add_string("general.architecture", a);
   w.add_string("general.type", "model");
   w.add_string("general.name", "detinfer tiny model (" + dir + ")");
-  w.add_u32("general.file_type", file_type_of(dtype));
+  w.add_u32("general.file_type", file_type_of(dtype, o.quantize));
   w.add_u32(a + ".block_count", static_cast<std::uint32_t>(c.num_layers));
   w.add_u32(a + ".context_length", static_cast<std::uint32_t>(c.max_position_embeddings));
   w.add_u32(a + ".embedding_length", static_cast<std::uint32_t>(c.hidden_size));
@@ -77,6 +158,11 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
     fail(ErrorCode::kUnsupported, "write_gguf_model: rope_scaling ", c.rope_scaling.type,
          " is not written");
   }
+  if (o.tokenizer && add_folder_tokenizer(w, dir, c)) {
+    add_sampling_defaults(w, dir);
+    return;  // the ids below are written with the tokenizer
+  }
+  add_sampling_defaults(w, dir);
   if (!c.bos_token_ids.empty()) {
     w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(c.bos_token_ids[0]));
   }
@@ -88,12 +174,25 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
   }
 }
 
-// The bytes of `t` as the converter stores them (llama Q/K rows permuted).
+// The bytes of `spec`'s tensor as the converter stores them: as in the folder, or quantized
+// (2-D tensors of whole blocks: rows widened to f32, kernels::quantize_rows), with llama
+// Q/K rows permuted; `type` gets its ggml type.
 std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::WeightSpec& spec,
-                                       const model::ModelConfig& c) {
-  const std::uint8_t* src = t.data();
-  const std::size_t bytes = static_cast<std::size_t>(t.info->size());
-  std::vector<std::uint8_t> out(src, src + bytes);
+                                       const model::ModelConfig& c, const GgufConvertOptions& o,
+                                       std::uint32_t& type) {
+  std::vector<std::uint8_t> out(t.data(), t.data() + static_cast<std::size_t>(t.info->size()));
+  type = ggml_type_of(t.info->dtype);
+  const bool embed = spec.kind == model::WeightKind::kEmbed;
+  if (o.quantize && spec.shape.size() == 2 &&
+      spec.shape[1] % kernels::quant_format_info(*o.quantize).block_elems == 0 &&
+      (!embed || o.quantize_token_embd)) {
+    const std::int64_t rows = spec.shape[0], k = spec.shape[1];
+    std::vector<float> f(static_cast<std::size_t>(rows * k));
+    model::widen_to_f32(t.info->dtype, t.data(), rows * k, f.data());
+    out.assign(static_cast<std::size_t>(rows * kernels::quant_row_bytes(*o.quantize, k)), 0);
+    kernels::quantize_rows(*o.quantize, f.data(), rows, k, out.data());
+    type = ggml_type_of(*o.quantize);
+  }
   const bool llama =
       c.architecture == Architecture::kLlama || c.architecture == Architecture::kMistral;
   if (!llama || (spec.kind != model::WeightKind::kQ && spec.kind != model::WeightKind::kK)) {
@@ -101,9 +200,10 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
   }
   const std::int64_t heads = spec.kind == model::WeightKind::kQ ? c.num_heads : c.num_kv_heads;
   const std::vector<std::int64_t> order = model::llama_qk_row_order(heads, c.head_dim);
-  const std::size_t row = bytes / order.size();
+  const std::vector<std::uint8_t> hf = out;
+  const std::size_t row = hf.size() / order.size();
   for (std::size_t r = 0; r < order.size(); ++r) {  // stored row order[r] = HF row r
-    std::memcpy(out.data() + static_cast<std::size_t>(order[r]) * row, src + r * row, row);
+    std::memcpy(out.data() + static_cast<std::size_t>(order[r]) * row, hf.data() + r * row, row);
   }
   return out;
 }
@@ -122,10 +222,18 @@ std::string split_path(const std::string& out, std::int64_t i, std::int64_t n) {
 
 std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
                                           std::int64_t splits) {
+  GgufConvertOptions o;
+  o.splits = splits;
+  return write_gguf_model(hf_dir, out_path, o);
+}
+
+std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
+                                          const GgufConvertOptions& o) {
   const model::ModelConfig c = model::load_model_config(hf_dir);
   const model::TensorStore store = model::TensorStore::open(hf_dir);
   const std::vector<model::WeightSpec> specs = model::required_weights(c);
   const auto n = static_cast<std::int64_t>(specs.size());
+  const std::int64_t splits = o.splits;
   if (splits < 1 || splits > n) {
     fail(ErrorCode::kInvalidArgument, "write_gguf_model: splits = ", splits, " is outside [1, ", n,
          "]");
@@ -134,7 +242,7 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
   std::vector<std::string> written;
   for (std::int64_t s = 0; s < splits; ++s) {
     GgufWriter w;
-    if (s == 0) add_metadata(w, c, dtype, hf_dir);
+    if (s == 0) add_metadata(w, c, dtype, hf_dir, o);
     if (splits > 1) {
       w.add_u32("split.no", static_cast<std::uint32_t>(s));  // llama.cpp: u16; any uint reads
       w.add_u32("split.count", static_cast<std::uint32_t>(splits));
@@ -144,8 +252,9 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
       const model::WeightSpec& spec = specs[static_cast<std::size_t>(i)];
       const model::TensorRef& t = store.get(spec.name);
       std::vector<std::uint64_t> dims(spec.shape.rbegin(), spec.shape.rend());
-      w.add_tensor(model::gguf_tensor_name(spec.name), dims, ggml_type_of(t.info->dtype),
-                   stored_bytes(t, spec, c));
+      std::uint32_t type = 0;
+      std::vector<std::uint8_t> bytes = stored_bytes(t, spec, c, o, type);
+      w.add_tensor(model::gguf_tensor_name(spec.name), dims, type, std::move(bytes));
     }
     written.push_back(splits == 1 ? out_path : split_path(out_path, s, splits));
     w.write(written.back());

@@ -178,7 +178,8 @@ void write_spm(GgufWriter& w, const Json& j, const Vocab& v, const Tokenizer& to
 }
 
 // BOS/EOS: what the post-processor adds around a text (at most one token each side).
-void write_specials(GgufWriter& w, const Tokenizer& tok, const Json& cfg) {
+void write_specials(GgufWriter& w, const Tokenizer& tok, const Json& cfg,
+                    const GgufTokenizerSource& src) {
   const std::vector<std::int32_t> both = tok.encode("", true);
   const std::vector<std::int32_t> with = tok.encode("x", true), bare = tok.encode("x", false);
   std::size_t k = 0;
@@ -198,8 +199,16 @@ void write_specials(GgufWriter& w, const Tokenizer& tok, const Json& cfg) {
   if (k == 1) bos = both[0];
   if (both.size() > k && eos && *eos != both[k]) refuse("post_processor", "adds a non-EOS token");
   if (both.size() > k) eos = both[k];
+  // The model's own ids (config.json), where given, as llama.cpp's converter takes them.
+  if (src.bos_token_id) bos = src.bos_token_id;
+  if (!src.eos_token_ids.empty()) eos = src.eos_token_ids[0];
   if (bos) w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*bos));
   if (eos) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+  const char* more[] = {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
+  if (src.eos_token_ids.size() > 3) refuse("eos_token_ids", "GGUF carries at most 3 stop ids");
+  for (std::size_t i = 1; i < src.eos_token_ids.size(); ++i) {
+    w.add_u32(more[i - 1], static_cast<std::uint32_t>(src.eos_token_ids[i]));
+  }
   const Json pad = cfg.value("pad_token", Json());
   const std::string pad_name =
       pad.is_string() ? pad.get<std::string>()
@@ -252,7 +261,7 @@ void write_tokenizer(GgufWriter& w, const GgufTokenizerSource& src) {
   } else {
     write_gpt2(w, j, src.pre, v);
   }
-  write_specials(w, tok, cfg);
+  write_specials(w, tok, cfg, src);
   write_chat_templates(w, cfg);
 }
 }  // namespace

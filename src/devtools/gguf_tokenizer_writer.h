@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,12 @@ struct GgufTokenizerSource {
   // tokenizer.ggml.pre of a byte-level tokenizer (llama.cpp's name for its pre-tokenizer,
   // e.g. "llama-bpe", "qwen2"); unused for a SentencePiece-style one.
   std::string pre;
+  // The model's BOS and stop ids (config.json's bos_token_id and eos_token_id list) when
+  // given: tokenizer.ggml.bos_token_id, then eos_token_id, eot_token_id, eom_token_id (at
+  // most 3). Unset/empty: the tokenizer's own bos_token/eos_token and what its
+  // post-processor adds.
+  std::optional<std::int32_t> bos_token_id{};
+  std::vector<std::int32_t> eos_token_ids{};
 };
 
 // Writes the tokenizer as "gpt2" (a ByteLevel decoder) or "llama" (BPE with byte_fallback)

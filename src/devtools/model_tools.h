@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "detinfer/numerics.h"
+#include "kernels/quant.h"
 
 namespace detinfer::devtools {
 
@@ -56,6 +58,22 @@ void make_tiny_model(const TinyModelOptions& options);
 // Returns the files written. Tests and demos only.
 std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
                                           std::int64_t splits = 1);
+
+struct GgufConvertOptions {
+  std::int64_t splits = 1;
+  // Store the 2-D weights whose rows are whole blocks in this format, quantized from their
+  // f32 values by kernels::quantize_rows (quantized spec v1: the blocks SessionOptions::weights
+  // makes on load), as llama.cpp's Q8_0/Q4_0/Q5_0 files do; nullopt = as stored.
+  std::optional<kernels::QuantFormat> quantize;
+  // Quantize token_embd.weight too (llama.cpp does); false keeps it as stored.
+  bool quantize_token_embd = true;
+  // Write the folder's tokenizer.json + tokenizer_config.json as tokenizer metadata (with
+  // the chat template; the tokenizer.ggml.pre name that stands for its pre-tokenizer) and
+  // generation_config.json's sampling fields as general.sampling.*.
+  bool tokenizer = true;
+};
+std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
+                                          const GgufConvertOptions& options);
 
 struct LogitsRequest {
   std::string model_dir;

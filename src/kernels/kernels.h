@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "kernels/quant.h"
 
 namespace detinfer::core {
 class ThreadPool;
@@ -109,9 +110,20 @@ class PackedLinear {
   static PackedLinear pack(const void* weights, core::DType dtype, std::int64_t n, std::int64_t k,
                            const float* bias = nullptr);
 
+  // Quantized weights (quantized spec v1, docs/numerics.md "Quantized linear"): `blocks`
+  // holds n rows of quant_row_bytes(format, k) bytes in the ggml block layout (a GGUF
+  // tensor's bytes as they are); they are decoded exactly into int8 panels + scales. run()
+  // and every entry point below then compute the quantized linear (activations quantized
+  // per block of 32, exact integer block dot products, the spec's fold), the same bits
+  // for every ISA, thread count and M; widen_row() returns the dequantized row, exactly.
+  static PackedLinear pack_quantized(const void* blocks, QuantFormat format, std::int64_t n,
+                                     std::int64_t k, const float* bias = nullptr);
+
   std::int64_t n() const;
   std::int64_t k() const;
   core::DType dtype() const;
+  bool quantized() const;
+  QuantFormat quant_format() const;  // meaningful when quantized()
   // Bytes this object keeps (packed weights + bias).
   std::size_t packed_bytes() const;
   // Row j of W (K elements) widened exactly to f32: the values run() multiplies by, read
@@ -128,8 +140,10 @@ class PackedLinear {
   void run_panels(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
                   std::int64_t p0, std::int64_t p1) const;
 
- private:
+  // Opaque state (kernels/linear_impl.h).
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -9,13 +9,11 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
+#include "kernels/linear_impl.h"
 
 namespace detinfer::kernels {
 
 namespace {
-struct AlignedFree {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
 // dst[(p*k + i) * kPanel + l] = W[p*kPanel + l][i]: the bits are copied unchanged
 // (widening happens in the kernels).
 template <typename T>
@@ -27,42 +25,7 @@ void pack_panels(const T* src, T* dst, std::int64_t n, std::int64_t k) {
   }
 }
 
-// How a threaded linear splits its panels: `tasks` ranges, claimed by the pool's threads
-// as they come free (a thread slowed by the other's memory traffic, or by waking late,
-// then runs fewer). Range boundaries fall on multiples of cpu::kPanelGroup panels. Any
-// split gives the same bits: panels are independent outputs.
-struct PanelSplit {
-  std::int64_t total = 0;  // panels
-  std::int64_t tasks = 1;
-  static std::int64_t groups(std::int64_t panels) {
-    return (panels + cpu::kPanelGroup - 1) / cpu::kPanelGroup;
-  }
-  // First panel of range t (t = tasks: total).
-  std::int64_t begin(std::int64_t t) const {
-    return std::min(total, cpu::kPanelGroup * (groups(total) * t / tasks));
-  }
-};
-PanelSplit split_panels(std::int64_t total, int threads) {
-  // 8 ranges per thread. With one range per thread (and boundaries off the 4-panel
-  // grid), a profile of 2-thread decode of the 0.5B shape spent 15.5% of its CPU time in
-  // the pool waiting for the other thread; with 8, 10.9% (docs/performance.md,
-  // "Thread pool"). Ranges sized by bytes (128-512 KiB) were no better.
-  constexpr std::int64_t kTasksPerThread = 8;
-  PanelSplit s;
-  s.total = total;
-  if (threads > 1)
-    s.tasks = std::max<std::int64_t>(
-        1, std::min<std::int64_t>(PanelSplit::groups(total), threads * kTasksPerThread));
-  return s;
-}
 }  // namespace
-
-struct PackedLinear::Impl {
-  std::unique_ptr<std::uint8_t[], AlignedFree> data;
-  std::size_t data_bytes = 0;
-  std::vector<float> bias;
-  cpu::PackedWeights view;
-};
 
 PackedLinear::PackedLinear() = default;
 PackedLinear::~PackedLinear() = default;
@@ -104,8 +67,14 @@ PackedLinear PackedLinear::pack(const void* weights, core::DType dtype, std::int
 std::int64_t PackedLinear::n() const { return impl_ ? impl_->view.n : 0; }
 std::int64_t PackedLinear::k() const { return impl_ ? impl_->view.k : 0; }
 core::DType PackedLinear::dtype() const { return impl_ ? impl_->view.dtype : core::DType::kF32; }
+bool PackedLinear::quantized() const { return impl_ && impl_->quantized; }
+QuantFormat PackedLinear::quant_format() const {
+  return impl_ ? impl_->qview.format : QuantFormat::kQ8_0;
+}
 std::size_t PackedLinear::packed_bytes() const {
-  return impl_ ? impl_->data_bytes + impl_->bias.size() * sizeof(float) : 0;
+  return impl_ ? impl_->data_bytes + (impl_->bias.size() + impl_->scales.size()) * sizeof(float) +
+                     impl_->wsums.size() * sizeof(std::int32_t)
+               : 0;
 }
 
 void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
@@ -116,6 +85,10 @@ void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* 
   if (ldx < w.k || ldy < w.n)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::run: ldx=", ldx, " (k=", w.k, "), ldy=", ldy,
          " (n=", w.n, ")");
+  if (impl_->quantized) {
+    quant_run(*impl_, x, ldx, m, y, ldy, pool);
+    return;
+  }
   const cpu::LinearFn fn = cpu::active_kernels().linear;
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads <= 1) {
@@ -149,6 +122,10 @@ namespace detinfer::kernels {
 void PackedLinear::widen_row(std::int64_t j, float* dst) const {
   if (!impl_ || j < 0 || j >= impl_->view.n)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::widen_row: row ", j, " of ", n());
+  if (impl_->quantized) {
+    quant_widen_row(*impl_, j, dst);
+    return;
+  }
   const cpu::PackedWeights& w = impl_->view;
   // Element i of row j sits at (panel * k + i) * kPanel + lane (see pack_panels).
   const std::int64_t base = (j / cpu::kPanel) * w.k * cpu::kPanel + j % cpu::kPanel;
@@ -176,6 +153,10 @@ void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, 
   if (p0 < 0 || p1 > w.panels || ldx < w.k || ldy < w.n)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
          w.panels, ", ldx=", ldx, " (k=", w.k, "), ldy=", ldy, " (n=", w.n, ")");
+  if (impl_->quantized) {
+    quant_run_panels(*impl_, x, ldx, m, y, ldy, p0, p1);
+    return;
+  }
   cpu::active_kernels().linear(w, x, ldx, m, y, ldy, p0, p1);
 }
 

@@ -36,6 +36,17 @@ BackendBuffer Backend::upload_new(const void* host, std::size_t bytes) {
   return b;
 }
 
+std::unique_ptr<BackendLinear> Backend::make_quantized_linear(const void* /*blocks*/,
+                                                              kernels::QuantFormat format,
+                                                              std::int64_t /*n*/,
+                                                              std::int64_t /*k*/,
+                                                              const float* /*bias*/) {
+  throw Error(ErrorCode::kUnsupported,
+              str_cat("weights ", kernels::to_string(format), " needs the CPU backend; backend ",
+                      name(), " has no quantized kernels"),
+              "weights");
+}
+
 void Backend::embedding_from_linear(const BackendLinear& /*w*/, float* /*x*/) {
   fail(ErrorCode::kInternal, "backend ", name(), " cannot read embedding rows from a linear");
 }

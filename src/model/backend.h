@@ -137,6 +137,15 @@ class Backend {
   virtual std::unique_ptr<BackendLinear> make_linear(const void* w, core::DType dtype,
                                                      std::int64_t n, std::int64_t k,
                                                      const float* bias) = 0;
+  // Quantized W: n rows of kernels::quant_row_bytes(format, k) bytes of ggml blocks (host
+  // memory, copied). Default: Error(kUnsupported, "weights") (backends without quantized
+  // kernels: CUDA today).
+  virtual std::unique_ptr<BackendLinear> make_quantized_linear(const void* blocks,
+                                                               kernels::QuantFormat format,
+                                                               std::int64_t n, std::int64_t k,
+                                                               const float* bias);
+  // Whether make_quantized_linear works here (false: the default that refuses).
+  virtual bool has_quantized_kernels() const { return false; }
 
   // --- one step ---
   // Stages the step's index arrays (and the RoPE rows it needs) for the ops below.

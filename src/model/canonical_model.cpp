@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "model/model_factories.h"
+#include "model/quantize_weights.h"
 #include "model/transformer_base.h"
 
 namespace detinfer::model {
@@ -78,8 +79,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     auto pack = [&](const std::vector<float>* bias) {
       const bool with_bias = bias != nullptr && config_.attention_bias;
       if (with_bias) DETINFER_INTERNAL_CHECK(!bias->empty());
-      return backend_->make_linear(data, kd, s.shape[0], s.shape[1],
-                                   with_bias ? bias->data() : nullptr);
+      return linear_of(s.name, data, kd, s.shape[0], s.shape[1],
+                       with_bias ? bias->data() : nullptr);
     };
     Layer* l = s.layer >= 0 ? &layers_[li] : nullptr;
     LayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
@@ -146,20 +147,101 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kQkv:
       case WeightKind::kGateUp:
-        take_fused(s, dtype, data, *l);
+        take_fused_native(s, dtype, data, *l);
         break;
     }
   }
 
-  // Phi-3's fused projections, split by rows into the layer's linears: each part is a
-  // contiguous run of whole rows of the [n][k] tensor, prepared (copied) like any other.
-  void take_fused(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
-    const std::int64_t k = s.shape[1];
-    const auto* bytes = static_cast<const std::uint8_t*>(data);
-    auto part = [&](std::int64_t row0, std::int64_t rows) {
-      const std::size_t offset = static_cast<std::size_t>(row0 * k) * core::dtype_size(dtype);
-      return backend_->make_linear(bytes + offset, dtype, rows, k, nullptr);
+  void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
+    take_fused(s, l, [&](std::int64_t row0, std::int64_t rows) {
+      const std::size_t at = static_cast<std::size_t>(row0 * s.shape[1]) * core::dtype_size(dtype);
+      return linear_of(s.name, static_cast<const std::uint8_t*>(data) + at, dtype, rows, s.shape[1],
+                       nullptr);
+    });
+  }
+
+  // A linear of tensor `name` ([n][k] of dtype): as stored, or quantized on load when
+  // options_.weights asks for a format (quantized spec v1).
+  std::unique_ptr<BackendLinear> linear_of(const std::string& name, const void* w,
+                                           core::DType dtype, std::int64_t n, std::int64_t k,
+                                           const float* bias) {
+    if (!options_.weights) return backend_->make_linear(w, dtype, n, k, bias);
+    const std::vector<std::uint8_t> q = quantize_weights(name, w, dtype, n, k, *options_.weights);
+    return backend_->make_quantized_linear(q.data(), *options_.weights, n, k, bias);
+  }
+
+  // Float tensors, and the GGUF types of quantized spec v1 where the backend has kernels.
+  bool accepts(const TensorFormat& format) const override {
+    return format.is_float || (quant_format_of(format) && backend_->has_quantized_kernels());
+  }
+
+  // An already-quantized tensor (GGUF): linears are made from its blocks as they are; a
+  // tied embedding is the lm_head (rows read back dequantized, exactly); an untied
+  // embedding table and any 1-D tensor are dequantized exactly to f32 and taken as such.
+  void take_quantized(const WeightSpec& s, kernels::QuantFormat f, const void* blocks) override {
+    const bool tied_rows = config_.tie_word_embeddings && backend_->linear_serves_rows();
+    if (!is_linear_kind(s.kind) && !(s.kind == WeightKind::kEmbed && tied_rows)) {
+      const std::vector<float> v = dequantize_tensor(s, f, blocks);
+      take(s, core::DType::kF32, v.data());
+      return;
+    }
+    const std::int64_t n = s.shape[0], k = s.shape[1];
+    const std::int64_t row_bytes = kernels::quant_row_bytes(f, k);
+    auto make = [&](std::int64_t row0, std::int64_t rows, const std::vector<float>* bias) {
+      const bool with_bias = bias != nullptr && config_.attention_bias && !bias->empty();
+      return backend_->make_quantized_linear(
+          static_cast<const std::uint8_t*>(blocks) + row0 * row_bytes, f, rows, k,
+          with_bias ? bias->data() : nullptr);
     };
+    Layer* l = s.layer >= 0 ? &layers_[static_cast<std::size_t>(s.layer)] : nullptr;
+    LayerBiases* b = s.layer >= 0 ? &biases_[static_cast<std::size_t>(s.layer)] : nullptr;
+    switch (s.kind) {
+      case WeightKind::kEmbed:
+      case WeightKind::kLmHead:
+        embed_dtype_ = core::DType::kF32;
+        lm_head_ = make(0, n, nullptr);
+        break;
+      case WeightKind::kQ:
+        l->q = make(0, n, &b->q);
+        break;
+      case WeightKind::kK:
+        l->k = make(0, n, &b->k);
+        break;
+      case WeightKind::kV:
+        l->v = make(0, n, &b->v);
+        break;
+      case WeightKind::kQkv:
+      case WeightKind::kGateUp:
+        take_fused(s, *l,
+                   [&](std::int64_t row0, std::int64_t rows) { return make(row0, rows, nullptr); });
+        break;
+      default:
+        *linear_slot(s.kind, *l) = make(0, n, nullptr);
+        break;
+    }
+  }
+
+  // The layer member of an o/gate/up/down projection.
+  static std::unique_ptr<BackendLinear>* linear_slot(WeightKind kind, Layer& l) {
+    switch (kind) {
+      case WeightKind::kO:
+        return &l.o;
+      case WeightKind::kGate:
+        return &l.gate;
+      case WeightKind::kUp:
+        return &l.up;
+      default:
+        break;
+    }
+    DETINFER_INTERNAL_CHECK(kind == WeightKind::kDown);
+    return &l.down;
+  }
+
+  // Phi-3's fused projections, split by rows into the layer's linears: each part is a
+  // contiguous run of whole rows of the [n][k] tensor, prepared (copied) like any other by
+  // part(row0, rows).
+  template <typename Part>
+  void take_fused(const WeightSpec& s, Layer& l, const Part& part) {
     if (s.kind == WeightKind::kQkv) {
       const std::int64_t qd = config_.num_heads * config_.head_dim;
       const std::int64_t kd = config_.num_kv_heads * config_.head_dim;

@@ -45,6 +45,14 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuLinear>(kernels::PackedLinear::pack(w, dtype, n, k, bias));
   }
 
+  std::unique_ptr<BackendLinear> make_quantized_linear(const void* blocks,
+                                                       kernels::QuantFormat format, std::int64_t n,
+                                                       std::int64_t k, const float* bias) override {
+    return std::make_unique<CpuLinear>(
+        kernels::PackedLinear::pack_quantized(blocks, format, n, k, bias));
+  }
+  bool has_quantized_kernels() const override { return true; }
+
   void begin_step(const BatchPlan& plan, const RopeTable& rope) override {
     plan_ = &plan;
     rope_ = &rope;

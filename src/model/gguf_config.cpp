@@ -1,5 +1,6 @@
 // GGUF metadata -> ModelConfig (gguf_model.h; docs/gguf.md, "Models"). The keys are the
 // ones llama.cpp's converter writes: {arch}.context_length, .embedding_length, ...
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -172,7 +173,7 @@ void read_vocab(const Meta& m, const GgufFile& f, ModelConfig& c) {
     }
   }
   for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-                        "tokenizer.ggml.eot_token_id"}) {
+                        "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     const auto id = m.guarded([&] { return f.find_uint(k); });
     if (!id) continue;
     if (*id >= static_cast<std::uint64_t>(c.vocab_size)) {
@@ -180,7 +181,7 @@ void read_vocab(const Meta& m, const GgufFile& f, ModelConfig& c) {
     }
     auto& ids = k == std::string("tokenizer.ggml.bos_token_id") ? c.bos_token_ids : c.eos_token_ids;
     const auto v = static_cast<std::int32_t>(*id);
-    if (ids.empty() || ids.front() != v) ids.push_back(v);
+    if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct ModelOptions {
   // K/V storage in the cache: f32, or bf16/f16 rounded to nearest even on write and
   // stored in 2 bytes (canonical mode; CPU and CUDA backends).
   core::DType kv_dtype = core::DType::kF32;
+  // Quantize every linear (and a tied embedding) to this format on load (quantized spec v1,
+  // docs/numerics.md "Quantized linear"); unset: the weights as stored. Canonical mode on
+  // the CPU only (elsewhere Error(kUnsupported, "weights")).
+  std::optional<kernels::QuantFormat> weights{};
 };
 
 // Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are

@@ -44,6 +44,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                         " is a canonical-mode option; mode is ", to_string(options.mode)),
                 "kv_dtype");
   }
+  if (options.weights &&
+      (options.mode != NumericsMode::kCanonical || options.device.type != Device::kCpu)) {
+    throw Error(ErrorCode::kUnsupported,
+                str_cat("weights ", kernels::to_string(*options.weights),
+                        " (quantized weights) needs canonical mode on the CPU; mode is ",
+                        to_string(options.mode), " on ",
+                        options.device.type == Device::kCpu ? "the CPU" : "a GPU"),
+                "weights");
+  }
   std::unique_ptr<TransformerBase> model =
       torch ? make_fast_model(config, *opened.source, options)
             : make_canonical_model(config, *opened.source, options);

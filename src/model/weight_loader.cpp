@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "kernels/kernels.h"
+#include "model/gguf.h"
 
 namespace detinfer::model {
 namespace {
@@ -72,10 +73,39 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
   return w;
 }
 
-void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format,
-                              const void* /*data*/, std::uint64_t /*bytes*/) {
-  fail(ErrorCode::kUnsupported, "tensor '", spec.name, "': weight type ", format.name,
-       " is not supported");
+std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format) {
+  if (format.is_float) return std::nullopt;
+  switch (static_cast<GgmlType>(format.ggml_type)) {
+    case GgmlType::kQ8_0:
+      return kernels::QuantFormat::kQ8_0;
+    case GgmlType::kQ4_0:
+      return kernels::QuantFormat::kQ4_0;
+    case GgmlType::kQ5_0:
+      return kernels::QuantFormat::kQ5_0;
+    default:
+      return std::nullopt;
+  }
+}
+
+void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format, const void* data,
+                              std::uint64_t bytes) {
+  const std::optional<kernels::QuantFormat> q = quant_format_of(format);
+  if (!q) {
+    fail(ErrorCode::kUnsupported, "tensor '", spec.name, "': weight type ", format.name,
+         " is not supported");
+  }
+  // Rows of whole blocks (the GGUF reader checked the byte count against the shape; this
+  // keeps the sink's contract whatever the source).
+  const std::int64_t k = spec.shape.back();
+  std::int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < spec.shape.size(); ++d) rows *= spec.shape[d];
+  const std::int64_t block = kernels::quant_format_info(*q).block_elems;
+  if (k % block != 0 ||
+      static_cast<std::uint64_t>(rows * kernels::quant_row_bytes(*q, k)) != bytes) {
+    fail(ErrorCode::kCorrupt, "tensor '", spec.name, "' of type ", format.name, " has ", bytes,
+         " bytes, which is not ", rows, " rows of ", k, " values in blocks of ", block);
+  }
+  take_quantized(spec, *q, data);
 }
 
 namespace {
@@ -96,10 +126,12 @@ std::vector<const SourceTensor*> check_tensors(const std::vector<WeightSpec>& sp
            shape_str(t->shape), " but ", source.config_name(), " implies ", shape_str(s.shape));
     }
     if (!sink.accepts(t->format)) {
-      throw Error(ErrorCode::kUnsupported,
-                  str_cat("tensor '", t->name, "' in ", t->file->path(), " has type ",
-                          t->format.name, ", which is not supported (supported: F32, F16, BF16)"),
-                  t->name);
+      throw Error(
+          ErrorCode::kUnsupported,
+          str_cat("tensor '", t->name, "' in ", t->file->path(), " has type ", t->format.name,
+                  ", which is not supported (supported: F32, F16, BF16; Q8_0, Q4_0 "
+                  "and Q5_0 in canonical mode on the CPU)"),
+          t->name);
     }
     refs.push_back(t);
   }
@@ -183,6 +215,14 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store
                              WeightSink& sink) {
   const SafetensorsSource source(store);
   return stream_weights(config, source, sink);
+}
+
+void WeightSink::take_quantized(const WeightSpec& spec, kernels::QuantFormat format,
+                                const void* /*blocks*/) {
+  throw Error(ErrorCode::kUnsupported,
+              str_cat("tensor ", spec.name, " is quantized (", kernels::to_string(format),
+                      "); this model kind takes only f32/bf16/f16 weights"),
+              spec.name);
 }
 
 void widen_to_f32(core::DType dtype, const void* src, std::int64_t n, float* dst) {

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "detinfer/hash.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "model/model_config.h"
 #include "model/safetensors_header.h"
 #include "model/tensor_source.h"
@@ -64,10 +66,21 @@ class WeightSink {
   virtual bool accepts(const TensorFormat& format) const { return format.is_float; }
   // A tensor in a non-float format that accepts() said yes to: spec.shape[0] rows of
   // `bytes` / rows bytes each, in the model's row order, 8-byte aligned, valid only during
-  // the call. The default throws Error(kUnsupported).
+  // the call. The default passes the quantized formats of quantized spec v1
+  // (quant_format_of) on to take_quantized and throws Error(kUnsupported) for any other.
   virtual void take_encoded(const WeightSpec& spec, const TensorFormat& format, const void* data,
                             std::uint64_t bytes);
+  // An already-quantized tensor (e.g. a GGUF Q8_0 tensor): shape[0] rows of
+  // kernels::quant_row_bytes(format, shape[1]) bytes in the ggml block layout, valid only
+  // during the call. Default: Error(kUnsupported) naming the tensor (sinks without
+  // quantized kernels).
+  virtual void take_quantized(const WeightSpec& spec, kernels::QuantFormat format,
+                              const void* blocks);
 };
+
+// The quantized format of quantized spec v1 (kernels/quant.h) a source format stores, if
+// any: the GGUF types Q8_0, Q4_0 and Q5_0, whose block layouts are the spec's.
+std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format);
 
 struct LoadedWeights {
   Hash128 fingerprint;

@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "engine/block_table.h"
 #include "kernels/kernels.h"
+#include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 
 namespace detinfer::session {
 namespace {
@@ -19,8 +21,15 @@ constexpr const char* kField = "draft_model_path";
 // Prompt tokens the draft model reads per forward pass when it catches up with a text.
 constexpr std::int64_t kCatchUpChunk = 256;
 
-// The bytes of `dir`/tokenizer.json, or nothing when there is none.
+// The bytes of `dir`/tokenizer.json, or nothing when there is none. A GGUF model: the
+// tokenizer.json its metadata stands for (model::gguf_tokenizer_json), so two GGUF files
+// with the same tokenizer metadata match.
 std::optional<std::string> tokenizer_bytes(const std::string& dir) {
+  if (model::is_gguf_model(dir)) {
+    const std::unique_ptr<model::GgufModel> g = model::GgufModel::open(dir);
+    if (g->metadata().find("tokenizer.ggml.model") == nullptr) return std::nullopt;
+    return model::gguf_tokenizer_json(g->metadata()).tokenizer_json;
+  }
   const std::filesystem::path p = std::filesystem::path(dir) / "tokenizer.json";
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) return std::nullopt;
@@ -35,12 +44,11 @@ void check_same_tokenizer(const std::string& dir, const std::string& target_dir,
   if (mine) {
     const std::optional<std::string> theirs = tokenizer_bytes(dir);
     if (!theirs || *theirs != *mine) {
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          str_cat("SessionOptions.draft_model_path: ", dir,
-                  theirs ? "/tokenizer.json differs from the model's" : " has no tokenizer.json",
-                  " (speculative decoding needs the model's tokenizer)"),
-          kField);
+      throw Error(ErrorCode::kInvalidArgument,
+                  str_cat("SessionOptions.draft_model_path: ", dir,
+                          theirs ? ": its tokenizer differs from the model's" : " has no tokenizer",
+                          " (speculative decoding needs the model's tokenizer)"),
+                  kField);
     }
   } else if (draft.vocab_size != target.vocab_size) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -1,8 +1,10 @@
 #include "session/numerics_identity.h"
 
 #include "cache/result_cache.h"
+#include "core/check.h"
 #include "core/dtype.h"
 #include "detinfer/version.h"
+#include "kernels/quant.h"
 
 namespace detinfer::session {
 
@@ -13,7 +15,10 @@ NumericsIdentity build_numerics_identity(const SessionOptions& options, const mo
   id.spec_version = static_cast<std::uint32_t>(kNumericsSpecVersion);
   id.kv_dtype = options.kv_dtype;
   id.stored_weight_dtype = core::to_string(model.config().weight_dtype);
-  id.weight_format = id.stored_weight_dtype;  // no format is converted at load yet
+  // Quantized on load: the format and the quantized spec version (docs/numerics.md).
+  id.weight_format = options.weights == "native"
+                         ? id.stored_weight_dtype
+                         : str_cat(options.weights, "/qspec", kernels::kQuantSpecVersion);
   id.device_class = dev.device;
   id.gpu_name = dev.name;
   id.gpu_compute_capability = dev.compute_capability;

@@ -29,9 +29,9 @@ struct NumericsIdentity {
   NumericsMode mode = NumericsMode::kCanonical;
   std::uint32_t spec_version = 1;  // kNumericsSpecVersion of the kernels
   KvDType kv_dtype = KvDType::kF32;
-  // The weights as the kernels read them. Today always the stored dtype ("f32", "bf16",
-  // "f16"), which the model fingerprint already commits to; a format converted at load
-  // (quantized weights) differs from it and is then keyed.
+  // The weights as the kernels read them: the stored dtype ("f32", "bf16", "f16"), which
+  // the model fingerprint already commits to, or a format quantized at load with the
+  // quantized spec version ("q8_0/qspec1"), which differs from it and is then keyed.
   std::string weight_format = "f32";
   std::string stored_weight_dtype = "f32";  // the safetensors dtype (fingerprint model group)
   std::string device_class = "cpu";         // "cpu" | "cuda"

@@ -15,8 +15,8 @@ std::vector<std::int32_t> RequestPrep::tokenize(const Prompt& prompt) const {
   if (prompt.is_text()) {
     if (tokenizer_ == nullptr) {
       fail(ErrorCode::kUnsupported,
-           "a text prompt needs a tokenizer, and the model folder has no tokenizer.json; pass "
-           "token ids");
+           "a text prompt needs a tokenizer, and the model has none (no tokenizer.json, or a "
+           "GGUF file without tokenizer.ggml.model); pass token ids");
     }
     ids = tokenizer_->encode(prompt.text());
   } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "session/distribution_stats.h"
+#include "session/model_metadata.h"
 #include "session/session_fields.h"
 #include "session/session_impl.h"
 
@@ -42,6 +44,16 @@ core::DType kv_storage_dtype(KvDType d) {
   throw Error(ErrorCode::kInvalidArgument,
               str_cat("SessionOptions.kv_dtype has the invalid value ", static_cast<int>(d)),
               "kv_dtype");
+}
+
+// SessionOptions::weights: "native" (the weights as stored) or a quantized format's name.
+std::optional<kernels::QuantFormat> weight_format(const std::string& w) {
+  kernels::QuantFormat f;
+  if (w == "native") return std::nullopt;
+  if (kernels::parse_quant_format(w, &f)) return f;
+  throw Error(ErrorCode::kInvalidArgument,
+              str_cat("SessionOptions.weights: expected native, q8_0, q4_0 or q5_0, got '", w, "'"),
+              "weights");
 }
 
 // Enough for max_batch sequences of a full context, but at most a quarter of the memory
@@ -92,18 +104,18 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
   // size, and that peak should not sit on top of the weights. Its freed parse tree goes
   // back to the system before the weights are packed.
   mo.kv_dtype = kv_storage_dtype(impl->options.kv_dtype);
-  const std::filesystem::path tok = std::filesystem::path(model_dir) / "tokenizer.json";
-  if (std::filesystem::exists(tok)) {
-    impl->tokenizer.emplace(Tokenizer::load(model_dir));
-    core::release_free_heap();
-  }
+  mo.weights = weight_format(impl->options.weights);
+  session::ModelMetadata meta =
+      session::read_model_metadata(model_dir, impl->options.chat_template_path);
+  impl->tokenizer = std::move(meta.tokenizer);
+  if (impl->tokenizer) core::release_free_heap();
   impl->model = model::Model::load(model_dir, mo);
   const model::ModelConfig& mc = impl->model->config();
   if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
-    fail(ErrorCode::kCorrupt, model_dir, "/tokenizer.json has ", impl->tokenizer->vocab_size(),
-         " tokens but config.json vocab_size is ", mc.vocab_size);
+    fail(ErrorCode::kCorrupt, meta.tokenizer_origin, " has ", impl->tokenizer->vocab_size(),
+         " tokens but the model's vocab_size is ", mc.vocab_size);
   }
-  impl->load_chat(model_dir);
+  impl->load_chat(model_dir, meta);
   if (impl->options.kv_budget_bytes == 0) {
     impl->options.kv_budget_bytes = auto_kv_budget(mc, impl->options);
   }
@@ -229,7 +241,10 @@ const Tokenizer* DeterministicSession::tokenizer() const {
 }
 
 std::vector<std::int32_t> DeterministicSession::encode(const std::string& text) const {
-  if (!impl_->tokenizer) fail(ErrorCode::kUnsupported, "the model folder has no tokenizer.json");
+  if (!impl_->tokenizer)
+    fail(ErrorCode::kUnsupported,
+         "the model has no tokenizer (no tokenizer.json, or a GGUF file without "
+         "tokenizer.ggml.model)");
   return impl_->tokenizer->encode(text);
 }
 

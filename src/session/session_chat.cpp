@@ -10,16 +10,19 @@
 
 namespace detinfer {
 
-void DeterministicSession::Impl::load_chat(const std::string& model_dir) {
+void DeterministicSession::Impl::load_chat(const std::string& model_dir,
+                                           const session::ModelMetadata& metadata) {
   const model::ModelConfig& mc = model->config();
-  chat_templates =
-      chat::ChatTemplates(chat::load_template_source(model_dir, options.chat_template_path));
+  chat_templates = chat::ChatTemplates(metadata.templates);
   const chat::GenerationDefaults d =
-      chat::load_generation_defaults(model_dir, mc.max_position_embeddings);
+      session::read_generation_defaults(model_dir, metadata, mc.max_position_embeddings);
   try {
     decode::validate_config(d.config, {mc.vocab_size, mc.max_position_embeddings});
   } catch (const Error& e) {
-    throw Error(ErrorCode::kCorrupt, model_dir + "/generation_config.json: " + e.message(),
+    throw Error(ErrorCode::kCorrupt,
+                model_dir +
+                    (metadata.gguf ? " (general.sampling.*): " : "/generation_config.json: ") +
+                    e.message(),
                 e.field());
   }
   generation_defaults = d.config;
@@ -42,7 +45,10 @@ std::string DeterministicSession::apply_chat_template(const std::vector<ChatMess
 
 std::vector<std::int32_t> DeterministicSession::encode_chat(
     const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
-  if (!impl_->tokenizer) fail(ErrorCode::kUnsupported, "the model folder has no tokenizer.json");
+  if (!impl_->tokenizer)
+    fail(ErrorCode::kUnsupported,
+         "the model has no tokenizer (no tokenizer.json, or a GGUF file without "
+         "tokenizer.ggml.model)");
   const core::ByteBudget::Lease lease(
       impl_->chat_budget, kChatCostPerByte * chat::conversation_bytes(messages, options),
       kChatTrimBytes);

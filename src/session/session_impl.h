@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "session/cache_bridge.h"
 #include "session/draft_model.h"
+#include "session/model_metadata.h"
 #include "session/numerics_identity.h"
 #include "session/replay.h"
 #include "session/request_prep.h"
@@ -45,14 +46,15 @@ struct DeterministicSession::Impl {
   // Sets r.drafter for a request that drafts with the draft model; Error(kInvalidArgument,
   // "draft_with_model") when the session has none.
   void attach_drafter(engine::EngineRequest& r) const;
-  // Chat templates and generation defaults of the model folder; the tokenizer hash the
-  // fingerprints record (with the chat template when it has its own file). session_chat.cpp.
+  // Chat templates and generation defaults of the model (folder or GGUF metadata); the tokenizer
+  // hash the fingerprints record (with the chat template when it has its own file).
+  // session_chat.cpp.
   chat::ChatTemplates chat_templates;
   GenerationConfig generation_defaults;
   Hash128 tokenizer_hash;
   // What concurrent encode_chat calls may hold at once (session_chat.cpp).
   core::ByteBudget chat_budget{kChatBudgetBytes};
-  void load_chat(const std::string& model_dir);
+  void load_chat(const std::string& model_dir, const session::ModelMetadata& metadata);
 
   // The pipeline, in the order a request passes it (all set by build_pipeline()).
   std::unique_ptr<session::RequestPrep> prep;

@@ -88,8 +88,10 @@ static void test_versions(void) {
 
   /* v3: kv_dtype (f32 by default; a v2-sized struct keeps it; bad values are refused). */
   CHECK(DTI_SESSION_OPTIONS_SIZE_V2 < DTI_SESSION_OPTIONS_SIZE_V3);
-  CHECK(DTI_SESSION_OPTIONS_SIZE_V3 < sizeof(dti_session_options));
+  CHECK(DTI_SESSION_OPTIONS_SIZE_V3 < DTI_SESSION_OPTIONS_SIZE_V4);
+  CHECK(DTI_SESSION_OPTIONS_SIZE_V4 < sizeof(dti_session_options));
   CHECK(d.draft_model == NULL);
+  CHECK(d.weights == NULL);
   CHECK(d.kv_dtype == DTI_KV_F32);
   dti_session_options v2 = dti_session_options_default();
   v2.struct_size = DTI_SESSION_OPTIONS_SIZE_V2;

@@ -83,6 +83,9 @@ std::map<std::string, Row> rows() {
       [](auto& c) { c.draft_model = "/models/draft"; },
       [](const SessionOptions& s) { return s.draft_model_path == "/models/draft"; },
       [](const auto& a, const auto& b) { return same_string(a.draft_model, b.draft_model); }};
+  r["weights"] = {[](auto& c) { c.weights = "q8_0"; },
+                  [](const SessionOptions& s) { return s.weights == "q8_0"; },
+                  [](const auto& a, const auto& b) { return same_string(a.weights, b.weights); }};
   r["cache.prefix.disk.directory"] = {
       [](auto& c) { c.disk_cache_dir = "/tmp/d"; },
       [](const SessionOptions& s) { return s.cache.prefix.disk.directory == "/tmp/d"; },

@@ -108,9 +108,10 @@ TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
   EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
 }
 
-// `make-tiny-model --gguf` writes the model as GGUF too (and --gguf-splits a split set);
-// `generate --model x.gguf --prompt-ids` and `logits` (canonical and fast) give what the
-// folder gives.
+// `make-tiny-model --gguf` writes the model as GGUF too (and --gguf-splits a split set,
+// --gguf-quantize q8_0 quantized weights); `generate --model x.gguf` (token ids and text)
+// and `logits` (canonical and fast) give what the folder gives; the Q8_0 file what the
+// folder gives with --weights q8_0.
 TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
   const std::string dir = scratch_dir("cli-gguf");
   auto r = run_shell(cli_path() + " make-tiny-model --arch llama --dtype bf16 --seed 5 --out " +
@@ -148,6 +149,23 @@ TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
     EXPECT_FALSE(bytes[0].empty());
     EXPECT_EQ(bytes[0], bytes[1]) << mode;
   }
+  // A text prompt through the GGUF tokenizer, and a Q8_0 file against --weights q8_0.
+  const std::string text = " generate --prompt 'Hello there' --max-new-tokens 8 --model ";
+  const auto th = run_shell(cli_path() + text + dir + "/hf");
+  const auto tg = run_shell(cli_path() + text + dir + "/tiny.gguf");
+  ASSERT_EQ(tg.exit_code, 0) << tg.err;
+  EXPECT_EQ(tg.out, th.out);
+  EXPECT_EQ(summary(tg.err), summary(th.err));
+  // Tied embeddings: the quantized token_embd is the lm_head, as --weights makes it (an
+  // untied one is quantized in the file but kept as stored by --weights).
+  r = run_shell(cli_path() + " make-tiny-model --arch llama --dtype bf16 --seed 5 --out " + dir +
+                "/hf3 --tie-word-embeddings --gguf " + dir + "/q8/tiny.gguf --gguf-quantize q8_0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto q8 = run_shell(cli_path() + gen + dir + "/q8/tiny.gguf");
+  const auto q8_folder = run_shell(cli_path() + gen + dir + "/hf3 --weights q8_0");
+  ASSERT_EQ(q8.exit_code, 0) << q8.err;
+  EXPECT_EQ(summary(q8.err), summary(q8_folder.err));
+  EXPECT_NE(summary(q8.err), digest);
   const auto bad = run_shell(cli_path() + " make-tiny-model --arch olmo2 --out " + dir +
                              "/olmo --gguf " + dir + "/olmo.gguf");
   EXPECT_NE(bad.exit_code, 0);

@@ -118,15 +118,16 @@ TEST_F(GgufHostileModel, UnsupportedArchitecture) {
                  {ErrorCode::kUnsupported, "general.architecture", "gemma2"});
 }
 
-TEST_F(GgufHostileModel, QuantizedTensorNamesTensorAndType) {
+// A quantized type without kernels (Q4_1 here; Q8_0, Q4_0 and Q5_0 load: session_gguf_tests).
+TEST_F(GgufHostileModel, UnsupportedQuantizedTensorNamesTensorAndType) {
   GgufEdits e;
   e.tensors = [](std::vector<GgufTensorCopy>& ts) {
     GgufTensorCopy* t = testing::tensor_named(ts, "blk.0.ffn_gate.weight");
     const std::uint64_t rows = t->dims[1], blocks = t->dims[0] / 32;
-    t->type = static_cast<std::uint32_t>(GgmlType::kQ8_0);
-    t->data.assign(rows * blocks * 34, 0);
+    t->type = static_cast<std::uint32_t>(GgmlType::kQ4_1);
+    t->data.assign(rows * blocks * 20, 0);
   };
-  expect_refused(edited(e), {ErrorCode::kUnsupported, "blk.0.ffn_gate.weight", "Q8_0"});
+  expect_refused(edited(e), {ErrorCode::kUnsupported, "blk.0.ffn_gate.weight", "Q4_1"});
 }
 
 TEST_F(GgufHostileModel, ContradictingVocab) {

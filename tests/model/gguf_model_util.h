@@ -64,7 +64,8 @@ inline MetaWriter set_string(const std::string& v) {
 }
 
 // Copies the GGUF file `in` to `out` with `edits` applied (the file holds only string,
-// u32, i32 and f32 values, as write_gguf_model writes them).
+// u32, i32, f32 and bool values and string, i32 and f32 arrays, as write_gguf_model writes
+// them).
 inline void copy_gguf(const std::string& in, const std::string& out, const GgufEdits& edits) {
   const model::MappedFile file(in);
   const model::GgufFile f = model::parse_gguf(file.data(), file.size(), in);
@@ -76,6 +77,13 @@ inline void copy_gguf(const std::string& in, const std::string& out, const GgufE
     if (v.type == model::GgufType::kU32) w.add_u32(key, static_cast<std::uint32_t>(v.u));
     if (v.type == model::GgufType::kI32) w.add_i32(key, static_cast<std::int32_t>(v.i));
     if (v.type == model::GgufType::kF32) w.add_f32(key, static_cast<float>(v.f));
+    if (v.type == model::GgufType::kBool) w.add_bool(key, v.u != 0);
+    if (v.type == model::GgufType::kArray && v.element == model::GgufType::kString)
+      w.add_string_array(key, v.strings);
+    if (v.type == model::GgufType::kArray && v.element == model::GgufType::kI32)
+      w.add_i32_array(key, std::vector<std::int32_t>(v.ints.begin(), v.ints.end()));
+    if (v.type == model::GgufType::kArray && v.element == model::GgufType::kF32)
+      w.add_f32_array(key, std::vector<float>(v.floats.begin(), v.floats.end()));
   }
   for (const auto& [key, write] : edits.metadata) {
     if (write) write(w, key);

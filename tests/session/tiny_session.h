@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "detinfer/error.h"
 #include "detinfer/philox.h"
 #include "detinfer/session.h"
 #include "devtools/model_tools.h"
@@ -53,6 +54,18 @@ inline void expect_identical(const GenerationResult& a, const GenerationResult& 
             << what << " step " << t;
       }
     }
+  }
+}
+
+// DeterministicSession::open(dir, o) throws Error with `code` and `field`.
+inline void expect_open_error(const std::string& dir, const SessionOptions& o, ErrorCode code,
+                              const std::string& field, const std::string& what) {
+  try {
+    DeterministicSession::open(dir, o);
+    ADD_FAILURE() << what << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << what << ": " << e.what();
+    EXPECT_EQ(e.field(), field) << what;
   }
 }
 

@@ -13,6 +13,7 @@ struct MakeTinyOptions {
   std::string chat_template;  // copied to chat_template.jinja ("" = only the ChatML default)
   std::string gguf;           // also write the model as this GGUF file ("" = no)
   std::int64_t gguf_splits = 1;
+  std::string gguf_quantize;  // "" = the weights as stored; q8_0 | q4_0 | q5_0
   detinfer::devtools::TinyModelOptions model;
 };
 
@@ -61,6 +62,10 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--gguf-splits", o->gguf_splits,
                      "Write the GGUF as this many name-0000N-of-0000M.gguf shards")
           ->capture_default_str();
+      sub.add_option("--gguf-quantize", o->gguf_quantize,
+                     "Store the GGUF's 2-D weights as q8_0 | q4_0 | q5_0 (quantized spec v1; "
+                     "the same blocks as --weights on load)")
+          ->check(CLI::IsMember({"q8_0", "q4_0", "q5_0"}));
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
         detinfer::devtools::TinyModelOptions m = o->model;
@@ -75,8 +80,14 @@ const detinfer_cli::RegisterCommand kRegister(
         if (!o->gguf.empty()) {
           const std::filesystem::path parent = std::filesystem::path(o->gguf).parent_path();
           if (!parent.empty()) std::filesystem::create_directories(parent);
-          for (const std::string& f :
-               detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, o->gguf_splits)) {
+          detinfer::devtools::GgufConvertOptions g;
+          g.splits = o->gguf_splits;
+          if (!o->gguf_quantize.empty()) {
+            detinfer::kernels::QuantFormat q{};
+            detinfer::kernels::parse_quant_format(o->gguf_quantize, &q);
+            g.quantize = q;
+          }
+          for (const std::string& f : detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, g)) {
             std::cerr << "wrote " << f << "\n";
           }
         }

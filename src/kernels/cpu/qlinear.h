@@ -1,0 +1,64 @@
+// Internal interface of the quantized linear (quantized spec v1): the packed layout and the
+// per-ISA panel kernels. Activations are quantized once, in baseline code
+// (ref::quantize_act_row), before any kernel runs, so every ISA reads the same int8 rows.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+
+namespace detinfer::kernels::cpu {
+
+// Quantized weights repacked for the kernels: panels of kPanel (64) output columns, each
+// four groups of 16 columns; a group holds its blocks b = 0..nb-1 (k = 32b .. 32b+31) in
+// order, 512 bytes each, so a kernel walking one group reads one sequential stream. Inside
+// a block the 32 weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t
+// holds the weight of column c of the group at k = 32b + 4kq + t (qs_offset), so one
+// 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
+// horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
+//   d     the block's scale widened exactly to binary32,
+//   wsum  the sum of its 32 weights (for the vpdpbusd offset form).
+// Columns past n hold zeros. Any format decodes to this int8 + scale form exactly.
+struct QuantPacked {
+  const std::int8_t* qs = nullptr;     // 64-byte aligned
+  const float* d = nullptr;            // at qd_index
+  const std::int32_t* wsum = nullptr;  // at qd_index
+  QuantFormat format = QuantFormat::kQ8_0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t nb = 0;      // k / 32
+  std::int64_t panels = 0;  // ceil(n / 64)
+  const float* bias = nullptr;
+};
+
+inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
+
+// Index in d / wsum of panel p, block b, column l of the panel.
+inline std::int64_t qd_index(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l) {
+  return (p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup + l % kQuantGroup;
+}
+
+// Byte offset in qs of the weight of panel p, block b, column l of the panel, k-in-block i.
+inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l,
+                              std::int64_t i) {
+  return ((p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup) * 32 +
+         ((i / 4) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
+}
+
+// y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
+// (ref::quant_linear) over activations already quantized: xq holds m rows of k int8
+// (row stride k), xd m rows of nb block scales (row stride nb).
+using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const float* xd,
+                           std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
+                           std::int64_t p1);
+
+QLinearFn qlinear_scalar();
+QLinearFn qlinear_avx2();             // only call when the CPU supports AVX2
+QLinearFn qlinear_avx512(bool vnni);  // only call when the CPU supports AVX-512 (+VNNI)
+bool cpu_has_avx512_vnni();
+// The kernel of `isa` (AVX-512 with VNNI when the CPU has it).
+QLinearFn qlinear_for(Isa isa);
+
+}  // namespace detinfer::kernels::cpu

@@ -1,0 +1,49 @@
+// AVX-512 quantized panel kernels (compiled with -mavx512f -mavx512vl
+// -mavx512vnni -mavx2 -mfma -mf16c; called only after the dispatcher checked cpuid). The
+// VNNI variant runs 16 columns per vector with vpdpbusd on (x + 128) (unsigned) times w
+// (signed), then subtracts 128 * sum(w); the other variant is the 256-bit maddubs form.
+// Both sums are exact integers, so a CPU without VNNI gives the same bits (the tests run
+// both where VNNI exists).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/qlinear.h"
+
+namespace detinfer::kernels::cpu {
+namespace {
+#include "kernels/cpu/qlinear_simd.h"
+
+struct DotVnni512 {
+  using ireg = __m512i;
+  using freg = __m512;
+  static constexpr int L = 16;
+  static constexpr bool kShifted = true;  // x4 holds x + 128 (as unsigned bytes)
+  static ireg izero() { return _mm512_setzero_si512(); }
+  static ireg load(const std::int8_t* p) { return _mm512_load_si512(p); }
+  static ireg dot(ireg acc, ireg w, std::int32_t x4) {
+    return _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(x4), w);
+  }
+  // sum (x + 128) w - 128 sum w = sum x w, exact (|values| < 2^21).
+  static ireg isum(ireg acc, const std::int32_t* wsum) {
+    return _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7));
+  }
+  static freg fzero() { return _mm512_setzero_ps(); }
+  static freg set1(float f) { return _mm512_set1_ps(f); }
+  static freg loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, freg a) { _mm512_storeu_ps(p, a); }
+  static freg cvt(ireg a) { return _mm512_cvtepi32_ps(a); }
+  static freg add(freg a, freg b) { return _mm512_add_ps(a, b); }
+  static freg mul(freg a, freg b) { return _mm512_mul_ps(a, b); }
+};
+}  // namespace
+
+QLinearFn qlinear_avx512(bool vnni) {
+  return vnni ? qlinear_panels<DotVnni512> : qlinear_panels<Dot256>;
+}
+
+}  // namespace detinfer::kernels::cpu

@@ -1,0 +1,53 @@
+// The scalar quantized panel kernel: ref::quant_linear's operations over the packed layout,
+// and the quantized kernel dispatch.
+#include "core/check.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/qlinear.h"
+#include "kernels/reference/quant_reference.h"
+
+namespace detinfer::kernels::cpu {
+namespace {
+
+void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
+                        std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
+                        std::int64_t p1) {
+  for (std::int64_t p = p0; p < p1; ++p) {
+    for (std::int64_t l = 0; l < kPanel && p * kPanel + l < w.n; ++l) {
+      const std::int64_t j = p * kPanel + l;
+      for (std::int64_t r = 0; r < m; ++r) {
+        float s = 0.0f;
+        for (std::int64_t b = 0; b < w.nb; ++b) {
+          std::int8_t wq[ref::kQuantBlock];
+          for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
+            wq[i] = w.qs[qs_offset(w.nb, p, b, l, i)];
+          const std::int32_t isum = ref::block_dot_i8(wq, xq + r * w.k + b * ref::kQuantBlock);
+          s = s + ref::block_value(w.d[qd_index(w.nb, p, b, l)], xd[r * w.nb + b], isum);
+        }
+        y[r * ldy + j] = w.bias != nullptr ? s + w.bias[j] : s;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+QLinearFn qlinear_scalar() { return qlinear_ref_panels; }
+
+bool cpu_has_avx512_vnni() {
+  static const bool has = __builtin_cpu_supports("avx512vnni") != 0;
+  return has;
+}
+
+QLinearFn qlinear_for(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return qlinear_scalar();
+    case Isa::kAvx2:
+      return qlinear_avx2();
+    case Isa::kAvx512:
+      return qlinear_avx512(cpu_has_avx512_vnni());
+  }
+  fail(ErrorCode::kInternal, "qlinear_for: unknown ISA");
+}
+
+}  // namespace detinfer::kernels::cpu

@@ -1,0 +1,136 @@
+// The quantized panel kernel (cpu/qlinear.h layout), written once for a block-dot policy D:
+//   D::L lanes (output columns), D::kShifted (x is read as x + 128, unsigned),
+//   D::load(p): the D::L columns' 4 weights of one kq row; D::dot(acc, w, x4): acc plus,
+//   per lane, the 4 products of its weights with the 4 int8 of x4 (broadcast), exact;
+//   D::isum(acc, wsum): the block's exact integer dot product per lane.
+// Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace;
+// no include guard.
+//
+// Lanes run over output columns, never over a reduction: each lane performs the
+// reference's sequence (ref::quant_linear) for its column: isum (exact, any order), then
+// v = (dw * dx) * float(isum), s = s + v over the blocks in order from +0, then s + bias.
+// A tile holds R rows, so each weight vector loaded is applied to R rows.
+
+constexpr std::int64_t kQB = 32;  // ref::kQuantBlock
+constexpr int kMaxQRows = 4;
+// Software prefetch distance along a group's stream (8 blocks ahead).
+constexpr std::int64_t kPrefetchBytes = 8 * kQuantGroup * kQB;
+
+inline std::int32_t load4(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows xr[0..R): sums into
+// out[r] (D::L floats each).
+template <class D, int R>
+void qtile(const QuantPacked& w, const std::int8_t* const* xr, const float* const* dr,
+           std::int64_t p, std::int64_t l0, float* const* out, const float* bias) {
+  typename D::freg s[R];
+  for (int r = 0; r < R; ++r) s[r] = D::fzero();
+  const std::int8_t* w0 = w.qs + qs_offset(w.nb, p, 0, l0, 0);
+  const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
+  for (std::int64_t b = 0; b < w.nb; ++b) {
+    const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
+    typename D::ireg acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = D::izero();
+#pragma GCC unroll 8
+    for (int kq = 0; kq < 8; ++kq) {
+      if (D::L == kQuantGroup || l0 % kQuantGroup == 0)  // one prefetch per 64-byte line
+        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
+      const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] = D::dot(acc[r], wv, load4(xr[r] + b * kQB + kq * 4));
+    }
+    const std::int64_t at = d0 + b * kQuantGroup;
+    const typename D::freg dw = D::loadf(w.d + at);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const typename D::freg isum = D::cvt(D::isum(acc[r], w.wsum + at));
+      s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(dr[r][b])), isum));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
+    D::storef(out[r], s[r]);
+  }
+}
+
+template <class D, int... I>
+void qtile_rows(int rows, const QuantPacked& w, const std::int8_t* const* xr,
+                const float* const* dr, std::int64_t p, std::int64_t l0, float* const* out,
+                const float* bias, std::integer_sequence<int, I...>) {
+  using Fn = void (*)(const QuantPacked&, const std::int8_t* const*, const float* const*,
+                      std::int64_t, std::int64_t, float* const*, const float*);
+  constexpr Fn fns[] = {&qtile<D, I + 1>...};
+  fns[rows - 1](w, xr, dr, p, l0, out, bias);
+}
+
+template <class D>
+void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd, std::int64_t m,
+                    float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+  // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand).
+  std::vector<std::int8_t> shifted;
+  if (D::kShifted) {
+    shifted.resize(static_cast<std::size_t>(m * w.k));
+    for (std::size_t i = 0; i < shifted.size(); ++i)
+      shifted[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
+    xq = shifted.data();
+  }
+  alignas(64) float tmp[kMaxQRows][D::L];
+  alignas(64) float bias_tmp[D::L];
+  for (std::int64_t p = p0; p < p1; ++p) {
+    for (std::int64_t l0 = 0; l0 < kPanel && p * kPanel + l0 < w.n; l0 += D::L) {
+      const std::int64_t col0 = p * kPanel + l0;
+      const std::int64_t cols = w.n - col0 < D::L ? w.n - col0 : D::L;
+      const float* bias = w.bias != nullptr ? w.bias + col0 : nullptr;
+      if (cols < D::L && bias != nullptr) {  // a partial last column group
+        for (int c = 0; c < D::L; ++c) bias_tmp[c] = c < cols ? bias[c] : 0.0f;
+        bias = bias_tmp;
+      }
+      for (std::int64_t r0 = 0; r0 < m; r0 += kMaxQRows) {
+        const int rows = static_cast<int>(m - r0 < kMaxQRows ? m - r0 : kMaxQRows);
+        const std::int8_t* xr[kMaxQRows];
+        const float* dr[kMaxQRows];
+        float* out[kMaxQRows];
+        for (int r = 0; r < rows; ++r) {
+          xr[r] = xq + (r0 + r) * w.k;
+          dr[r] = xd + (r0 + r) * w.nb;
+          out[r] = cols == D::L ? y + (r0 + r) * ldy + col0 : tmp[r];
+        }
+        qtile_rows<D>(rows, w, xr, dr, p, l0, out, bias,
+                      std::make_integer_sequence<int, kMaxQRows>());
+        if (cols == D::L) continue;
+        for (int r = 0; r < rows; ++r)
+          for (std::int64_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + col0 + c] = tmp[r][c];
+      }
+    }
+  }
+}
+
+// 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
+// pairs summed in int16 (at most 2 * 128 * 127 = 32512: no saturation), then in int32.
+struct Dot256 {
+  using ireg = __m256i;
+  using freg = __m256;
+  static constexpr int L = 8;
+  static constexpr bool kShifted = false;
+  static ireg izero() { return _mm256_setzero_si256(); }
+  static ireg load(const std::int8_t* p) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static ireg dot(ireg acc, ireg w, std::int32_t x4) {
+    const __m256i p16 =
+        _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  static ireg isum(ireg acc, const std::int32_t*) { return acc; }
+  static freg fzero() { return _mm256_setzero_ps(); }
+  static freg set1(float f) { return _mm256_set1_ps(f); }
+  static freg loadf(const float* p) { return _mm256_loadu_ps(p); }
+  static void storef(float* p, freg a) { _mm256_storeu_ps(p, a); }
+  static freg cvt(ireg a) { return _mm256_cvtepi32_ps(a); }
+  static freg add(freg a, freg b) { return _mm256_add_ps(a, b); }
+  static freg mul(freg a, freg b) { return _mm256_mul_ps(a, b); }
+};
