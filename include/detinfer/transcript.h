@@ -35,6 +35,9 @@ struct DETINFER_API Transcript {
   std::string numerics_mode;       // "canonical" (the only mode that can be verified)
   std::int32_t numerics_spec = 0;  // numerics spec version
   std::string kv_dtype = "f32";    // KV storage: "f32" | "bf16" | "f16"
+  // Quantized weights ("q8_0/qspec1": SessionOptions::weights or a GGUF file's quantized
+  // tensors); "" for weights as stored (then absent from the JSON).
+  std::string weight_format;
   Hash128 tokenizer_hash;          // informational (ids are what is verified); 0 = none
   std::vector<std::int32_t> prompt_tokens;
   GenerationConfig config;                // normalized (stop_token_ids resolved); `seed` unset here

@@ -103,6 +103,7 @@ Transcript read_transcript(const json& j) {
   t.numerics_mode = numerics.string("mode");
   t.numerics_spec = static_cast<std::int32_t>(numerics.integer("spec_version", 0, kI32Max));
   t.kv_dtype = numerics.string("kv_dtype");
+  t.weight_format = numerics.string_or("weight_format", "");
   numerics.done();
   t.tokenizer_hash = top.hex128("tokenizer_hash");
   t.prompt_tokens = ids(top.required("prompt_tokens"), top.path_of("prompt_tokens"));
@@ -131,6 +132,7 @@ std::string Transcript::to_json(int indent) const {
   j["model"] = {{"fingerprint", model_fingerprint.hex()}, {"weight_dtype", weight_dtype}};
   j["numerics"] = {
       {"mode", numerics_mode}, {"spec_version", numerics_spec}, {"kv_dtype", kv_dtype}};
+  if (!weight_format.empty()) j["numerics"]["weight_format"] = weight_format;
   j["tokenizer_hash"] = tokenizer_hash.hex();
   j["prompt_tokens"] = prompt_tokens;
   j["config"] = fingerprint::config_to_json(config);
@@ -167,6 +169,7 @@ Transcript transcript_of(const RunFingerprint& fp) {
   t.numerics_mode = fp.numerics.mode;
   t.numerics_spec = fp.numerics.spec_version;
   t.kv_dtype = fp.numerics.kv_dtype;
+  t.weight_format = fp.numerics.weight_format;
   t.tokenizer_hash = fp.tokenizer_hash;
   t.prompt_tokens = *fp.request.prompt_tokens;
   t.config = fp.request.config;

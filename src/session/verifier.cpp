@@ -122,6 +122,11 @@ void check_identity(const Transcript& t, const RunFingerprint& base, std::size_t
   if (t.kv_dtype != base.numerics.kv_dtype) {
     refuse("KV format", t.kv_dtype, base.numerics.kv_dtype, "numerics.kv_dtype");
   }
+  if (t.weight_format != base.numerics.weight_format) {
+    const auto shown = [](const std::string& f) { return f.empty() ? std::string("native") : f; };
+    refuse("weights", shown(t.weight_format), shown(base.numerics.weight_format),
+           "numerics.weight_format");
+  }
   if (t.config.num_beams > 1) {
     throw Error(ErrorCode::kUnsupported,
                 where + "beam search transcripts cannot be verified by teacher forcing",

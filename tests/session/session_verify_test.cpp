@@ -236,6 +236,19 @@ TEST_F(VerifyTest, AnotherModelOrNumericsIsRefusedNeverVerified) {
   EXPECT_TRUE(bf.verify(b).verified);
   refused(bf, t, "numerics.kv_dtype");
   refused(session(), b, "numerics.kv_dtype");
+  // Quantized weights: the transcript records them (and its JSON round-trips them); a
+  // q8_0 session verifies its own and refuses native ones, and the reverse.
+  SessionOptions qo = tiny_options();
+  qo.weights = "q8_0";
+  DeterministicSession q8 = DeterministicSession::open(tiny_model_dir(), qo);
+  const Transcript q = transcript_for(q8, 3);
+  EXPECT_EQ(q.weight_format, "q8_0/qspec1");
+  EXPECT_EQ(Transcript::from_json(q.to_json()).weight_format, "q8_0/qspec1");
+  EXPECT_TRUE(t.weight_format.empty());
+  EXPECT_EQ(t.to_json().find("weight_format"), std::string::npos);  // native: no new key
+  EXPECT_TRUE(q8.verify(q).verified);
+  refused(q8, t, "numerics.weight_format");
+  refused(session(), q, "numerics.weight_format");
 }
 
 TEST_F(VerifyTest, StructuralLiesAreDivergences) {
