@@ -214,14 +214,23 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
   }
 }
 
-// The bytes of `spec`'s tensor as the converter stores them: as in the folder, or quantized
-// (2-D tensors of whole blocks: rows widened to f32, kernels::quantize_rows), with llama
-// Q/K rows permuted; `type` gets its ggml type.
+// The bytes of `spec`'s tensor as the converter stores them: as in the folder (1-D tensors
+// as F32), or quantized (2-D tensors of whole blocks: rows widened to f32,
+// kernels::quantize_rows), with llama Q/K rows permuted; `type` gets its ggml type.
 std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::WeightSpec& spec,
                                        const model::ModelConfig& c, const GgufConvertOptions& o,
                                        std::uint32_t& type) {
   std::vector<std::uint8_t> out(t.data(), t.data() + static_cast<std::size_t>(t.info->size()));
   type = ggml_type_of(t.info->dtype);
+  if (spec.shape.size() == 1 && t.info->dtype != core::DType::kF32) {
+    // 1-D tensors (norms, biases) as F32, widened exactly, as llama.cpp's converter writes
+    // them (its CPU ops take no bf16/f16 norm weights).
+    std::vector<float> f(static_cast<std::size_t>(spec.shape[0]));
+    model::widen_to_f32(t.info->dtype, t.data(), spec.shape[0], f.data());
+    out.resize(f.size() * sizeof(float));
+    std::memcpy(out.data(), f.data(), out.size());
+    type = ggml_type_of(core::DType::kF32);
+  }
   const bool embed = spec.kind == model::WeightKind::kEmbed;
   if (o.quantize && spec.shape.size() == 2 &&
       spec.shape[1] % kernels::quant_format_info(*o.quantize).block_elems == 0 &&

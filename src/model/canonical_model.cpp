@@ -3,6 +3,8 @@
 // bits; device-invariant: tensor cores). Every op treats rows independently, so a row's
 // result does not depend on which other rows (chunks, sequences) share the step, nor on
 // the thread count.
+#include <set>
+#include <string>
 #include <utility>
 
 #include "core/check.h"
@@ -65,6 +67,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
+  std::string stored_quant_formats() const override {
+    std::string out;
+    for (const std::string& f : stored_formats_) out += (out.empty() ? "" : "+") + f;
+    return out;
+  }
   DeviceInfo device_info() const override { return backend_->device_info(); }
 
  private:
@@ -179,6 +186,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   // tied embedding is the lm_head (rows read back dequantized, exactly); an untied
   // embedding table and any 1-D tensor are dequantized exactly to f32 and taken as such.
   void take_quantized(const WeightSpec& s, kernels::QuantFormat f, const void* blocks) override {
+    stored_formats_.insert(kernels::to_string(f));
     const bool tied_rows = config_.tie_word_embeddings && backend_->linear_serves_rows();
     if (!is_linear_kind(s.kind) && !(s.kind == WeightKind::kEmbed && tied_rows)) {
       const std::vector<float> v = dequantize_tensor(s, f, blocks);
@@ -379,6 +387,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   std::shared_ptr<Backend> backend_;
+  std::set<std::string> stored_formats_;  // quantized formats of the file's tensors
   std::vector<Layer> layers_;
   std::vector<LayerBiases> biases_;
   BackendBuffer embed_;

@@ -137,6 +137,9 @@ class Model {
   virtual core::DType kv_dtype() const { return core::DType::kF32; }
   // The device the forward pass runs on (recorded in run fingerprints).
   virtual DeviceInfo device_info() const { return {}; }
+  // The quantized formats the model file stored its tensors in (GGUF Q8_0, ...), sorted,
+  // joined by '+' ("q4_0+q8_0"); "" when none (weights quantized on load do not count).
+  virtual std::string stored_quant_formats() const { return {}; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure

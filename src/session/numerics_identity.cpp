@@ -15,10 +15,16 @@ NumericsIdentity build_numerics_identity(const SessionOptions& options, const mo
   id.spec_version = static_cast<std::uint32_t>(kNumericsSpecVersion);
   id.kv_dtype = options.kv_dtype;
   id.stored_weight_dtype = core::to_string(model.config().weight_dtype);
-  // Quantized on load: the format and the quantized spec version (docs/numerics.md).
-  id.weight_format = options.weights == "native"
-                         ? id.stored_weight_dtype
-                         : str_cat(options.weights, "/qspec", kernels::kQuantSpecVersion);
+  // Quantized on load, or stored quantized (GGUF): the format(s) and the quantized spec
+  // version (docs/numerics.md), so a run on quantized weights is keyed and recorded apart.
+  const std::string stored_quant = model.stored_quant_formats();
+  if (options.weights != "native") {
+    id.weight_format = str_cat(options.weights, "/qspec", kernels::kQuantSpecVersion);
+  } else if (!stored_quant.empty()) {
+    id.weight_format = str_cat(stored_quant, "/qspec", kernels::kQuantSpecVersion);
+  } else {
+    id.weight_format = id.stored_weight_dtype;
+  }
   id.device_class = dev.device;
   id.gpu_name = dev.name;
   id.gpu_compute_capability = dev.compute_capability;

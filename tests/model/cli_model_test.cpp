@@ -184,5 +184,45 @@ TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
   EXPECT_NE(bad.err.find("llama3"), std::string::npos) << bad.err;
 }
 
+// `detinfer quantize` writes a folder as a quantized GGUF file that computes what the folder
+// computes with --weights of that type (untied embedding kept as stored with
+// --keep-embedding; quantized like llama.cpp does without it); bad input fails clearly.
+TEST(CliModel, QuantizeWritesAGgufThatComputesLikeWeightsOnLoad) {
+  const std::string dir = scratch_dir("cli-quantize");
+  auto r = run_shell(cli_path() + " make-tiny-model --arch qwen2 --dtype bf16 --seed 8 --out " +
+                     dir + "/hf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string gen = " generate --prompt 'Quantized, deterministic.' --max-new-tokens 10 ";
+  const auto summary = [](const std::string& err) {
+    const std::size_t at = err.find("digest=");
+    return at == std::string::npos ? std::string("(no digest) " + err) : err.substr(at);
+  };
+  for (const char* type : {"q8_0", "q4_0", "q5_0"}) {
+    const std::string file = dir + "/" + type + "/model.gguf";
+    r = run_shell(cli_path() + " quantize --model " + dir + "/hf --type " + type +
+                  " --keep-embedding --out " + file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto on_load = run_shell(cli_path() + gen + "--model " + dir + "/hf --weights " + type);
+    const auto from_file = run_shell(cli_path() + gen + "--model " + file);
+    ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+    EXPECT_EQ(from_file.out, on_load.out) << type;
+    EXPECT_EQ(summary(from_file.err), summary(on_load.err)) << type;
+  }
+  // Without --keep-embedding the untied embedding is quantized too: it loads and runs.
+  r = run_shell(cli_path() + " quantize --model " + dir + "/hf --type q8_0 --out " + dir +
+                "/all/model.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto all = run_shell(cli_path() + gen + "--model " + dir + "/all/model.gguf");
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  const auto bad_type = run_shell(cli_path() + " quantize --model " + dir +
+                                  "/hf --type q3_x --out " + dir + "/bad.gguf");
+  EXPECT_NE(bad_type.exit_code, 0);
+  EXPECT_NE(bad_type.err.find("--type"), std::string::npos) << bad_type.err;
+  const auto no_model = run_shell(cli_path() + " quantize --model " + dir +
+                                  "/missing --type q8_0 --out " + dir + "/bad.gguf");
+  EXPECT_NE(no_model.exit_code, 0);
+  EXPECT_NE(no_model.err.find("config.json"), std::string::npos) << no_model.err;
+}
+
 }  // namespace
 }  // namespace detinfer

@@ -160,8 +160,15 @@ TEST(GgufSession, QuantizedTensorsEqualQuantizingOnLoad) {
     DeterministicSession hf = DeterministicSession::open(p.hf, q);
     DeterministicSession gg = DeterministicSession::open(p.gguf);
     const std::vector<std::int32_t> prompt = {5, 17, 300, 42, 9, 77, 1, 260};
-    testing::expect_identical(hf.generate(prompt, sampled(5)), gg.generate(prompt, sampled(5)),
-                              what);
+    const GenerationResult a = hf.generate(prompt, sampled(5));
+    const GenerationResult b = gg.generate(prompt, sampled(5));
+    testing::expect_identical(a, b, what);
+    // Both runs record the quantized format and spec version (the GGUF's from its tensors).
+    for (const GenerationResult* r : {&a, &b}) {
+      const nlohmann::json fp = nlohmann::json::parse(r->fingerprint_json);
+      EXPECT_EQ(fp["numerics"].value("weight_format", ""), std::string(c.name) + "/qspec1")
+          << what << ": " << r->fingerprint_json;
+    }
     // And not what the native weights give (the quantized blocks were used).
     DeterministicSession native = DeterministicSession::open(p.hf);
     EXPECT_NE(native.generate(prompt, sampled(5)).sequences[0].step_digests,
