@@ -148,7 +148,10 @@ TEST(GgufSession, QuantizedTensorsEqualQuantizingOnLoad) {
        {Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ8_0, "q8_0", false},
         Case{devtools::TinyArch::kQwen2, kernels::QuantFormat::kQ4_0, "q4_0", true},
         Case{devtools::TinyArch::kQwen3, kernels::QuantFormat::kQ5_0, "q5_0", true},
-        Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ5_0, "q5_0", true}}) {
+        Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ5_0, "q5_0", true},
+        // OLMo 2's post norms; Phi-3's fused attn_qkv and ffn_up, quantized as stored.
+        Case{devtools::TinyArch::kOlmo2, kernels::QuantFormat::kQ8_0, "q8_0", true},
+        Case{devtools::TinyArch::kPhi3, kernels::QuantFormat::kQ4_0, "q4_0", false}}) {
     const std::string what = std::string(c.name) + " arch " +
                              std::to_string(static_cast<int>(c.arch)) + (c.tie ? " tied" : "");
     devtools::GgufConvertOptions g;
