@@ -149,18 +149,19 @@ std::vector<double> rope_factors(const Meta& m, const GgufModel& g, const std::s
                 str_cat("has type ", ggml_type_name(t->type), " (rope factors must be F32)"));
   }
   if (t->dims.size() != 1 || t->dims[0] != static_cast<std::uint64_t>(n)) {
-    fail_tensor(
-        ErrorCode::kCorrupt,
-        str_cat("has ", t->dims.size() == 1 ? t->dims[0] : 0, " elements in ", t->dims.size(),
-                " dimension(s), expected [", n, "] (rope.dimension_count / 2)"));
+    std::string shape;  // ggml order, as stored
+    for (std::size_t i = 0; i < t->dims.size(); ++i) shape += str_cat(i ? ", " : "", t->dims[i]);
+    fail_tensor(ErrorCode::kCorrupt,
+                str_cat("has shape [", shape, "], expected [", n, "] (rope.dimension_count / 2)"));
   }
   const std::uint8_t* p = g.data(name);
   std::vector<double> out(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < out.size(); ++i) {
     float v = 0;
     std::memcpy(&v, p + i * sizeof v, sizeof v);
-    if (!(v > 0.0f && v <= 1e6f))
+    if (!(v > 0.0f && v <= 1e6f)) {
       fail_tensor(ErrorCode::kCorrupt, str_cat("[", i, "] = ", v, " is not in (0, 1e6]"));
+    }
     out[i] = v;
   }
   return out;
