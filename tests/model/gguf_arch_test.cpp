@@ -82,6 +82,13 @@ TEST(GgufArch, Phi3LongropeAndPartialRotaryMatchTheFolder) {
   EXPECT_EQ(m->metadata().get_uint("phi3.rope.dimension_count"), 12u);
   EXPECT_EQ(m->metadata().get_uint("phi3.rope.scaling.original_context_length"), 512u);
   EXPECT_GT(m->metadata().get_float("phi3.rope.scaling.attn_factor"), 1.0);
+  // A split set of 3 (the factor tensors in the first shard) loads the same model from
+  // its last shard.
+  const std::string split = testing::scratch_dir("g-phi3-longrope-split") + "/m.gguf";
+  const auto files = devtools::write_gguf_model(t.hf_dir, split, 3);
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(canonical_config_text(config_of(files[2])), canonical_config_text(g));
+  EXPECT_EQ(testing::logits_of(files[2], 40), testing::logits_of(t.hf_dir, 40));
 }
 
 // A config attention_factor other than the derived one travels in rope.scaling.attn_factor.
