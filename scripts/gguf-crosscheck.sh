@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-checks detinfer's GGUF files against llama.cpp (the node-llama-cpp npm package's
 # prebuilt CPU build): each file detinfer writes (bf16, and q8_0/q4_0/q5_0 from
-# `detinfer quantize`; llama, qwen2, qwen3 tiny models) must load in llama.cpp, tokenize
+# `detinfer quantize`; llama, qwen2, qwen3, olmo2, phi3 tiny models) must load in llama.cpp, tokenize
 # texts to the same ids, and give greedy tokens that agree with detinfer's on the same file
 # (same prefix length reported; accumulation orders differ, so a late divergence after a
 # near-tie is possible). Outside CI: it needs `npm install node-llama-cpp` (docs/gguf.md).
@@ -14,18 +14,14 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 cp "$HERE"/gguf_crosscheck/*.mjs "$NODE_DIR"/
 P=5,17,300,42,9,77,1,260
-for arch in llama qwen2 qwen3; do
-  "$B" make-tiny-model --arch "$arch" --dtype bf16 --seed 11 --tie-word-embeddings \
-    --out "$W/$arch/hf" --gguf "$W/$arch/bf16.gguf" >/dev/null 2>&1
-  for q in q8_0 q4_0 q5_0; do
-    "$B" quantize --model "$W/$arch/hf" --type "$q" --out "$W/$arch/$q.gguf" >/dev/null 2>&1
-  done
-  for f in bf16 q8_0 q4_0 q5_0; do
-    a=$(cd "$NODE_DIR" && node greedy.mjs "$W/$arch/$f.gguf" "$P" 32 2>&1 | tail -1)
-    b=$("$B" generate --model "$W/$arch/$f.gguf" --prompt-ids "$P" --max-new-tokens 32 \
-      --ignore-eos --json 2>/dev/null |
-      python3 -c "import json,sys; print(','.join(map(str,json.load(sys.stdin)['tokens'])))")
-    python3 - "$arch $f" "$a" "$b" <<'PY'
+# Greedy tokens of llama.cpp and detinfer on one file, compared (prefix length).
+compare() {
+  local what=$1 file=$2 a b
+  a=$(cd "$NODE_DIR" && node greedy.mjs "$file" "$P" 32 2>&1 | tail -1)
+  b=$("$B" generate --model "$file" --prompt-ids "$P" --max-new-tokens 32 \
+    --ignore-eos --json 2>/dev/null |
+    python3 -c "import json,sys; print(','.join(map(str,json.load(sys.stdin)['tokens'])))")
+  python3 - "$what" "$a" "$b" <<'PY'
 import sys
 what, a, b = sys.argv[1:]
 try:
@@ -35,7 +31,40 @@ except ValueError:
 n = next((i for i, (x, y) in enumerate(zip(A, B)) if x != y), min(len(A), len(B)))
 print(f"{what}: greedy tokens identical for {n}/{min(len(A), len(B))}")
 PY
+}
+for arch in llama qwen2 qwen3; do
+  "$B" make-tiny-model --arch "$arch" --dtype bf16 --seed 11 --tie-word-embeddings \
+    --out "$W/$arch/hf" --gguf "$W/$arch/bf16.gguf" >/dev/null 2>&1
+  for q in q8_0 q4_0 q5_0; do
+    "$B" quantize --model "$W/$arch/hf" --type "$q" --out "$W/$arch/$q.gguf" >/dev/null 2>&1
   done
+  for f in bf16 q8_0 q4_0 q5_0; do compare "$arch $f" "$W/$arch/$f.gguf"; done
+done
+# olmo2 and phi3, untied (llama.cpp's olmo2 requires output.weight), in folders whose names
+# lack "phi3" (llama.cpp gives the token attributes of Phi-3's vocabulary to any model whose
+# general.name holds "phi3", and the tiny vocabulary lacks those tokens); the last one is
+# phi3 with partial rotary and longrope (original length 512, the context llama.cpp uses).
+for spec in "o2:--arch olmo2" "p3:--arch phi3 --partial-rotary-factor 0.75" \
+  "p3w:--arch phi3 --sliding-window 300" "p3lr:--arch phi3 --partial-rotary-factor 0.75"; do
+  name=${spec%%:*}
+  # shellcheck disable=SC2086
+  "$B" make-tiny-model ${spec#*:} --dtype bf16 --seed 11 --out "$W/$name/hf" \
+    --gguf "$W/$name/bf16.gguf" >/dev/null 2>&1
+  if [ "$name" = p3lr ]; then
+    python3 - "$W/$name/hf/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0, 4.5, 6.0],
+                     "long_factor": [8.0, 9.0, 10.0, 12.0, 14.0, 16.0]}
+c["original_max_position_embeddings"] = 512
+json.dump(c, open(sys.argv[1], "w"))
+PY
+    rm "$W/$name/bf16.gguf"  # written before the edit
+  else
+    compare "$name ${spec#*:} bf16" "$W/$name/bf16.gguf"
+  fi
+  "$B" quantize --model "$W/$name/hf" --type q8_0 --out "$W/$name/q8_0.gguf" >/dev/null 2>&1
+  compare "$name ${spec#*:} q8_0" "$W/$name/q8_0.gguf"
 done
 for t in "Hello world" "The quick brown fox, 12345 times!" $'  spaces   and\ttabs\nnewline' \
   "naïve café — ünïcödé 日本語" $'<|im_start|>user\nHi<|im_end|>'; do

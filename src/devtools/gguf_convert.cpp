@@ -12,11 +12,19 @@
 #include "kernels/quant.h"
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
+#include "model/rope_table.h"
 #include "model/tensor_store.h"
 #include "model/weight_loader.h"
 
 namespace detinfer::devtools {
 namespace {
+
+// A tensor written beside the model's weights (name, ggml dims, F32 bytes).
+struct ExtraTensor {
+  std::string name;
+  std::vector<std::uint64_t> dims;
+  std::vector<std::uint8_t> bytes;
+};
 
 using model::Architecture;
 
@@ -29,11 +37,13 @@ const char* gguf_arch(Architecture a) {
       return "qwen2";
     case Architecture::kQwen3:
       return "qwen3";
-    default:
-      break;
+    case Architecture::kOlmo2:
+      return "olmo2";
+    case Architecture::kPhi3:
+      return "phi3";
   }
   fail(ErrorCode::kUnsupported, "write_gguf_model: ", model::to_string(a),
-       " is not written as GGUF (llama, mistral, qwen2, qwen3)");
+       " is not written as GGUF (llama, mistral, qwen2, qwen3, olmo2, phi3)");
 }
 
 std::uint32_t ggml_type_of(core::DType d) {
@@ -128,6 +138,31 @@ void add_sampling_defaults(GgufWriter& w, const std::string& dir) {
   }
 }
 
+// phi3's keys as llama.cpp's Phi3MiniModel writes them: context_length is config.json's
+// max_position_embeddings (not the context limit detinfer derives from it),
+// rope.dimension_count the rotated dimensions, the original context length always, the
+// sliding window always (0 = none), and for longrope the attention factor (the
+// factors are tensors: rope_factor_tensors).
+void add_phi3_metadata(GgufWriter& w, const model::ModelConfig& c, const std::string& dir) {
+  const nlohmann::json raw =
+      nlohmann::json::parse(read_if_present(std::filesystem::path(dir) / "config.json"));
+  w.add_u32("phi3.context_length", raw.at("max_position_embeddings").get<std::uint32_t>());
+  w.add_u32("phi3.rope.dimension_count", static_cast<std::uint32_t>(model::rope_dims(c)));
+  std::uint32_t original = 4096;  // Phi3Config's default
+  if (c.rope_scaling.type == "longrope") {
+    original = static_cast<std::uint32_t>(c.rope_scaling.original_max_position_embeddings);
+    // The factor cos and sin get (llama.cpp derives it from the context ratio; the
+    // config's own attention_factor, where given, is written instead so that the file
+    // computes what the folder does).
+    w.add_f32("phi3.rope.scaling.attn_factor",
+              static_cast<float>(model::RopeTable(c).attention_factor()));
+  } else if (raw.contains("original_max_position_embeddings")) {
+    original = raw["original_max_position_embeddings"].get<std::uint32_t>();
+  }
+  w.add_u32("phi3.rope.scaling.original_context_length", original);
+  w.add_u32("phi3.attention.sliding_window", static_cast<std::uint32_t>(c.sliding_window));
+}
+
 void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
                   const std::string& dir, const GgufConvertOptions& o) {
   const std::string a = gguf_arch(c.architecture);
@@ -136,7 +171,11 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
   w.add_string("general.name", "detinfer tiny model (" + dir + ")");
   w.add_u32("general.file_type", file_type_of(dtype, o.quantize));
   w.add_u32(a + ".block_count", static_cast<std::uint32_t>(c.num_layers));
-  w.add_u32(a + ".context_length", static_cast<std::uint32_t>(c.max_position_embeddings));
+  if (c.architecture == Architecture::kPhi3) {
+    add_phi3_metadata(w, c, dir);
+  } else {
+    w.add_u32(a + ".context_length", static_cast<std::uint32_t>(c.max_position_embeddings));
+  }
   w.add_u32(a + ".embedding_length", static_cast<std::uint32_t>(c.hidden_size));
   w.add_u32(a + ".feed_forward_length", static_cast<std::uint32_t>(c.intermediate_size));
   w.add_u32(a + ".attention.head_count", static_cast<std::uint32_t>(c.num_heads));
@@ -154,7 +193,8 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
   if (c.rope_scaling.type == "linear") {
     w.add_string(a + ".rope.scaling.type", "linear");
     w.add_f32(a + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
-  } else if (!c.rope_scaling.type.empty()) {
+  } else if (!c.rope_scaling.type.empty() &&
+             !(c.rope_scaling.type == "longrope" && c.architecture == Architecture::kPhi3)) {
     fail(ErrorCode::kUnsupported, "write_gguf_model: rope_scaling ", c.rope_scaling.type,
          " is not written");
   }
@@ -217,6 +257,27 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
   return out;
 }
 
+// phi3 longrope: the factors as the F32 tensors rope_factors_long.weight and
+// rope_factors_short.weight (llama.cpp's generate_extra_tensors). GGUF stores them as
+// f32: factors that are not f32 values are rounded (as in llama.cpp's files).
+std::vector<ExtraTensor> rope_factor_tensors(const model::ModelConfig& c) {
+  std::vector<ExtraTensor> out;
+  if (c.architecture != Architecture::kPhi3 || c.rope_scaling.type != "longrope") return out;
+  for (const auto* list : {&c.rope_scaling.long_factor, &c.rope_scaling.short_factor}) {
+    ExtraTensor t;
+    t.name = list == &c.rope_scaling.long_factor ? "rope_factors_long.weight"
+                                                 : "rope_factors_short.weight";
+    t.dims = {static_cast<std::uint64_t>(list->size())};
+    t.bytes.resize(list->size() * sizeof(float));
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto v = static_cast<float>((*list)[i]);
+      std::memcpy(t.bytes.data() + i * sizeof v, &v, sizeof v);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 std::string split_path(const std::string& out, std::int64_t i, std::int64_t n) {
   const std::string stem = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0
                                ? out.substr(0, out.size() - 5)
@@ -241,6 +302,7 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
   const model::ModelConfig c = model::load_model_config(hf_dir);
   const model::TensorStore store = model::TensorStore::open(hf_dir);
   const std::vector<model::WeightSpec> specs = model::required_weights(c);
+  std::vector<ExtraTensor> extra = rope_factor_tensors(c);
   const auto n = static_cast<std::int64_t>(specs.size());
   const std::int64_t splits = o.splits;
   if (splits < 1 || splits > n) {
@@ -255,7 +317,12 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
     if (splits > 1) {
       w.add_u32("split.no", static_cast<std::uint32_t>(s));  // llama.cpp: u16; any uint reads
       w.add_u32("split.count", static_cast<std::uint32_t>(splits));
-      w.add_i32("split.tensors.count", static_cast<std::int32_t>(n));
+      w.add_i32("split.tensors.count", static_cast<std::int32_t>(n + extra.size()));
+    }
+    for (ExtraTensor& t : extra) {  // in the first shard, before the weights
+      if (s != 0) break;
+      w.add_tensor(t.name, t.dims, static_cast<std::uint32_t>(model::GgmlType::kF32),
+                   std::move(t.bytes));
     }
     for (std::int64_t i = s * n / splits; i < (s + 1) * n / splits; ++i) {
       const model::WeightSpec& spec = specs[static_cast<std::size_t>(i)];
@@ -263,7 +330,8 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
       std::vector<std::uint64_t> dims(spec.shape.rbegin(), spec.shape.rend());
       std::uint32_t type = 0;
       std::vector<std::uint8_t> bytes = stored_bytes(t, spec, c, o, type);
-      w.add_tensor(model::gguf_tensor_name(spec.name), dims, type, std::move(bytes));
+      w.add_tensor(model::gguf_tensor_name(spec.name, c.architecture), dims, type,
+                   std::move(bytes));
     }
     written.push_back(splits == 1 ? out_path : split_path(out_path, s, splits));
     w.write(written.back());

@@ -51,10 +51,11 @@ struct TinyModelOptions {
 void make_tiny_model(const TinyModelOptions& options);
 
 // Writes the Hugging Face model folder `hf_dir` (f32, bf16 or f16 safetensors; llama,
-// mistral, qwen2 or qwen3; no rope scaling or linear) as GGUF the way llama.cpp's converter
-// does: its tensor names and metadata keys, the tensors in their stored type, llama Q/K
-// rows permuted (docs/gguf.md). `splits` > 1 writes out_path's stem + -0000N-of-0000M.gguf
-// shards (split.no / split.count / split.tensors.count, as gguf-split writes them).
+// mistral, qwen2, qwen3, olmo2 or phi3; no rope scaling, linear, or phi3's longrope) as
+// GGUF the way llama.cpp's converter does: its tensor names and metadata keys, the tensors
+// in their stored type, llama Q/K rows permuted, phi3's longrope factors as F32 tensors
+// (docs/gguf.md). `splits` > 1 writes out_path's stem + -0000N-of-0000M.gguf shards
+// (split.no / split.count / split.tensors.count, as gguf-split writes them).
 // Returns the files written. Tests and demos only.
 std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
                                           std::int64_t splits = 1);

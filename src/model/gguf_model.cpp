@@ -117,7 +117,7 @@ std::vector<std::string> gguf_model_files(const std::string& path) {
   return split_set((fs::path(path) / ggufs.front()).string(), first);
 }
 
-std::string gguf_tensor_name(const std::string& hf) {
+std::string gguf_tensor_name(const std::string& hf, Architecture arch) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
@@ -125,6 +125,12 @@ std::string gguf_tensor_name(const std::string& hf) {
   if (hf.compare(0, prefix.size(), prefix) != 0) return "";
   std::string rest;
   const std::string layer = layer_name(hf, prefix.size(), &rest);
+  if (arch == Architecture::kOlmo2) {  // norms on the sublayer outputs (llama.cpp's names)
+    if (rest == "post_attention_layernorm.weight")
+      return "blk." + layer + ".post_attention_norm.weight";
+    if (rest == "post_feedforward_layernorm.weight")
+      return "blk." + layer + ".post_ffw_norm.weight";
+  }
   static const std::pair<const char*, const char*> kNames[] = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
@@ -140,6 +146,9 @@ std::string gguf_tensor_name(const std::string& hf) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      // Phi-3's fused projections: [q | k | v] rows, and [gate | up] rows in ffn_up.
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
   for (const auto& [h, g] : kNames) {
     if (rest == h) return "blk." + layer + "." + g;

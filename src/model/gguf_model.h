@@ -25,12 +25,6 @@ std::vector<std::string> gguf_model_files(const std::string& path);
 // config.json that holds .gguf files (a folder with config.json is a Hugging Face folder).
 bool is_gguf_model(const std::string& path);
 
-// GGUF metadata -> ModelConfig for general.architecture llama (Mistral files too), qwen2 and
-// qwen3. A missing required key is Error(kNotFound), a contradicting or malformed one
-// kCorrupt, an architecture or feature detinfer does not implement kUnsupported; each
-// names the key. `file` supplies the tensor directory (vocab size, tied embeddings).
-ModelConfig gguf_model_config(const GgufFile& file, const std::string& where);
-
 // The mapped and parsed files of one GGUF model. Split shards: each file's split.no
 // and split.count are checked, the metadata is the first shard's, the tensors are the
 // union (a name in two shards is kCorrupt).
@@ -48,6 +42,8 @@ class GgufModel {
   }
   const MappedFile& file(std::size_t i) const { return *files_[i]; }
   const GgufFile& parsed(std::size_t i) const { return *parsed_[i]; }
+  // The bytes of the tensor `name` (t->bytes of them), or nullptr when absent.
+  const std::uint8_t* data(const std::string& name) const;
 
  private:
   std::string where_;
@@ -56,9 +52,19 @@ class GgufModel {
   std::map<std::string, std::pair<const GgufTensor*, std::size_t>> by_name_;  // -> file index
 };
 
+// GGUF metadata -> ModelConfig for general.architecture llama (Mistral files too), qwen2,
+// qwen3, olmo2 and phi3. A missing required key is Error(kNotFound), a contradicting or
+// malformed one kCorrupt, an architecture or feature detinfer does not implement
+// kUnsupported; each names the key or tensor. The tensor directory gives the vocab size and
+// tied embeddings, and phi3's longrope factors are read from the tensors
+// rope_factors_long.weight / rope_factors_short.weight (GGUF stores them as F32 tensors).
+ModelConfig gguf_model_config(const GgufModel& model);
+
 // The GGUF tensor name of a Hugging Face one ("model.layers.3.self_attn.q_proj.weight" ->
-// "blk.3.attn_q.weight"); "" for a name GGUF models do not have.
-std::string gguf_tensor_name(const std::string& hf_name);
+// "blk.3.attn_q.weight") in a model of architecture `arch` (OLMo 2's
+// post_attention_layernorm is post_attention_norm, the others' ffn_norm); "" for a name
+// GGUF models do not have.
+std::string gguf_tensor_name(const std::string& hf_name, Architecture arch);
 
 // The inverse of llama.cpp's converter permutation of llama Q/K rows (one head of
 // head_dim rows, [first halves | second halves] in Hugging Face order, is stored with
@@ -81,6 +87,8 @@ class GgufSource : public TensorSource {
 
  private:
   const GgufModel& model_;
+  Architecture arch_;
+  bool rope_factors_ = false;  // rope_factors_long/short.weight were read into the config
   std::map<std::string, SourceTensor> tensors_;  // by Hugging Face name
 };
 

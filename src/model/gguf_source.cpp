@@ -118,9 +118,20 @@ std::pair<const GgufTensor*, const MappedFile*> GgufModel::find(const std::strin
   return {it->second.first, files_[it->second.second].get()};
 }
 
-GgufSource::GgufSource(const GgufModel& model, const ModelConfig& config) : model_(model) {
+const std::uint8_t* GgufModel::data(const std::string& name) const {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) return nullptr;
+  const std::size_t i = it->second.second;
+  return files_[i]->data() + parsed_[i]->data_offset + it->second.first->offset;
+}
+
+GgufSource::GgufSource(const GgufModel& model, const ModelConfig& config)
+    : model_(model),
+      arch_(config.architecture),
+      rope_factors_(config.architecture == Architecture::kPhi3 &&
+                    config.rope_scaling.type == "longrope") {
   for (const WeightSpec& spec : required_weights(config)) {
-    const std::string name = gguf_tensor_name(spec.name);
+    const std::string name = gguf_tensor_name(spec.name, arch_);
     const auto [t, file] = model.find(name);
     if (t == nullptr) continue;  // stream_weights reports it
     const std::size_t idx = model.tensors().at(name).second;
@@ -151,12 +162,13 @@ const SourceTensor* GgufSource::find(const WeightSpec& spec) const {
 }
 
 std::string GgufSource::name_of(const WeightSpec& spec) const {
-  return gguf_tensor_name(spec.name);
+  return gguf_tensor_name(spec.name, arch_);
 }
 
 std::size_t GgufSource::count_unused(const std::vector<WeightSpec>& specs) const {
   std::set<std::string> used;
-  for (const WeightSpec& s : specs) used.insert(gguf_tensor_name(s.name));
+  for (const WeightSpec& s : specs) used.insert(gguf_tensor_name(s.name, arch_));
+  if (rope_factors_) used.insert({"rope_factors_long.weight", "rope_factors_short.weight"});
   for (const auto& entry : model_.tensors()) {
     if (used.count(entry.first) == 0) {
       throw Error(ErrorCode::kUnsupported,

@@ -20,7 +20,7 @@ OpenedModel open_model(const std::string& path) {
   OpenedModel m;
   if (is_gguf_model(path)) {
     m.gguf = GgufModel::open(path);
-    m.config = gguf_model_config(m.gguf->metadata(), m.gguf->where());
+    m.config = gguf_model_config(*m.gguf);
     m.source = std::make_unique<GgufSource>(*m.gguf, m.config);
   } else {
     m.config = load_model_config(path);

@@ -111,7 +111,7 @@ TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
 // `make-tiny-model --gguf` writes the model as GGUF too (and --gguf-splits a split set,
 // --gguf-quantize q8_0 quantized weights); `generate --model x.gguf` (token ids and text)
 // and `logits` (canonical and fast) give what the folder gives; the Q8_0 file what the
-// folder gives with --weights q8_0.
+// folder gives with --weights q8_0; olmo2 and phi3 files too.
 TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
   const std::string dir = scratch_dir("cli-gguf");
   auto r = run_shell(cli_path() + " make-tiny-model --arch llama --dtype bf16 --seed 5 --out " +
@@ -166,10 +166,22 @@ TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
   ASSERT_EQ(q8.exit_code, 0) << q8.err;
   EXPECT_EQ(summary(q8.err), summary(q8_folder.err));
   EXPECT_NE(summary(q8.err), digest);
-  const auto bad = run_shell(cli_path() + " make-tiny-model --arch olmo2 --out " + dir +
-                             "/olmo --gguf " + dir + "/olmo.gguf");
+  // olmo2 and phi3 (partial rotary) files generate what their folders generate.
+  for (const std::string arch : {"olmo2", "phi3 --partial-rotary-factor 0.5"}) {
+    const std::string at = dir + "/" + arch.substr(0, arch.find(' '));
+    r = run_shell(cli_path() + " make-tiny-model --dtype bf16 --seed 6 --arch " + arch + " --out " +
+                  at + "/hf --gguf " + at + "/m.gguf");
+    ASSERT_EQ(r.exit_code, 0) << arch << ": " << r.err;
+    const auto folder = run_shell(cli_path() + gen + at + "/hf");
+    const auto file = run_shell(cli_path() + gen + at + "/m.gguf");
+    ASSERT_EQ(file.exit_code, 0) << arch << ": " << file.err;
+    EXPECT_EQ(summary(file.err), summary(folder.err)) << arch;
+  }
+  // llama3 rope scaling (rope_freqs in llama.cpp's files) is not written.
+  const auto bad = run_shell(cli_path() + " make-tiny-model --arch llama --llama3-rope-scaling " +
+                             "--out " + dir + "/l3 --gguf " + dir + "/l3.gguf");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("GGUF"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("llama3"), std::string::npos) << bad.err;
 }
 
 // `detinfer quantize` writes a folder as a quantized GGUF file that computes what the folder

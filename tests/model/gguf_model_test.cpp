@@ -29,7 +29,7 @@ class GgufModelArch : public ::testing::TestWithParam<ArchCase> {};
 
 ModelConfig config_of_gguf(const std::string& path) {
   const auto m = GgufModel::open(path);
-  return gguf_model_config(m->metadata(), m->where());
+  return gguf_model_config(*m);
 }
 
 TEST_P(GgufModelArch, ConfigEqualsConfigJson) {
@@ -39,6 +39,7 @@ TEST_P(GgufModelArch, ConfigEqualsConfigJson) {
   // Every field that affects computation, and bos/eos, in one text (the fingerprint's).
   EXPECT_EQ(canonical_config_text(g), canonical_config_text(hf));
   EXPECT_EQ(g.head_dim, GetParam().arch == TinyArch::kQwen3 ? 32 : 16);
+  EXPECT_EQ(g.partial_rotary_dim, GetParam().arch == TinyArch::kPhi3 ? 12 : 0);
   EXPECT_EQ(g.tie_word_embeddings, GetParam().arch == TinyArch::kQwen2);
 }
 
@@ -53,19 +54,24 @@ TEST_P(GgufModelArch, LogitsBitwiseEqualToSafetensors) {
   EXPECT_EQ(testing::logits_of(folder), g);
 }
 
+std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& info) {
+  static const char* const kNames[] = {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"};
+  return std::string(kNames[static_cast<int>(info.param.arch)]) + "_" +
+         core::to_string(info.param.dtype);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, GgufModelArch,
                          ::testing::Values(ArchCase{TinyArch::kLlama, core::DType::kF32},
                                            ArchCase{TinyArch::kLlama, core::DType::kBF16},
                                            ArchCase{TinyArch::kQwen2, core::DType::kF32},
                                            ArchCase{TinyArch::kQwen2, core::DType::kBF16},
                                            ArchCase{TinyArch::kQwen3, core::DType::kF32},
-                                           ArchCase{TinyArch::kQwen3, core::DType::kBF16}),
-                         [](const auto& info) {
-                           const char* a = info.param.arch == TinyArch::kLlama   ? "llama"
-                                           : info.param.arch == TinyArch::kQwen2 ? "qwen2"
-                                                                                 : "qwen3";
-                           return std::string(a) + "_" + core::to_string(info.param.dtype);
-                         });
+                                           ArchCase{TinyArch::kQwen3, core::DType::kBF16},
+                                           ArchCase{TinyArch::kOlmo2, core::DType::kF32},
+                                           ArchCase{TinyArch::kOlmo2, core::DType::kBF16},
+                                           ArchCase{TinyArch::kPhi3, core::DType::kF32},
+                                           ArchCase{TinyArch::kPhi3, core::DType::kBF16}),
+                         arch_case_name);
 
 TEST(GgufModel, MistralAndF16LoadAsLlama) {
   const auto t = tiny_gguf(TinyArch::kMistral, core::DType::kF16, "mistral");
@@ -101,7 +107,7 @@ TEST(GgufModel, LlamaQkUnpermutationMatters) {
         const std::string hf =
             "model.layers." + std::to_string(l) + ".self_attn." + name + ".weight";
         const TensorRef& r = store.get(hf);
-        testing::tensor_named(ts, gguf_tensor_name(hf))
+        testing::tensor_named(ts, gguf_tensor_name(hf, Architecture::kLlama))
             ->data.assign(r.data(), r.data() + r.info->size());
       }
     }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -53,7 +54,8 @@ GenerationConfig sampled(std::uint64_t seed) {
 
 TEST(GgufSession, GeneratesWhatTheSafetensorsFolderGenerates) {
   for (const auto arch :
-       {devtools::TinyArch::kLlama, devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3}) {
+       {devtools::TinyArch::kLlama, devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3,
+        devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3}) {
     const std::string what = "arch " + std::to_string(static_cast<int>(arch));
     const Pair p = tiny_pair(arch, core::DType::kBF16, std::to_string(static_cast<int>(arch)));
     DeterministicSession hf = DeterministicSession::open(p.hf);
@@ -83,6 +85,31 @@ TEST(GgufSession, GeneratesWhatTheSafetensorsFolderGenerates) {
     EXPECT_EQ(dg.top_p, dh.top_p) << what;
     EXPECT_EQ(dg.top_k, dh.top_k) << what;
   }
+}
+
+// Phi-3 with partial rotary (12 of 16 dims) and longrope (factors in the rope_factors
+// tensors, attention factor > 1): the GGUF session generates the folder's bits.
+TEST(GgufSession, Phi3LongropePartialRotaryGeneratesWhatTheFolderGenerates) {
+  const std::string dir = testing::test_tmp_path("gguf-session-", "phi3-longrope");
+  std::filesystem::remove_all(dir);
+  devtools::TinyModelOptions o;
+  o.arch = devtools::TinyArch::kPhi3;
+  o.partial_rotary_factor = 0.75;
+  o.seed = 9;
+  o.out_dir = dir + "/hf";
+  devtools::make_tiny_model(o);
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(o.out_dir + "/config.json"));
+  c["rope_scaling"] = {{"type", "longrope"},
+                       {"short_factor", {1.0, 1.5, 2.0, 3.0, 4.5, 6.0}},
+                       {"long_factor", {8.0, 9.0, 10.0, 12.0, 14.0, 16.0}}};
+  c["original_max_position_embeddings"] = 512;
+  std::ofstream(o.out_dir + "/config.json") << c.dump();
+  const std::string gguf = devtools::write_gguf_model(o.out_dir, dir + "/m.gguf").front();
+  DeterministicSession hf = DeterministicSession::open(o.out_dir);
+  DeterministicSession gg = DeterministicSession::open(gguf);
+  const std::vector<std::int32_t> prompt = {5, 17, 300, 42, 9, 77, 3};
+  testing::expect_identical(hf.generate(prompt, sampled(4)), gg.generate(prompt, sampled(4)),
+                            "phi3 longrope");
 }
 
 TEST(GgufSession, WithoutTokenizerMetadataPromptsAreTokenIds) {
@@ -121,7 +148,10 @@ TEST(GgufSession, QuantizedTensorsEqualQuantizingOnLoad) {
        {Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ8_0, "q8_0", false},
         Case{devtools::TinyArch::kQwen2, kernels::QuantFormat::kQ4_0, "q4_0", true},
         Case{devtools::TinyArch::kQwen3, kernels::QuantFormat::kQ5_0, "q5_0", true},
-        Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ5_0, "q5_0", true}}) {
+        Case{devtools::TinyArch::kLlama, kernels::QuantFormat::kQ5_0, "q5_0", true},
+        // OLMo 2's post norms; Phi-3's fused attn_qkv and ffn_up, quantized as stored.
+        Case{devtools::TinyArch::kOlmo2, kernels::QuantFormat::kQ8_0, "q8_0", true},
+        Case{devtools::TinyArch::kPhi3, kernels::QuantFormat::kQ4_0, "q4_0", false}}) {
     const std::string what = std::string(c.name) + " arch " +
                              std::to_string(static_cast<int>(c.arch)) + (c.tie ? " tied" : "");
     devtools::GgufConvertOptions g;
