@@ -38,7 +38,7 @@ struct DETINFER_API Transcript {
   // Quantized weights ("q8_0/qspec1": SessionOptions::weights or a GGUF file's quantized
   // tensors); "" for weights as stored (then absent from the JSON).
   std::string weight_format;
-  Hash128 tokenizer_hash;          // informational (ids are what is verified); 0 = none
+  Hash128 tokenizer_hash;  // informational (ids are what is verified); 0 = none
   std::vector<std::int32_t> prompt_tokens;
   GenerationConfig config;                // normalized (stop_token_ids resolved); `seed` unset here
   std::uint64_t seed = 0;                 // the seed actually used
