@@ -1,0 +1,36 @@
+"""A GGUF file through the Python Session (docs/gguf.md): the file written by
+`detinfer make-tiny-model --gguf` and a Q8_0 file written by `detinfer quantize` give what
+the model folder gives (plain, and with weights="q8_0"), text prompts and chats included."""
+
+import subprocess
+
+import pytest
+
+from conftest import cli, detinfer
+
+PROMPT = "Reproducible, even from a GGUF file."
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gguf")
+    subprocess.run([cli(), "make-tiny-model", "--arch", "qwen2", "--dtype", "bf16", "--seed",
+                    "3", "--out", str(d / "hf"), "--gguf", str(d / "model.gguf")],
+                   check=True, capture_output=True)
+    subprocess.run([cli(), "quantize", "--model", str(d / "hf"), "--type", "q8_0",
+                    "--keep-embedding", "--out", str(d / "q8.gguf")],
+                   check=True, capture_output=True)
+    return d
+
+
+@pytest.mark.parametrize("weights,gguf", [("native", "model.gguf"), ("q8_0", "q8.gguf")])
+def test_gguf_session_equals_the_folder(files, weights, gguf):
+    with detinfer.Session(str(files / "hf"), threads=1, weights=weights) as a, \
+            detinfer.Session(str(files / gguf), threads=1) as b:
+        assert b.tokenizer.encode(PROMPT) == a.tokenizer.encode(PROMPT)
+        cfg = dict(max_new_tokens=10, temperature=0.8, seed=5, ignore_eos=True)
+        ra, rb = a.generate(PROMPT, **cfg), b.generate(PROMPT, **cfg)
+        assert rb.tokens == ra.tokens and rb.text == ra.text and rb.digest == ra.digest
+        ca, cb = a.chat(MESSAGES, **cfg), b.chat(MESSAGES, **cfg)
+        assert cb.tokens == ca.tokens and cb.digest == ca.digest
