@@ -21,6 +21,8 @@ class ThreadPool;
 
 namespace detinfer::model {
 
+class GgufModel;  // gguf_model.h
+
 struct ModelOptions {
   NumericsMode mode = NumericsMode::kCanonical;  // kernels used by forward()
   int threads = 1;                               // CPU kernel threads (1..1024)
@@ -114,6 +116,10 @@ class Model {
   // (docs/gguf.md; a folder with config.json is always read as a Hugging Face folder).
   // Validates everything; every failure is a detinfer::Error naming file and tensor.
   static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options);
+  // The same for a GGUF model the caller has already opened (its metadata read for the
+  // tokenizer): the files are mapped and parsed once. `dir` is only for messages.
+  static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options,
+                                     std::unique_ptr<GgufModel> opened);
   virtual ~Model() = default;
 
   virtual const ModelConfig& config() const = 0;

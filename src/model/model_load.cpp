@@ -16,10 +16,10 @@ struct OpenedModel {
   std::unique_ptr<TensorSource> source;
 };
 
-OpenedModel open_model(const std::string& path) {
+OpenedModel open_model(const std::string& path, std::unique_ptr<GgufModel> opened) {
   OpenedModel m;
-  if (is_gguf_model(path)) {
-    m.gguf = GgufModel::open(path);
+  if (opened != nullptr || is_gguf_model(path)) {
+    m.gguf = opened != nullptr ? std::move(opened) : GgufModel::open(path);
     m.config = gguf_model_config(*m.gguf);
     m.source = std::make_unique<GgufSource>(*m.gguf, m.config);
   } else {
@@ -33,8 +33,13 @@ OpenedModel open_model(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options) {
+  return load(dir, options, nullptr);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options,
+                                   std::unique_ptr<GgufModel> gguf) {
   const auto t0 = std::chrono::steady_clock::now();
-  const OpenedModel opened = open_model(dir);
+  const OpenedModel opened = open_model(dir, std::move(gguf));
   const ModelConfig& config = opened.config;
   // Fast mode on the CPU is libtorch; on CUDA it is the backend's tensor-core kernels.
   const bool torch = options.mode == NumericsMode::kFast && options.device.type == Device::kCpu;
@@ -63,7 +68,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 
 std::unique_ptr<Model> load_model_on(const std::string& dir, const ModelOptions& options,
                                      std::shared_ptr<Backend> backend) {
-  const OpenedModel opened = open_model(dir);
+  const OpenedModel opened = open_model(dir, nullptr);
   return make_canonical_model(opened.config, *opened.source, options, std::move(backend));
 }
 

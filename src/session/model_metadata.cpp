@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "core/memory_limits.h"
-#include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
 
 namespace detinfer::session {
@@ -22,7 +21,8 @@ ModelMetadata read_model_metadata(const std::string& model_path,
   }
   // The metadata is the first shard's; mapping the files reads none of the tensor data.
   m.gguf = true;
-  const std::unique_ptr<model::GgufModel> g = model::GgufModel::open(model_path);
+  m.gguf_model = model::GgufModel::open(model_path);
+  const model::GgufModel* g = m.gguf_model.get();
   const model::GgufFile& meta = g->metadata();
   m.tokenizer_origin = g->where();
   std::string config_json = "{}";

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "chat/generation_defaults.h"
 #include "chat/template_source.h"
 #include "detinfer/tokenizer.h"
+#include "model/gguf_model.h"
 
 namespace detinfer::session {
 
@@ -22,6 +24,9 @@ struct ModelMetadata {
   // GGUF: the general.sampling.* defaults as a generation_config.json text (none: absent).
   bool gguf = false;
   std::optional<std::string> gguf_generation_json;
+  // The opened GGUF model, handed on to model::Model::load so the files are mapped and
+  // parsed once (null for a folder, and after it was handed on).
+  std::unique_ptr<model::GgufModel> gguf_model;
 };
 
 // Reads the tokenizer and the templates of the model at `model_path` (a folder, or a GGUF

@@ -109,7 +109,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
       session::read_model_metadata(model_dir, impl->options.chat_template_path);
   impl->tokenizer = std::move(meta.tokenizer);
   if (impl->tokenizer) core::release_free_heap();
-  impl->model = model::Model::load(model_dir, mo);
+  impl->model = model::Model::load(model_dir, mo, std::move(meta.gguf_model));
   const model::ModelConfig& mc = impl->model->config();
   if (impl->tokenizer && impl->tokenizer->vocab_size() > mc.vocab_size) {
     fail(ErrorCode::kCorrupt, meta.tokenizer_origin, " has ", impl->tokenizer->vocab_size(),

@@ -12,6 +12,12 @@
 namespace detinfer {
 namespace {
 
+// The end of `generate`'s summary line (stderr): the output digest and the mode.
+std::string summary(const std::string& err) {
+  const std::size_t at = err.find("digest=");
+  return at == std::string::npos ? std::string("(no digest) " + err) : err.substr(at);
+}
+
 using testing::cli_path;
 using testing::read_bytes;
 using testing::run_shell;
@@ -123,11 +129,6 @@ TEST(CliModel, GgufModelWorksWhereAFolderDoes) {
   const std::string gen = " generate --prompt-ids 3,1,4,1,5 --max-new-tokens 12 --model ";
   const auto a = run_shell(cli_path() + gen + dir + "/hf");
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  // The summary line (stderr): finish reason, token count and the output digest.
-  const auto summary = [](const std::string& err) {
-    const std::size_t at = err.find("digest=");
-    return at == std::string::npos ? std::string("(no digest) " + err) : err.substr(at);
-  };
   const std::string digest = summary(a.err);
   EXPECT_EQ(digest.rfind("digest=", 0), 0u) << a.err;
   for (const std::string& m :
@@ -193,10 +194,6 @@ TEST(CliModel, QuantizeWritesAGgufThatComputesLikeWeightsOnLoad) {
                      dir + "/hf");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string gen = " generate --prompt 'Quantized, deterministic.' --max-new-tokens 10 ";
-  const auto summary = [](const std::string& err) {
-    const std::size_t at = err.find("digest=");
-    return at == std::string::npos ? std::string("(no digest) " + err) : err.substr(at);
-  };
   for (const char* type : {"q8_0", "q4_0", "q5_0"}) {
     const std::string file = dir + "/" + type + "/model.gguf";
     r = run_shell(cli_path() + " quantize --model " + dir + "/hf --type " + type +

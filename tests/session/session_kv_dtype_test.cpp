@@ -43,15 +43,6 @@ GenerationConfig greedy(int n = 12) {
   return c;
 }
 
-// A 70-token prompt: three prefill chunks of 32, crossing a 64-key attention chunk.
-std::vector<std::int32_t> long_prompt(const DeterministicSession& s) {
-  TestRng rng{77, 1};
-  std::vector<std::int32_t> p(70);
-  for (auto& t : p)
-    t = static_cast<std::int32_t>(rng.next(static_cast<std::uint32_t>(s.vocab_size())));
-  return p;
-}
-
 class KvDtypeInvariance : public ::testing::TestWithParam<KvDType> {};
 
 TEST_P(KvDtypeInvariance, ChunkingThreadsIsaBatchAndCacheHits) {
@@ -60,7 +51,7 @@ TEST_P(KvDtypeInvariance, ChunkingThreadsIsaBatchAndCacheHits) {
   sampled.temperature = 0.9f;
   sampled.seed = 11;
   DeterministicSession base = DeterministicSession::open(tiny_model_dir(), kv_options(kv));
-  const std::vector<std::int32_t> prompt = long_prompt(base);
+  const std::vector<std::int32_t> prompt = testing::chunk_crossing_prompt(base);
   const GenerationResult want_g = base.generate(prompt, greedy());
   const GenerationResult want_s = base.generate(prompt, sampled);
   base.close();
@@ -129,7 +120,7 @@ TEST(KvDtype, DiffersFromF32AndIsKeyedApart) {
   GenerationResult f32;
   {
     DeterministicSession s = open(KvDType::kF32);
-    prompt = long_prompt(s);
+    prompt = testing::chunk_crossing_prompt(s);
     f32 = s.generate(prompt, greedy());
     EXPECT_EQ(f32.cache.prefix_cached_tokens, 0);
     EXPECT_EQ(f32.fingerprint_json.find("kv_dtype"), std::string::npos)
@@ -180,7 +171,7 @@ TEST(KvDtype, HalfStorageDoublesCapacityAndHalvesCacheEntries) {
     GenerationResult miss;
     {
       DeterministicSession plain = DeterministicSession::open(tiny_model_dir(), kv_options(kv));
-      prompt = long_prompt(plain);
+      prompt = testing::chunk_crossing_prompt(plain);
       miss = plain.generate(prompt, greedy());
     }
     Seen& v = seen[kv];
@@ -266,8 +257,8 @@ TEST(KvDtype, GoldenDigests) {
     sampled.temperature = 0.9f;
     sampled.seed = 11;
     std::vector<std::uint64_t> steps =
-        s.generate(long_prompt(s), greedy(20)).sequences[0].step_digests;
-    const GenerationResult more = s.generate(long_prompt(s), sampled);
+        s.generate(testing::chunk_crossing_prompt(s), greedy(20)).sequences[0].step_digests;
+    const GenerationResult more = s.generate(testing::chunk_crossing_prompt(s), sampled);
     const auto& d = more.sequences[0].step_digests;
     steps.insert(steps.end(), d.begin(), d.end());
     EXPECT_EQ(hex64(chain_digest(steps)), hex) << to_string(kv);

@@ -21,7 +21,6 @@ namespace {
 
 using testing::expect_identical;
 using testing::test_tmp_path;
-using testing::TestRng;
 using testing::tiny_model_dir;
 using testing::tiny_options;
 
@@ -47,18 +46,9 @@ GenerationConfig sampled() {
   return c;
 }
 
-// A 70-token prompt: three prefill chunks of 32, crossing a 64-key attention chunk.
-std::vector<std::int32_t> long_prompt(const DeterministicSession& s, std::uint64_t stream = 1) {
-  TestRng rng{77, stream};
-  std::vector<std::int32_t> p(70);
-  for (auto& t : p)
-    t = static_cast<std::int32_t>(rng.next(static_cast<std::uint32_t>(s.vocab_size())));
-  return p;
-}
-
 TEST(QuantizedWeights, InvariantToChunkingThreadsIsaAndCacheHits) {
   DeterministicSession base = DeterministicSession::open(tiny_model_dir(), q8_options());
-  const std::vector<std::int32_t> prompt = long_prompt(base);
+  const std::vector<std::int32_t> prompt = testing::chunk_crossing_prompt(base);
   const GenerationResult want_g = base.generate(prompt, greedy());
   const GenerationResult want_s = base.generate(prompt, sampled());
   base.close();
@@ -99,7 +89,7 @@ TEST(QuantizedWeights, InvariantToBatchComposition) {
     std::vector<std::vector<std::int32_t>> prompts;
     std::vector<GenerationResult> alone;
     for (std::uint64_t i = 0; i < 16; ++i) {
-      prompts.push_back(long_prompt(s, 10 + i));
+      prompts.push_back(testing::chunk_crossing_prompt(s, 10 + i));
       prompts.back().resize(20 + 3 * i);
       alone.push_back(s.generate(prompts.back(), i % 2 == 0 ? greedy() : sampled()));
     }
@@ -130,7 +120,7 @@ TEST(QuantizedWeights, DiffersFromNativeAndIsKeyedApart) {
   GenerationResult native;
   {
     DeterministicSession s = open("native");
-    prompt = long_prompt(s);
+    prompt = testing::chunk_crossing_prompt(s);
     native = s.generate(prompt, greedy());
     EXPECT_EQ(native.fingerprint_json.find("weight_format"), std::string::npos);
   }
@@ -187,7 +177,7 @@ TEST(QuantizedWeights, GoldenDigestOfATinyTiedQ8Model) {
 // prefill chunking, other bits than q8_0, recorded in the fingerprint.
 TEST(QuantizedWeights, Q4AndQ5AreInvariantAndDistinct) {
   DeterministicSession q8 = DeterministicSession::open(tiny_model_dir(), q8_options());
-  const std::vector<std::int32_t> prompt = long_prompt(q8);
+  const std::vector<std::int32_t> prompt = testing::chunk_crossing_prompt(q8);
   const GenerationResult r8 = q8.generate(prompt, greedy());
   for (const std::string fmt : {"q4_0", "q5_0"}) {
     DeterministicSession base = DeterministicSession::open(tiny_model_dir(), q8_options(1, fmt));

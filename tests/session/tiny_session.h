@@ -146,6 +146,17 @@ inline std::vector<std::int32_t> random_ids(TestRng& rng, std::uint32_t max_len,
   return p;
 }
 
+// A 70-token prompt of random ids (TestRng{77, stream}): three prefill chunks of 32,
+// crossing a 64-key attention chunk.
+inline std::vector<std::int32_t> chunk_crossing_prompt(const DeterministicSession& s,
+                                                       std::uint64_t stream = 1) {
+  TestRng rng{77, stream};
+  std::vector<std::int32_t> p(70);
+  for (auto& t : p)
+    t = static_cast<std::int32_t>(rng.next(static_cast<std::uint32_t>(s.vocab_size())));
+  return p;
+}
+
 inline GenerationConfig random_config(TestRng& rng) {
   GenerationConfig c;
   c.max_new_tokens = 1 + static_cast<std::int32_t>(rng.next(12));
