@@ -58,25 +58,43 @@ std::uint32_t ggml_type_of(core::DType d) {
   return 0;
 }
 
-// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32,
-// MOSTLY_Q8_0 7, MOSTLY_Q4_0 2, MOSTLY_Q5_0 8.
+// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32, and
+// for a file quantized to one type MOSTLY_Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, Q2_K 10,
+// Q3_K_S 11, Q4_K_S 14, Q5_K_S 16, Q6_K 18.
 std::uint32_t file_type_of(core::DType d, std::optional<kernels::QuantFormat> q) {
   if (q) {
-    return *q == kernels::QuantFormat::kQ8_0 ? 7 : *q == kernels::QuantFormat::kQ4_0 ? 2 : 8;
+    switch (*q) {
+      case kernels::QuantFormat::kQ8_0:
+        return 7;
+      case kernels::QuantFormat::kQ4_0:
+        return 2;
+      case kernels::QuantFormat::kQ5_0:
+        return 8;
+      case kernels::QuantFormat::kQ4_1:
+        return 3;
+      case kernels::QuantFormat::kQ5_1:
+        return 9;
+      case kernels::QuantFormat::kQ2_K:
+        return 10;
+      case kernels::QuantFormat::kQ3_K:
+        return 11;
+      case kernels::QuantFormat::kQ4_K:
+        return 14;
+      case kernels::QuantFormat::kQ5_K:
+        return 16;
+      case kernels::QuantFormat::kQ6_K:
+        return 18;
+    }
   }
   return d == core::DType::kF32 ? 0 : d == core::DType::kF16 ? 1 : 32;
 }
 
 std::uint32_t ggml_type_of(kernels::QuantFormat q) {
-  switch (q) {
-    case kernels::QuantFormat::kQ8_0:
-      return static_cast<std::uint32_t>(model::GgmlType::kQ8_0);
-    case kernels::QuantFormat::kQ4_0:
-      return static_cast<std::uint32_t>(model::GgmlType::kQ4_0);
-    case kernels::QuantFormat::kQ5_0:
-      return static_cast<std::uint32_t>(model::GgmlType::kQ5_0);
-  }
-  return 0;
+  using model::GgmlType;
+  constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1,
+                                 GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
+                                 GgmlType::kQ5_K, GgmlType::kQ6_K};  // in QuantFormat order
+  return static_cast<std::uint32_t>(kTypes[static_cast<int>(q)]);
 }
 
 std::string read_if_present(const std::filesystem::path& p) {

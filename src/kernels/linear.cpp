@@ -69,12 +69,10 @@ std::int64_t PackedLinear::k() const { return impl_ ? impl_->view.k : 0; }
 core::DType PackedLinear::dtype() const { return impl_ ? impl_->view.dtype : core::DType::kF32; }
 bool PackedLinear::quantized() const { return impl_ && impl_->quantized; }
 QuantFormat PackedLinear::quant_format() const {
-  return impl_ ? impl_->qview.format : QuantFormat::kQ8_0;
+  return impl_ ? impl_->quant.view.format : QuantFormat::kQ8_0;
 }
 std::size_t PackedLinear::packed_bytes() const {
-  return impl_ ? impl_->data_bytes + (impl_->bias.size() + impl_->scales.size()) * sizeof(float) +
-                     impl_->wsums.size() * sizeof(std::int32_t)
-               : 0;
+  return impl_ ? impl_->data_bytes + impl_->bias.size() * sizeof(float) + impl_->quant.bytes() : 0;
 }
 
 void PackedLinear::run(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,

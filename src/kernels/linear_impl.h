@@ -52,13 +52,10 @@ struct PackedLinear::Impl {
   std::size_t data_bytes = 0;
   std::vector<float> bias;
   cpu::PackedWeights view;
-  // Quantized weights (pack_quantized): quantized == true, the panels in qview (qs in
-  // `data`, the scales in `scales`, the block sums in `wsums`); view then carries n, k and panels
-  // only.
+  // Quantized weights (pack_quantized): quantized == true, the panels in quant; view then
+  // carries n, k and panels only.
   bool quantized = false;
-  std::vector<float> scales;
-  std::vector<std::int32_t> wsums;
-  cpu::QuantPacked qview;
+  cpu::QuantPanels quant;
 };
 
 // Quantized counterparts of run / run_panels / widen_row (quant_linear.cpp).

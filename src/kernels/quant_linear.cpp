@@ -16,19 +16,95 @@ namespace detinfer::kernels {
 namespace {
 constexpr std::int64_t kQB = ref::kQuantBlock;
 
-// The activations of m rows quantized per block of 32 (ref::quantize_act_row).
+// The activations of m rows quantized per block of 32 (ref::quantize_act_row), with their
+// half sums (ref::act_half_sums) when the weights have a min term.
 struct QuantActs {
   std::vector<std::int8_t> q;
   std::vector<float> d;
-  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k)
+  std::vector<std::int32_t> xs;
+  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums)
       : q(static_cast<std::size_t>(m * k)), d(static_cast<std::size_t>(m * (k / kQB))) {
-    for (std::int64_t r = 0; r < m; ++r)
+    if (sums) xs.resize(static_cast<std::size_t>(m * (k / 16)));
+    for (std::int64_t r = 0; r < m; ++r) {
       ref::quantize_act_row(x + r * ldx, k, q.data() + r * k, d.data() + r * (k / kQB));
+      if (sums) ref::act_half_sums(q.data() + r * k, k, xs.data() + r * (k / 16));
+    }
   }
+  const std::int32_t* sums() const { return xs.empty() ? nullptr : xs.data(); }
 };
 
 cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
 }  // namespace
+
+namespace cpu {
+
+QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64_t n,
+                              std::int64_t k, const float* bias) {
+  const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k
+  const QuantFormatInfo info = quant_format_info(format);
+  const std::int64_t panels = (n + kPanel - 1) / kPanel, nb = k / kQB;
+  const auto cells = static_cast<std::size_t>(panels * kPanel * nb);
+  QuantPanels out;
+  out.storage.assign(static_cast<std::size_t>(panels * kPanel * k + 64), 0);
+  std::int8_t* qs =
+      out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
+  const bool ext = info.sub_scaled || info.has_min;
+  out.d.assign(cells, 0.0f);
+  out.wsum.assign(cells, 0);
+  if (ext) {
+    out.wsum_hi.assign(cells, 0);
+    out.s_lo.assign(cells, 0);
+    out.s_hi.assign(cells, 0);
+  }
+  if (info.has_min) {
+    out.dm.assign(cells, 0.0f);
+    out.m_lo.assign(cells, 0);
+    out.m_hi.assign(cells, 0);
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
+    const std::int64_t p = j / kPanel, l = j % kPanel;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const auto at = static_cast<std::size_t>(qd_index(nb, p, b, l));
+      std::int8_t q[kQB];
+      const ref::BlockScales s = ref::decode_block(format, row, b, q);
+      std::int32_t sum[2] = {0, 0};
+      for (std::int64_t i = 0; i < kQB; ++i) {
+        qs[qs_offset(nb, p, b, l, i)] = q[i];
+        sum[i / 16] += q[i];
+      }
+      out.d[at] = s.d;
+      out.wsum[at] = ext ? sum[0] : sum[0] + sum[1];
+      if (ext) {
+        out.wsum_hi[at] = sum[1];
+        out.s_lo[at] = s.s[0];
+        out.s_hi[at] = s.s[1];
+      }
+      if (info.has_min) {
+        out.dm[at] = s.dm;
+        out.m_lo[at] = s.m[0];
+        out.m_hi[at] = s.m[1];
+      }
+    }
+  }
+  QuantPacked& v = out.view;
+  v = QuantPacked{qs, out.d.data(), out.wsum.data(), format, n, k, nb, panels, bias};
+  v.ext = ext;
+  v.has_min = info.has_min;
+  if (ext) {
+    v.wsum_hi = out.wsum_hi.data();
+    v.s_lo = out.s_lo.data();
+    v.s_hi = out.s_hi.data();
+  }
+  if (info.has_min) {
+    v.dm = out.dm.data();
+    v.m_lo = out.m_lo.data();
+    v.m_hi = out.m_hi.data();
+  }
+  return out;
+}
+
+}  // namespace cpu
 
 PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format, std::int64_t n,
                                           std::int64_t k, const float* bias) {
@@ -37,64 +113,35 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
   if (n <= 0 || k <= 0)
     fail(ErrorCode::kInvalidArgument,
          "PackedLinear::pack_quantized: shape must be positive, got n=", n, " k=", k);
-  const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k % 32
   PackedLinear out;
   out.impl_ = std::make_unique<Impl>();
   Impl& im = *out.impl_;
-  const std::int64_t panels = (n + cpu::kPanel - 1) / cpu::kPanel, nb = k / kQB;
-  im.data_bytes = static_cast<std::size_t>(panels * cpu::kPanel * k);
-  im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
-  std::memset(im.data.get(), 0, im.data_bytes);
-  im.scales.assign(static_cast<std::size_t>(panels * cpu::kPanel * nb), 0.0f);
-  im.wsums.assign(im.scales.size(), 0);
-  auto* qs = reinterpret_cast<std::int8_t*>(im.data.get());
-  for (std::int64_t j = 0; j < n; ++j) {
-    const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
-    const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      const std::int64_t at = cpu::qd_index(nb, p, b, l);
-      std::int8_t q[kQB];
-      im.scales[static_cast<std::size_t>(at)] = ref::decode_block(format, row, b, q);
-      std::int32_t sum = 0;
-      for (std::int64_t i = 0; i < kQB; ++i) {
-        qs[cpu::qs_offset(nb, p, b, l, i)] = q[i];
-        sum += q[i];
-      }
-      im.wsums[static_cast<std::size_t>(at)] = sum;
-    }
-  }
   if (bias != nullptr) im.bias.assign(bias, bias + n);
+  im.quant =
+      cpu::pack_quant_panels(blocks, format, n, k, im.bias.empty() ? nullptr : im.bias.data());
   im.quantized = true;
   im.view.n = n;
   im.view.k = k;
-  im.view.panels = panels;
-  im.qview = cpu::QuantPacked{qs,
-                              im.scales.data(),
-                              im.wsums.data(),
-                              format,
-                              n,
-                              k,
-                              nb,
-                              panels,
-                              im.bias.empty() ? nullptr : im.bias.data()};
+  im.view.panels = im.quant.view.panels;
   return out;
 }
 
 void quant_run_panels(const PackedLinear::Impl& im, const float* x, std::int64_t ldx,
                       std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
                       std::int64_t p1) {
-  const QuantActs a(x, ldx, m, im.qview.k);
-  active_qlinear()(im.qview, a.q.data(), a.d.data(), m, y, ldy, p0, p1);
+  const cpu::QuantPacked& w = im.quant.view;
+  const QuantActs a(x, ldx, m, w.k, w.has_min);
+  active_qlinear()(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, p0, p1);
 }
 
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
                float* y, std::int64_t ldy, core::ThreadPool* pool) {
-  const cpu::QuantPacked& w = im.qview;
-  const QuantActs a(x, ldx, m, w.k);
+  const cpu::QuantPacked& w = im.quant.view;
+  const QuantActs a(x, ldx, m, w.k, w.has_min);
   const cpu::QLinearFn fn = active_qlinear();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads <= 1) {
-    fn(w, a.q.data(), a.d.data(), m, y, ldy, 0, w.panels);
+    fn(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, 0, w.panels);
     return;
   }
   // Panel ranges as PackedLinear::run splits them; columns are independent outputs.
@@ -103,19 +150,23 @@ void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, s
       split.tasks, 1,
       [&](std::int64_t t0, std::int64_t t1) {
         for (std::int64_t t = t0; t < t1; ++t)
-          fn(w, a.q.data(), a.d.data(), m, y, ldy, split.begin(t), split.begin(t + 1));
+          fn(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, split.begin(t), split.begin(t + 1));
       },
       static_cast<int>(split.tasks));
 }
 
 void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
-  const cpu::QuantPacked& w = im.qview;
+  const cpu::QuantPacked& w = im.quant.view;
   const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int64_t at = cpu::qd_index(w.nb, p, b, l);
-    const float d = w.d[at];
-    for (std::int64_t i = 0; i < kQB; ++i)  // exact
-      dst[b * kQB + i] = d * static_cast<float>(w.qs[cpu::qs_offset(w.nb, p, b, l, i)]);
+    for (std::int64_t i = 0; i < kQB; ++i) {  // ref::dequantize_block's formula
+      const std::int32_t q = w.qs[cpu::qs_offset(w.nb, p, b, l, i)];
+      const std::int32_t s = !w.ext ? 1 : i < 16 ? w.s_lo[at] : w.s_hi[at];
+      const float v = w.d[at] * static_cast<float>(s * q);  // exact
+      dst[b * kQB + i] =
+          w.has_min ? v - w.dm[at] * static_cast<float>(i < 16 ? w.m_lo[at] : w.m_hi[at]) : v;
+    }
   }
 }
 

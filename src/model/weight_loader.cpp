@@ -82,6 +82,20 @@ std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format) 
       return kernels::QuantFormat::kQ4_0;
     case GgmlType::kQ5_0:
       return kernels::QuantFormat::kQ5_0;
+    case GgmlType::kQ4_1:
+      return kernels::QuantFormat::kQ4_1;
+    case GgmlType::kQ5_1:
+      return kernels::QuantFormat::kQ5_1;
+    case GgmlType::kQ2_K:
+      return kernels::QuantFormat::kQ2_K;
+    case GgmlType::kQ3_K:
+      return kernels::QuantFormat::kQ3_K;
+    case GgmlType::kQ4_K:
+      return kernels::QuantFormat::kQ4_K;
+    case GgmlType::kQ5_K:
+      return kernels::QuantFormat::kQ5_K;
+    case GgmlType::kQ6_K:
+      return kernels::QuantFormat::kQ6_K;
     default:
       return std::nullopt;
   }

@@ -24,16 +24,54 @@ using testing::pool_for;
 using testing::random_floats;
 using testing::same_bits;
 
-// Random q8_0 weights quantized from random floats of mixed magnitudes (per row).
+// The binary16 scale fields of one ggml block of each format (byte offsets; docs/numerics.md).
+std::vector<int> scale_offsets(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kQ2_K:
+      return {80, 82};
+    case QuantFormat::kQ3_K:
+      return {108};
+    case QuantFormat::kQ6_K:
+      return {208};
+    case QuantFormat::kQ4_1:
+    case QuantFormat::kQ5_1:
+    case QuantFormat::kQ4_K:
+    case QuantFormat::kQ5_K:
+      return {0, 2};
+    default:
+      return {0};
+  }
+}
+
+// Random weights of format f. Q8_0 / Q4_0 / Q5_0: random floats of mixed magnitudes (per
+// row) quantized. The other formats: random block bytes (every bit pattern of the integers,
+// sub-scales and mins) with random finite binary16 scales of either sign.
 std::vector<std::uint8_t> random_q(QuantFormat f, std::int64_t n, std::int64_t k,
                                    std::uint64_t stream) {
-  std::vector<float> w = random_floats(n * k, stream);
-  for (std::int64_t j = 0; j < n; ++j)
-    for (std::int64_t i = 0; i < k; ++i) w[j * k + i] *= static_cast<float>(1 + j % 7) * 0.25f;
   std::vector<std::uint8_t> q(static_cast<std::size_t>(n * quant_row_bytes(f, k)));
-  quantize_rows(f, w.data(), n, k, q.data());
+  if (f == QuantFormat::kQ8_0 || f == QuantFormat::kQ4_0 || f == QuantFormat::kQ5_0) {
+    std::vector<float> w = random_floats(n * k, stream);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < k; ++i) w[j * k + i] *= static_cast<float>(1 + j % 7) * 0.25f;
+    quantize_rows(f, w.data(), n, k, q.data());
+    return q;
+  }
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = static_cast<std::uint8_t>(philox_block(77, stream, i)[0]);
+  const std::int64_t bytes = quant_format_info(f).block_bytes;
+  const std::vector<std::uint16_t> h = testing::random_f16(2 * q.size() / bytes, stream + 1);
+  for (std::size_t blk = 0; blk * bytes < q.size(); ++blk) {
+    const std::vector<int> at = scale_offsets(f);
+    for (std::size_t s = 0; s < at.size(); ++s) {
+      const std::uint16_t v = h[2 * blk + s] & 0xBFFFu;  // |scale| < 2^-1: moderate outputs
+      q[blk * bytes + at[s]] = static_cast<std::uint8_t>(v & 0xFF);
+      q[blk * bytes + at[s] + 1] = static_cast<std::uint8_t>(v >> 8);
+    }
+  }
   return q;
 }
+
+bool k_format(QuantFormat f) { return quant_format_info(f).block_elems == 256; }
 
 class QuantFormats : public ::testing::TestWithParam<QuantFormat> {};
 
@@ -46,8 +84,12 @@ TEST_P(QuantFormats, EveryIsaMThreadsEqualsReference) {
   IsaGuard guard;
   const std::vector<std::int64_t> ms = {1,  2,  3,  4,  5,  6,  7,  8,  9, 10,
                                         11, 12, 13, 14, 15, 16, 17, 33, 64};
-  // K multiples of 32 but not of 64 / 256; N not a multiple of 64 (nor of 8).
-  for (const Shape s : {Shape{200, 96}, Shape{64, 32}, Shape{131, 160}, Shape{77, 288}}) {
+  // K multiples of 32 but not of 64 / 256 (of 256 but not 512 for the K formats); N not a
+  // multiple of 64 (nor of 8).
+  const std::vector<Shape> shapes =
+      k_format(f) ? std::vector<Shape>{{200, 256}, {64, 768}, {77, 512}}
+                  : std::vector<Shape>{{200, 96}, {64, 32}, {131, 160}, {77, 288}};
+  for (const Shape s : shapes) {
     const std::vector<std::uint8_t> w = random_q(f, s.n, s.k, 1);
     const std::vector<float> bias = random_floats(s.n, 2);
     for (const bool with_bias : {false, true}) {
@@ -76,44 +118,12 @@ TEST_P(QuantFormats, EveryIsaMThreadsEqualsReference) {
   }
 }
 
-// The panel layout of cpu/qlinear.h built by hand from ggml blocks, so that each kernel
-// variant can be called directly (the dispatcher only ever picks one per CPU).
-struct HandPacked {
-  std::vector<std::int8_t> qs;
-  std::vector<float> d;
-  std::vector<std::int32_t> wsum;
-  cpu::QuantPacked view;
-  HandPacked(const std::vector<std::uint8_t>& w, QuantFormat f, std::int64_t n, std::int64_t k) {
-    const std::int64_t panels = (n + 63) / 64, nb = k / 32;
-    qs.assign(static_cast<std::size_t>(panels * 64 * k + 64), 0);
-    d.assign(static_cast<std::size_t>(panels * 64 * nb), 0.0f);
-    wsum.assign(d.size(), 0);
-    // 64-byte aligned start, as the kernels' aligned loads require.
-    std::int8_t* base = qs.data() + (64 - reinterpret_cast<std::uintptr_t>(qs.data()) % 64) % 64;
-    const std::int64_t row_bytes = quant_row_bytes(f, k);
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t b = 0; b < nb; ++b) {
-        std::int8_t q[32];
-        const std::int64_t p = j / 64, l = j % 64;
-        const std::int64_t at = (p * 64 + (l / 16) * 16) * nb + b * 16 + l % 16;
-        d[at] = ref::decode_block(f, w.data() + j * row_bytes, b, q);
-        for (int i = 0; i < 32; ++i) {
-          // Layout of cpu/qlinear.h: groups of 16 columns, blocks of a group in order,
-          // 512 bytes each, the columns interleaved by 4 k.
-          const std::int64_t off = at / 16 * 16 * 32 + ((i / 4) * 16 + l % 16) * 4 + i % 4;
-          base[off] = q[i];
-          wsum[at] += q[i];
-        }
-      }
-    view = cpu::QuantPacked{base, d.data(), wsum.data(), f, n, k, nb, panels, nullptr};
-  }
-};
-
 TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
   const QuantFormat f = GetParam();
-  const std::int64_t n = 150, k = 224;
+  // Each kernel variant called directly (the dispatcher only ever picks one per CPU).
+  const std::int64_t n = 150, k = k_format(f) ? 512 : 224;
   const std::vector<std::uint8_t> w = random_q(f, n, k, 5);
-  const HandPacked hp(w, f, n, k);
+  const cpu::QuantPanels hp = cpu::pack_quant_panels(w.data(), f, n, k, nullptr);
   std::vector<std::pair<const char*, cpu::QLinearFn>> fns = {{"scalar", cpu::qlinear_scalar()}};
   if (isa_supported(Isa::kAvx2)) fns.emplace_back("avx2", cpu::qlinear_avx2());
   if (isa_supported(Isa::kAvx512)) fns.emplace_back("avx512", cpu::qlinear_avx512(false));
@@ -125,11 +135,14 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
     ref::quant_linear(x.data(), k, m, w.data(), f, n, k, nullptr, want.data(), n);
     std::vector<std::int8_t> xq(static_cast<std::size_t>(m * k));
     std::vector<float> xd(static_cast<std::size_t>(m * k / 32));
-    for (std::int64_t r = 0; r < m; ++r)
+    std::vector<std::int32_t> xs(static_cast<std::size_t>(m * k / 16));
+    for (std::int64_t r = 0; r < m; ++r) {
       ref::quantize_act_row(x.data() + r * k, k, xq.data() + r * k, xd.data() + r * k / 32);
+      ref::act_half_sums(xq.data() + r * k, k, xs.data() + r * k / 16);
+    }
     for (const auto& [name, fn] : fns) {
       std::vector<float> got(want.size(), -1.0f);
-      fn(hp.view, xq.data(), xd.data(), m, got.data(), n, 0, hp.view.panels);
+      fn(hp.view, xq.data(), xd.data(), xs.data(), m, got.data(), n, 0, hp.view.panels);
       ASSERT_TRUE(same_bits(got.data(), want.data(), m * n)) << name << " m=" << m;
     }
   }
@@ -139,7 +152,7 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
 
 TEST_P(QuantFormats, WidenRowIsTheExactDequantizedRow) {
   const QuantFormat f = GetParam();
-  const std::int64_t n = 70, k = 96;
+  const std::int64_t n = 70, k = k_format(f) ? 256 : 96;
   const std::vector<std::uint8_t> w = random_q(f, n, k, 7);
   const PackedLinear p = PackedLinear::pack_quantized(w.data(), f, n, k);
   EXPECT_TRUE(p.quantized());
@@ -220,7 +233,7 @@ TEST(QuantLinear, QuantizerFollowsTheSpec) {
 // 1e-5 relative slack for binary32 folds) and reports the largest ratio seen.
 TEST_P(QuantFormats, AccuracyWithinTheActivationQuantizationBound) {
   const QuantFormat f = GetParam();
-  const std::int64_t n = 96, k = 896, m = 4;
+  const std::int64_t n = 96, k = k_format(f) ? 1024 : 896, m = 4;
   const std::vector<std::uint8_t> w = random_q(f, n, k, 11);
   const std::vector<float> x = random_floats(m * k, 12, 4.0f);
   const PackedLinear p = PackedLinear::pack_quantized(w.data(), f, n, k);
@@ -228,17 +241,24 @@ TEST_P(QuantFormats, AccuracyWithinTheActivationQuantizationBound) {
   p.run(x.data(), k, m, y.data(), n, nullptr);
   std::vector<float> wr(k);
   double worst = 0;
+  const std::int64_t rb = quant_row_bytes(f, k);
   for (std::int64_t j = 0; j < n; ++j) {
     p.widen_row(j, wr.data());
     for (std::int64_t r = 0; r < m; ++r) {
       double exact = 0, bound = 0, mag = 0;
       for (std::int64_t b = 0; b < k / 32; ++b) {
         double amax = 0, wsum = 0;
+        std::int8_t q[32];
+        const ref::BlockScales bs = ref::decode_block(f, w.data() + j * rb, b, q);
         for (std::int64_t i = b * 32; i < b * 32 + 32; ++i) {
+          // The weight as exact parts: the scale term and the min term (with a min the
+          // binary32 block value is the difference of two rounded products).
+          const double t = std::fabs(static_cast<double>(bs.d) * bs.s[(i % 32) / 16] * q[i % 32]) +
+                           std::fabs(static_cast<double>(bs.dm) * bs.m[(i % 32) / 16]);
           amax = std::max(amax, std::fabs(static_cast<double>(x[r * k + i])));
           wsum += std::fabs(static_cast<double>(wr[i]));
           exact += static_cast<double>(wr[i]) * x[r * k + i];
-          mag += std::fabs(static_cast<double>(wr[i]) * x[r * k + i]);
+          mag += t * std::fabs(static_cast<double>(x[r * k + i]));
         }
         bound +=
             (0.5 * amax / 127.0 * (1 + std::ldexp(1.0, -11)) + amax * std::ldexp(1.0, -11)) * wsum;
@@ -252,9 +272,7 @@ TEST_P(QuantFormats, AccuracyWithinTheActivationQuantizationBound) {
   std::printf("[ measured ] worst |err| / bound = %.4f\n", worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFormats, QuantFormats,
-                         ::testing::Values(QuantFormat::kQ8_0, QuantFormat::kQ4_0,
-                                           QuantFormat::kQ5_0),
+INSTANTIATE_TEST_SUITE_P(AllFormats, QuantFormats, ::testing::ValuesIn(kAllQuantFormats),
                          [](const ::testing::TestParamInfo<QuantFormat>& i) {
                            return std::string(to_string(i.param));
                          });

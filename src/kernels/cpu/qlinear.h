@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -18,9 +19,13 @@ namespace detinfer::kernels::cpu {
 // holds the weight of column c of the group at k = 32b + 4kq + t (qs_offset), so one
 // 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
 // horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
-//   d     the block's scale widened exactly to binary32,
-//   wsum  the sum of its 32 weights (for the vpdpbusd offset form).
-// Columns past n hold zeros. Any format decodes to this int8 + scale form exactly.
+//   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
+//   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `ext` formats the
+//         sum of k 0..15 only, wsum_hi that of k 16..31.
+// `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
+// qd_index, the integer sub-scales s_lo / s_hi of the block's halves and, with has_min, dm
+// and the integer mins m_lo / m_hi (ref::BlockScales). Columns past n hold zeros. Any
+// format decodes to this form exactly.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const float* d = nullptr;            // at qd_index
@@ -31,7 +36,38 @@ struct QuantPacked {
   std::int64_t nb = 0;      // k / 32
   std::int64_t panels = 0;  // ceil(n / 64)
   const float* bias = nullptr;
+  bool ext = false;                       // sub-scales and halves (q4_1, q5_1, K formats)
+  bool has_min = false;                   // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
+  const std::int32_t* wsum_hi = nullptr;  // ext
+  const std::int32_t* s_lo = nullptr;     // ext
+  const std::int32_t* s_hi = nullptr;     // ext
+  const float* dm = nullptr;              // has_min
+  const std::int32_t* m_lo = nullptr;     // has_min
+  const std::int32_t* m_hi = nullptr;     // has_min
 };
+
+// The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
+struct QuantPanels {
+  std::vector<std::int8_t> storage;  // qs at a 64-byte aligned offset
+  std::vector<float> d, dm;
+  std::vector<std::int32_t> wsum, wsum_hi, s_lo, s_hi, m_lo, m_hi;
+  QuantPacked view;
+  QuantPanels() = default;
+  QuantPanels(QuantPanels&&) = default;
+  QuantPanels& operator=(QuantPanels&&) = default;
+  QuantPanels(const QuantPanels&) = delete;
+  QuantPanels& operator=(const QuantPanels&) = delete;
+  std::size_t bytes() const {
+    std::size_t n = storage.size() + (d.size() + dm.size()) * sizeof(float);
+    for (const auto* v : {&wsum, &wsum_hi, &s_lo, &s_hi, &m_lo, &m_hi})
+      n += v->size() * sizeof(std::int32_t);
+    return n;
+  }
+};
+
+// n rows of k weights in `f`'s ggml blocks decoded (ref::decode_block) into panels.
+QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n, std::int64_t k,
+                              const float* bias);
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
 
@@ -49,10 +85,11 @@ inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, s
 
 // y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
 // (ref::quant_linear) over activations already quantized: xq holds m rows of k int8
-// (row stride k), xd m rows of nb block scales (row stride nb).
+// (row stride k), xd m rows of nb block scales (row stride nb), xs (only read when
+// w.has_min; may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
 using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const float* xd,
-                           std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
-                           std::int64_t p1);
+                           const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+                           std::int64_t p0, std::int64_t p1);
 
 QLinearFn qlinear_scalar();
 QLinearFn qlinear_avx2();             // only call when the CPU supports AVX2

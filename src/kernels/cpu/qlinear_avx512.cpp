@@ -39,6 +39,11 @@ struct DotVnni512 {
   static freg cvt(ireg a) { return _mm512_cvtepi32_ps(a); }
   static freg add(freg a, freg b) { return _mm512_add_ps(a, b); }
   static freg mul(freg a, freg b) { return _mm512_mul_ps(a, b); }
+  static freg sub(freg a, freg b) { return _mm512_sub_ps(a, b); }
+  static ireg loadi(const std::int32_t* p) { return _mm512_loadu_si512(p); }
+  static ireg set1i(std::int32_t v) { return _mm512_set1_epi32(v); }
+  static ireg addi(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
+  static ireg mullo(ireg a, ireg b) { return _mm512_mullo_epi32(a, b); }
 };
 }  // namespace
 

@@ -8,9 +8,25 @@
 namespace detinfer::kernels::cpu {
 namespace {
 
+// Block b of column l of panel p as ref::decode_block gave it, read back from the panels.
+ref::BlockScales block_scales(const QuantPacked& w, std::int64_t at) {
+  ref::BlockScales s;
+  s.d = w.d[at];
+  if (w.ext) {
+    s.s[0] = w.s_lo[at];
+    s.s[1] = w.s_hi[at];
+  }
+  if (w.has_min) {
+    s.dm = w.dm[at];
+    s.m[0] = w.m_lo[at];
+    s.m[1] = w.m_hi[at];
+  }
+  return s;
+}
+
 void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
-                        std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
-                        std::int64_t p1) {
+                        const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+                        std::int64_t p0, std::int64_t p1) {
   for (std::int64_t p = p0; p < p1; ++p) {
     for (std::int64_t l = 0; l < kPanel && p * kPanel + l < w.n; ++l) {
       const std::int64_t j = p * kPanel + l;
@@ -20,8 +36,10 @@ void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float
           std::int8_t wq[ref::kQuantBlock];
           for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
             wq[i] = w.qs[qs_offset(w.nb, p, b, l, i)];
-          const std::int32_t isum = ref::block_dot_i8(wq, xq + r * w.k + b * ref::kQuantBlock);
-          s = s + ref::block_value(w.d[qd_index(w.nb, p, b, l)], xd[r * w.nb + b], isum);
+          const ref::BlockScales bs = block_scales(w, qd_index(w.nb, p, b, l));
+          s = s + ref::block_value_scaled(bs, w.has_min, xd[r * w.nb + b], wq,
+                                          xq + r * w.k + b * ref::kQuantBlock,
+                                          w.has_min ? xs + r * 2 * w.nb + 2 * b : nullptr);
         }
         y[r * ldy + j] = w.bias != nullptr ? s + w.bias[j] : s;
       }

@@ -22,35 +22,94 @@ inline std::int32_t load4(const std::int8_t* p) {
   return v;
 }
 
-// Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows xr[0..R): sums into
-// out[r] (D::L floats each).
+// Rows' activations for a tile: int8 values, block scales, half sums (has_min only).
+struct QRows {
+  const std::int8_t* x[kMaxQRows];
+  const float* d[kMaxQRows];
+  const std::int32_t* xs[kMaxQRows];
+};
+
+// The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
 template <class D, int R>
-void qtile(const QuantPacked& w, const std::int8_t* const* xr, const float* const* dr,
-           std::int64_t p, std::int64_t l0, float* const* out, const float* bias) {
-  typename D::freg s[R];
-  for (int r = 0; r < R; ++r) s[r] = D::fzero();
-  const std::int8_t* w0 = w.qs + qs_offset(w.nb, p, 0, l0, 0);
-  const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
+void qblocks_plain(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
+                   bool prefetch, typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
     typename D::ireg acc[R];
     for (int r = 0; r < R; ++r) acc[r] = D::izero();
 #pragma GCC unroll 8
     for (int kq = 0; kq < 8; ++kq) {
-      if (D::L == kQuantGroup || l0 % kQuantGroup == 0)  // one prefetch per 64-byte line
+      if (prefetch)  // one prefetch per 64-byte line
         _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
       const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[r] = D::dot(acc[r], wv, load4(xr[r] + b * kQB + kq * 4));
+      for (int r = 0; r < R; ++r) acc[r] = D::dot(acc[r], wv, load4(a.x[r] + b * kQB + kq * 4));
     }
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const typename D::freg isum = D::cvt(D::isum(acc[r], w.wsum + at));
-      s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(dr[r][b])), isum));
+      s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
     }
   }
+}
+
+// The block loop of the formats with sub-scales (and a min term when kMin): the halves of a
+// block (kq 0..3 and 4..7) are summed apart, then isum = s_lo * lo + s_hi * hi (exact), and
+// with a min v = v - (dm * dx) * float(m_lo * xs_lo + m_hi * xs_hi): ref::block_value_scaled.
+template <class D, int R, bool kMin>
+void qblocks_ext(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
+                 bool prefetch, typename D::freg* s) {
+  for (std::int64_t b = 0; b < w.nb; ++b) {
+    const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
+    typename D::ireg acc[2][R];
+    for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = D::izero();
+#pragma GCC unroll 8
+    for (int kq = 0; kq < 8; ++kq) {
+      if (prefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
+      const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[kq / 4][r] = D::dot(acc[kq / 4][r], wv, load4(a.x[r] + b * kQB + kq * 4));
+    }
+    const std::int64_t at = d0 + b * kQuantGroup;
+    const typename D::freg dw = D::loadf(w.d + at);
+    const typename D::ireg slo = D::loadi(w.s_lo + at), shi = D::loadi(w.s_hi + at);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const typename D::ireg isum = D::addi(D::mullo(D::isum(acc[0][r], w.wsum + at), slo),
+                                            D::mullo(D::isum(acc[1][r], w.wsum_hi + at), shi));
+      const typename D::freg dx = D::set1(a.d[r][b]);
+      typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
+      if constexpr (kMin) {
+        const typename D::ireg msum =
+            D::addi(D::mullo(D::loadi(w.m_lo + at), D::set1i(a.xs[r][2 * b])),
+                    D::mullo(D::loadi(w.m_hi + at), D::set1i(a.xs[r][2 * b + 1])));
+        v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
+      }
+      s[r] = D::add(s[r], v);
+    }
+  }
+}
+
+// Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows a[0..R): sums into
+// out[r] (D::L floats each).
+template <class D, int R>
+void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0, float* const* out,
+           const float* bias) {
+  typename D::freg s[R];
+  for (int r = 0; r < R; ++r) s[r] = D::fzero();
+  const std::int8_t* w0 = w.qs + qs_offset(w.nb, p, 0, l0, 0);
+  const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
+  const bool prefetch = D::L == kQuantGroup || l0 % kQuantGroup == 0;
+  if (!w.ext)
+    qblocks_plain<D, R>(w, a, w0, d0, prefetch, s);
+  else if (w.has_min)
+    qblocks_ext<D, R, true>(w, a, w0, d0, prefetch, s);
+  else
+    qblocks_ext<D, R, false>(w, a, w0, d0, prefetch, s);
   for (int r = 0; r < R; ++r) {
     if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
     D::storef(out[r], s[r]);
@@ -58,18 +117,18 @@ void qtile(const QuantPacked& w, const std::int8_t* const* xr, const float* cons
 }
 
 template <class D, int... I>
-void qtile_rows(int rows, const QuantPacked& w, const std::int8_t* const* xr,
-                const float* const* dr, std::int64_t p, std::int64_t l0, float* const* out,
-                const float* bias, std::integer_sequence<int, I...>) {
-  using Fn = void (*)(const QuantPacked&, const std::int8_t* const*, const float* const*,
-                      std::int64_t, std::int64_t, float* const*, const float*);
+void qtile_rows(int rows, const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0,
+                float* const* out, const float* bias, std::integer_sequence<int, I...>) {
+  using Fn = void (*)(const QuantPacked&, const QRows&, std::int64_t, std::int64_t, float* const*,
+                      const float*);
   constexpr Fn fns[] = {&qtile<D, I + 1>...};
-  fns[rows - 1](w, xr, dr, p, l0, out, bias);
+  fns[rows - 1](w, a, p, l0, out, bias);
 }
 
 template <class D>
-void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd, std::int64_t m,
-                    float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
+                    const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+                    std::int64_t p0, std::int64_t p1) {
   // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand).
   std::vector<std::int8_t> shifted;
   if (D::kShifted) {
@@ -91,16 +150,15 @@ void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd
       }
       for (std::int64_t r0 = 0; r0 < m; r0 += kMaxQRows) {
         const int rows = static_cast<int>(m - r0 < kMaxQRows ? m - r0 : kMaxQRows);
-        const std::int8_t* xr[kMaxQRows];
-        const float* dr[kMaxQRows];
+        QRows a{};
         float* out[kMaxQRows];
         for (int r = 0; r < rows; ++r) {
-          xr[r] = xq + (r0 + r) * w.k;
-          dr[r] = xd + (r0 + r) * w.nb;
+          a.x[r] = xq + (r0 + r) * w.k;
+          a.d[r] = xd + (r0 + r) * w.nb;
+          a.xs[r] = w.has_min ? xs + (r0 + r) * 2 * w.nb : nullptr;
           out[r] = cols == D::L ? y + (r0 + r) * ldy + col0 : tmp[r];
         }
-        qtile_rows<D>(rows, w, xr, dr, p, l0, out, bias,
-                      std::make_integer_sequence<int, kMaxQRows>());
+        qtile_rows<D>(rows, w, a, p, l0, out, bias, std::make_integer_sequence<int, kMaxQRows>());
         if (cols == D::L) continue;
         for (int r = 0; r < rows; ++r)
           for (std::int64_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + col0 + c] = tmp[r][c];
@@ -133,4 +191,11 @@ struct Dot256 {
   static freg cvt(ireg a) { return _mm256_cvtepi32_ps(a); }
   static freg add(freg a, freg b) { return _mm256_add_ps(a, b); }
   static freg mul(freg a, freg b) { return _mm256_mul_ps(a, b); }
+  static freg sub(freg a, freg b) { return _mm256_sub_ps(a, b); }
+  static ireg loadi(const std::int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static ireg set1i(std::int32_t v) { return _mm256_set1_epi32(v); }
+  static ireg addi(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
+  static ireg mullo(ireg a, ireg b) { return _mm256_mullo_epi32(a, b); }
 };

@@ -46,22 +46,48 @@ std::int32_t block_dot_i8(const std::int8_t* a, const std::int8_t* b) {
   return s;
 }
 
+void act_half_sums(const std::int8_t* q, std::int64_t k, std::int32_t* xs) {
+  for (std::int64_t h = 0; h < k / 16; ++h) {
+    std::int32_t s = 0;
+    for (std::int64_t i = 0; i < 16; ++i) s += q[h * 16 + i];
+    xs[h] = s;
+  }
+}
+
+float block_value_scaled(const BlockScales& w, bool has_min, float dx, const std::int8_t* wq,
+                         const std::int8_t* xq, const std::int32_t* xs) {
+  std::int32_t half[2] = {0, 0};
+  for (std::int64_t i = 0; i < kQuantBlock; ++i)
+    half[i / 16] += static_cast<std::int32_t>(wq[i]) * static_cast<std::int32_t>(xq[i]);
+  const std::int32_t isum = w.s[0] * half[0] + w.s[1] * half[1];
+  const float v = (w.d * dx) * static_cast<float>(isum);
+  if (!has_min) return v;
+  const std::int32_t msum = w.m[0] * xs[0] + w.m[1] * xs[1];
+  return v - (w.dm * dx) * static_cast<float>(msum);
+}
+
 void quant_linear(const float* x, std::int64_t ldx, std::int64_t m, const void* weights,
                   QuantFormat f, std::int64_t n, std::int64_t k, const float* bias, float* y,
                   std::int64_t ldy) {
   const std::int64_t nb = k / kQuantBlock;
   const std::int64_t row_bytes = quant_row_bytes(f, k);
+  const bool has_min = quant_format_info(f).has_min;
   std::vector<std::int8_t> xq(static_cast<std::size_t>(m * k));
   std::vector<float> xd(static_cast<std::size_t>(m * nb));
-  for (std::int64_t r = 0; r < m; ++r) quantize_act_row(x + r * ldx, k, &xq[r * k], &xd[r * nb]);
+  std::vector<std::int32_t> xs(static_cast<std::size_t>(m * 2 * nb));
+  for (std::int64_t r = 0; r < m; ++r) {
+    quantize_act_row(x + r * ldx, k, &xq[r * k], &xd[r * nb]);
+    act_half_sums(&xq[r * k], k, &xs[r * 2 * nb]);
+  }
   std::int8_t wq[kQuantBlock];
   for (std::int64_t j = 0; j < n; ++j) {
     const auto* row = static_cast<const std::uint8_t*>(weights) + j * row_bytes;
     for (std::int64_t r = 0; r < m; ++r) {
       float s = 0.0f;
       for (std::int64_t b = 0; b < nb; ++b) {
-        const float dw = decode_block(f, row, b, wq);
-        s = s + block_value(dw, xd[r * nb + b], block_dot_i8(wq, &xq[r * k + b * kQuantBlock]));
+        const BlockScales w = decode_block(f, row, b, wq);
+        s = s + block_value_scaled(w, has_min, xd[r * nb + b], wq, &xq[r * k + b * kQuantBlock],
+                                   &xs[r * 2 * nb + 2 * b]);
       }
       y[r * ldy + j] = bias != nullptr ? s + bias[j] : s;
     }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/quant.h"
+#include "kernels/reference/quant_blocks.h"
 
 namespace detinfer::kernels::ref {
 
@@ -33,8 +34,22 @@ inline float block_value(float dw, float dx, std::int32_t isum) {
   return (dw * dx) * static_cast<float>(isum);
 }
 
-// y[r][j] = fold over blocks b = 0..k/32-1 in order of block_value(dw[j][b], dx[r][b],
-// isum[j][b][r]) (s = +0; s = s + v), then s + bias[j] when bias is given.
+// The two activation half sums of block b: xs[0] = sum of q[32b .. 32b+15], xs[1] of the
+// rest (exact integers; only the formats with a min term read them).
+void act_half_sums(const std::int8_t* q, std::int64_t k, std::int32_t* xs);
+
+// The value of one block pair for any format (docs/numerics.md "Block dot product"): with
+// lo / hi the exact integer dot products of the weight and activation halves (k 0..15 and
+// 16..31 of the block) and xs the activation half sums,
+//   isum = s[0] * lo + s[1] * hi;  v = (d * dx) * float(isum)
+//   with a min term:  msum = m[0] * xs[0] + m[1] * xs[1];  v = v - (dm * dx) * float(msum)
+// every integer exact (|isum| < 2^24, |msum| < 2^18), so float() is exact too. For q8_0,
+// q4_0 and q5_0 (s = {1, 1}, no min) this is block_value of the whole block's dot product.
+float block_value_scaled(const BlockScales& w, bool has_min, float dx, const std::int8_t* wq,
+                         const std::int8_t* xq, const std::int32_t* xs);
+
+// y[r][j] = fold over blocks b = 0..k/32-1 in order of block_value_scaled (s = +0;
+// s = s + v), then s + bias[j] when bias is given.
 // `weights` is n rows of quant_row_bytes(f, k) bytes, in the ggml block layout.
 void quant_linear(const float* x, std::int64_t ldx, std::int64_t m, const void* weights,
                   QuantFormat f, std::int64_t n, std::int64_t k, const float* bias, float* y,
