@@ -12,6 +12,7 @@
 #include "kernels/quant.h"
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
+#include "model/quant_scheme.h"
 #include "model/rope_table.h"
 #include "model/tensor_store.h"
 #include "model/weight_loader.h"
@@ -58,34 +59,10 @@ std::uint32_t ggml_type_of(core::DType d) {
   return 0;
 }
 
-// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32, and
-// for a file quantized to one type MOSTLY_Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, Q2_K 10,
-// Q3_K_S 11, Q4_K_S 14, Q5_K_S 16, Q6_K 18.
-std::uint32_t file_type_of(core::DType d, std::optional<kernels::QuantFormat> q) {
-  if (q) {
-    switch (*q) {
-      case kernels::QuantFormat::kQ8_0:
-        return 7;
-      case kernels::QuantFormat::kQ4_0:
-        return 2;
-      case kernels::QuantFormat::kQ5_0:
-        return 8;
-      case kernels::QuantFormat::kQ4_1:
-        return 3;
-      case kernels::QuantFormat::kQ5_1:
-        return 9;
-      case kernels::QuantFormat::kQ2_K:
-        return 10;
-      case kernels::QuantFormat::kQ3_K:
-        return 11;
-      case kernels::QuantFormat::kQ4_K:
-        return 14;
-      case kernels::QuantFormat::kQ5_K:
-        return 16;
-      case kernels::QuantFormat::kQ6_K:
-        return 18;
-    }
-  }
+// general.file_type as llama.cpp numbers it: ALL_F32 0, MOSTLY_F16 1, MOSTLY_BF16 32, a
+// quantized file model::gguf_file_type (MOSTLY_Q8_0 7, MOSTLY_Q4_K_M 15, ...).
+std::uint32_t file_type_of(core::DType d, const std::optional<model::QuantScheme>& q) {
+  if (q) return model::gguf_file_type(*q);
   return d == core::DType::kF32 ? 0 : d == core::DType::kF16 ? 1 : 32;
 }
 
@@ -250,15 +227,16 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
     type = ggml_type_of(core::DType::kF32);
   }
   const bool embed = spec.kind == model::WeightKind::kEmbed;
-  if (o.quantize && spec.shape.size() == 2 &&
-      spec.shape[1] % kernels::quant_format_info(*o.quantize).block_elems == 0 &&
+  const std::optional<kernels::QuantFormat> q =
+      o.quantize ? model::scheme_format_for(*o.quantize, spec, c) : std::nullopt;
+  if (q && spec.shape[1] % kernels::quant_format_info(*q).block_elems == 0 &&
       (!embed || o.quantize_token_embd)) {
     const std::int64_t rows = spec.shape[0], k = spec.shape[1];
     std::vector<float> f(static_cast<std::size_t>(rows * k));
     model::widen_to_f32(t.info->dtype, t.data(), rows * k, f.data());
-    out.assign(static_cast<std::size_t>(rows * kernels::quant_row_bytes(*o.quantize, k)), 0);
-    kernels::quantize_rows(*o.quantize, f.data(), rows, k, out.data());
-    type = ggml_type_of(*o.quantize);
+    out.assign(static_cast<std::size_t>(rows * kernels::quant_row_bytes(*q, k)), 0);
+    kernels::quantize_rows(*q, f.data(), rows, k, out.data());
+    type = ggml_type_of(*q);
   }
   const bool llama =
       c.architecture == Architecture::kLlama || c.architecture == Architecture::kMistral;

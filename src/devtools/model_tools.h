@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "detinfer/numerics.h"
 #include "kernels/quant.h"
+#include "model/quant_scheme.h"
 
 namespace detinfer::devtools {
 
@@ -62,10 +63,11 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
 
 struct GgufConvertOptions {
   std::int64_t splits = 1;
-  // Store the 2-D weights whose rows are whole blocks in this format, quantized from their
-  // f32 values by kernels::quantize_rows (quantized spec v1: the blocks SessionOptions::weights
-  // makes on load), as llama.cpp's Q8_0/Q4_0/Q5_0 files do; nullopt = as stored.
-  std::optional<kernels::QuantFormat> quantize;
+  // Store the 2-D weights in the format this scheme picks for each (one format, or a
+  // llama.cpp mix such as q4_k_m: model::scheme_format_for), quantized from their f32 values
+  // by kernels::quantize_rows (quantized spec v1: the blocks SessionOptions::weights makes on
+  // load); a tensor whose rows are not whole blocks stays as stored; nullopt = as stored.
+  std::optional<model::QuantScheme> quantize;
   // Quantize token_embd.weight too (llama.cpp does); false keeps it as stored.
   bool quantize_token_embd = true;
   // Write the folder's tokenizer.json + tokenizer_config.json as tokenizer metadata (with

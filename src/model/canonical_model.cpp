@@ -86,8 +86,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     auto pack = [&](const std::vector<float>* bias) {
       const bool with_bias = bias != nullptr && config_.attention_bias;
       if (with_bias) DETINFER_INTERNAL_CHECK(!bias->empty());
-      return linear_of(s.name, data, kd, s.shape[0], s.shape[1],
-                       with_bias ? bias->data() : nullptr);
+      return linear_of(s, data, kd, s.shape[0], s.shape[1], with_bias ? bias->data() : nullptr);
     };
     Layer* l = s.layer >= 0 ? &layers_[li] : nullptr;
     LayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
@@ -162,19 +161,20 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
     take_fused(s, l, [&](std::int64_t row0, std::int64_t rows) {
       const std::size_t at = static_cast<std::size_t>(row0 * s.shape[1]) * core::dtype_size(dtype);
-      return linear_of(s.name, static_cast<const std::uint8_t*>(data) + at, dtype, rows, s.shape[1],
+      return linear_of(s, static_cast<const std::uint8_t*>(data) + at, dtype, rows, s.shape[1],
                        nullptr);
     });
   }
 
-  // A linear of tensor `name` ([n][k] of dtype): as stored, or quantized on load when
-  // options_.weights asks for a format (quantized spec v1).
-  std::unique_ptr<BackendLinear> linear_of(const std::string& name, const void* w,
-                                           core::DType dtype, std::int64_t n, std::int64_t k,
-                                           const float* bias) {
+  // A linear ([n][k] of dtype, rows of tensor s): as stored, or quantized on load in the
+  // format options_.weights picks for s (quantized spec v1).
+  std::unique_ptr<BackendLinear> linear_of(const WeightSpec& s, const void* w, core::DType dtype,
+                                           std::int64_t n, std::int64_t k, const float* bias) {
     if (!options_.weights) return backend_->make_linear(w, dtype, n, k, bias);
-    const std::vector<std::uint8_t> q = quantize_weights(name, w, dtype, n, k, *options_.weights);
-    return backend_->make_quantized_linear(q.data(), *options_.weights, n, k, bias);
+    const std::optional<kernels::QuantFormat> f = scheme_format_for(*options_.weights, s, config_);
+    DETINFER_INTERNAL_CHECK(f.has_value());
+    const std::vector<std::uint8_t> q = quantize_weights(s.name, w, dtype, n, k, *f);
+    return backend_->make_quantized_linear(q.data(), *f, n, k, bias);
   }
 
   // Float tensors, and the GGUF types of quantized spec v1 where the backend has kernels.

@@ -14,6 +14,7 @@
 #include "kernels/kernels.h"
 #include "model/backend.h"
 #include "model/model_config.h"
+#include "model/quant_scheme.h"
 
 namespace detinfer::core {
 class ThreadPool;
@@ -30,10 +31,11 @@ struct ModelOptions {
   // K/V storage in the cache: f32, or bf16/f16 rounded to nearest even on write and
   // stored in 2 bytes (canonical mode; CPU and CUDA backends).
   core::DType kv_dtype = core::DType::kF32;
-  // Quantize every linear (and a tied embedding) to this format on load (quantized spec v1,
-  // docs/numerics.md "Quantized linear"); unset: the weights as stored. Canonical mode on
-  // the CPU only (elsewhere Error(kUnsupported, "weights")).
-  std::optional<kernels::QuantFormat> weights{};
+  // Quantize every linear (and a tied embedding) on load with this scheme (one format, or a
+  // llama.cpp-style mix: quant_scheme.h; quantized spec v1, docs/numerics.md "Quantized
+  // linear"); unset: the weights as stored. Canonical mode on the CPU only (elsewhere
+  // Error(kUnsupported, "weights")).
+  std::optional<QuantScheme> weights{};
 };
 
 // Fixed-size KV blocks for every layer, from a pool with a byte budget. Block ids are

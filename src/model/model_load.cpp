@@ -52,7 +52,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   if (options.weights &&
       (options.mode != NumericsMode::kCanonical || options.device.type != Device::kCpu)) {
     throw Error(ErrorCode::kUnsupported,
-                str_cat("weights ", kernels::to_string(*options.weights),
+                str_cat("weights ", options.weights->name,
                         " (quantized weights) needs canonical mode on the CPU; mode is ",
                         to_string(options.mode), " on ",
                         options.device.type == Device::kCpu ? "the CPU" : "a GPU"),

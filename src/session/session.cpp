@@ -11,6 +11,7 @@
 #include "core/memory_limits.h"
 #include "kernels/kernels.h"
 #include "model/model_config.h"
+#include "model/quant_scheme.h"
 #include "session/distribution_stats.h"
 #include "session/model_metadata.h"
 #include "session/session_fields.h"
@@ -46,13 +47,15 @@ core::DType kv_storage_dtype(KvDType d) {
               "kv_dtype");
 }
 
-// SessionOptions::weights: "native" (the weights as stored) or a quantized format's name.
-std::optional<kernels::QuantFormat> weight_format(const std::string& w) {
-  kernels::QuantFormat f;
+// SessionOptions::weights: "native" (the weights as stored), a quantized format's name or a
+// mix's (model::parse_quant_scheme).
+std::optional<model::QuantScheme> weight_format(const std::string& w) {
+  model::QuantScheme s;
   if (w == "native") return std::nullopt;
-  if (kernels::parse_quant_format(w, &f)) return f;
+  if (model::parse_quant_scheme(w, &s)) return s;
   throw Error(ErrorCode::kInvalidArgument,
-              str_cat("SessionOptions.weights: expected native, q8_0, q4_0 or q5_0, got '", w, "'"),
+              str_cat("SessionOptions.weights: expected native | ", model::quant_scheme_names(),
+                      ", got '", w, "'"),
               "weights");
 }
 

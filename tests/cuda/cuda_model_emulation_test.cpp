@@ -269,5 +269,22 @@ TEST(CudaModelEmulationKvDtype, HalfKvEqualsCpuBitForBit) {
   }
 }
 
+// The CUDA backend has no quantized kernels yet (docs/gguf.md): a GGUF file with Q8_0
+// tensors is refused on it with kUnsupported naming the tensor and the type, never loaded
+// some other way.
+TEST(CudaModelEmulationQuantized, GgufQuantizedTensorsAreRefused) {
+  const std::string dir = tiny_model(devtools::TinyArch::kQwen2, core::DType::kBF16);
+  devtools::GgufConvertOptions g;
+  g.quantize = kernels::QuantFormat::kQ8_0;
+  const std::string file = devtools::write_gguf_model(dir, dir + "/q8.gguf", g).front();
+  try {
+    emulated_cuda_model(file, NumericsMode::kCanonical);
+    ADD_FAILURE() << "the CUDA backend took Q8_0 tensors";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Q8_0"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace detinfer::testing

@@ -13,7 +13,7 @@ struct MakeTinyOptions {
   std::string chat_template;  // copied to chat_template.jinja ("" = only the ChatML default)
   std::string gguf;           // also write the model as this GGUF file ("" = no)
   std::int64_t gguf_splits = 1;
-  std::string gguf_quantize;  // "" = the weights as stored; q8_0 | q4_0 | q5_0
+  std::string gguf_quantize;  // "" = the weights as stored; a model::parse_quant_scheme name
   detinfer::devtools::TinyModelOptions model;
 };
 
@@ -63,9 +63,14 @@ const detinfer_cli::RegisterCommand kRegister(
                      "Write the GGUF as this many name-0000N-of-0000M.gguf shards")
           ->capture_default_str();
       sub.add_option("--gguf-quantize", o->gguf_quantize,
-                     "Store the GGUF's 2-D weights as q8_0 | q4_0 | q5_0 (quantized spec v1; "
-                     "the same blocks as --weights on load)")
-          ->check(CLI::IsMember({"q8_0", "q4_0", "q5_0"}));
+                     "Store the GGUF's 2-D weights as " + detinfer::model::quant_scheme_names() +
+                         " (quantized spec v1; the same blocks as --weights on load)")
+          ->check([](const std::string& v) {
+            detinfer::model::QuantScheme s;
+            return detinfer::model::parse_quant_scheme(v, &s)
+                       ? std::string()
+                       : "expected " + detinfer::model::quant_scheme_names();
+          });
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
         detinfer::devtools::TinyModelOptions m = o->model;
@@ -83,8 +88,8 @@ const detinfer_cli::RegisterCommand kRegister(
           detinfer::devtools::GgufConvertOptions g;
           g.splits = o->gguf_splits;
           if (!o->gguf_quantize.empty()) {
-            detinfer::kernels::QuantFormat q{};
-            detinfer::kernels::parse_quant_format(o->gguf_quantize, &q);
+            detinfer::model::QuantScheme q;
+            detinfer::model::parse_quant_scheme(o->gguf_quantize, &q);
             g.quantize = q;
           }
           for (const std::string& f : detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, g)) {

@@ -8,6 +8,7 @@
 #include "detinfer/error.h"
 #include "devtools/model_tools.h"
 #include "kernels/quant.h"
+#include "model/quant_scheme.h"
 
 namespace {
 struct QuantizeOptions {
@@ -27,8 +28,9 @@ const detinfer_cli::RegisterCommand kRegister(
                      "Hugging Face model folder (llama, mistral, qwen2, qwen3; f32/bf16/f16)")
           ->required();
       sub.add_option("--type", o->type,
-                     "Weight format of every 2-D weight whose rows are whole blocks: q8_0 | "
-                     "q4_0 | q5_0 (quantized spec v1)")
+                     "Weight format of every 2-D weight whose rows are whole blocks, or a "
+                     "llama.cpp mix choosing one per tensor: " +
+                         detinfer::model::quant_scheme_names() + " (quantized spec v1)")
           ->required();
       sub.add_option("--out", o->out, "The GGUF file to write")->required();
       sub.add_flag("--keep-embedding", o->keep_embedding,
@@ -39,10 +41,11 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--splits", o->splits, "Write this many name-0000N-of-0000M.gguf shards")
           ->capture_default_str();
       sub.callback([o, &exit_code] {
-        detinfer::kernels::QuantFormat q{};
-        if (!detinfer::kernels::parse_quant_format(o->type, &q)) {
+        detinfer::model::QuantScheme q;
+        if (!detinfer::model::parse_quant_scheme(o->type, &q)) {
           throw detinfer::Error(detinfer::ErrorCode::kInvalidArgument,
-                                "--type: expected q8_0, q4_0 or q5_0, got '" + o->type + "'",
+                                "--type: expected " + detinfer::model::quant_scheme_names() +
+                                    ", got '" + o->type + "'",
                                 "type");
         }
         detinfer::devtools::GgufConvertOptions g;
