@@ -119,9 +119,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* w, std::uin
     *the_min = -min;
     return 0.0f;
   }
-  const float range = max - min;
   const float fmax = static_cast<float>(nmax);
-  float iscale = fmax / range;
+  float iscale = fmax / (max - min);
   float scale = 1.0f / iscale;
   for (int i = 0; i < n; ++i) {
     L[i] = static_cast<std::uint8_t>(clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax));
@@ -134,7 +133,8 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* w, std::uin
   std::uint8_t aux[32];
   for (int is = 0; is <= nstep; ++is) {
     const float step = rdelta * static_cast<float>(is);
-    iscale = ((rmin + step) + fmax) / range;
+    // ggml uses the current min here: after an accepted refit, min is the refit's min.
+    iscale = ((rmin + step) + fmax) / (max - min);
     float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
     for (int i = 0; i < n; ++i) {
       const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax);

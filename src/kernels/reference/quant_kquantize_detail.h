@@ -37,8 +37,9 @@ std::int32_t trunc_i32_x86(float v);
 //  3. iscale = nmax / (max - min); scale = 1 / iscale; for each i: L[i] =
 //     clamp(nearest_int(iscale * (x[i] - min)), 0, nmax); diff = (scale * L[i] + min) -
 //     x[i]; e = use_mad ? |diff| : diff * diff; best += w[i] * e (best starts at 0).
-//  4. for is = 0..nstep: iscale = ((rmin + rdelta * is) + nmax) / (max - min); Laux[i] =
-//     clamp(nearest_int(iscale * (x[i] - min)), 0, nmax); in order over i: sum_l +=
+//  4. for is = 0..nstep: iscale = ((rmin + rdelta * is) + nmax) / (max - min) and Laux[i] =
+//     clamp(nearest_int(iscale * (x[i] - min)), 0, nmax), both with the CURRENT min (the
+//     last accepted refit's m, not the data's min); in order over i: sum_l +=
 //     w[i] * l; sum_l2 += (w[i] * l) * l; sum_xl += (w[i] * l) * x[i] (all from 0);
 //     D = sum_w * sum_l2 - sum_l * sum_l. If D > 0: s = (sum_w * sum_xl - sum_x *
 //     sum_l) / D; m = (sum_l2 * sum_x - sum_l * sum_xl) / D; if m > 0: m = 0,
