@@ -142,4 +142,48 @@ inline std::vector<float> normal_floats(TestRng& rng, int n, double scale = 1.0)
   return v;
 }
 
+// Golden blocks, built from std::mt19937 bits and exact binary32 arithmetic only (no libm),
+// so every platform reproduces them; kind = seed % 6: uniform, roughly normal (sum of four
+// uniforms), roughly normal scaled by 2^k per 16 values (k in [-6, 6]), multiples of 0.25
+// (ties for every rounding), negatives only, roughly normal with one +-500 outlier.
+inline std::vector<float> golden_block(std::uint32_t seed, int n) {
+  std::mt19937 g(seed);
+  auto u = [&g]() { return static_cast<float>(g() >> 8) * (1.0f / 16777216.0f); };
+  auto gauss = [&u]() { return ((u() + u()) + (u() + u()) - 2.0f) * 1.75f; };
+  std::vector<float> x(static_cast<std::size_t>(n));
+  float group_scale = 1.0f;
+  for (int i = 0; i < n; ++i) {
+    switch (seed % 6) {
+      case 0:
+        x[i] = (u() - 0.5f) * 8.0f;
+        break;
+      case 1:
+        x[i] = gauss();
+        break;
+      case 2:
+        if (i % 16 == 0) group_scale = std::ldexp(1.0f, static_cast<int>(g() % 13) - 6);
+        x[i] = gauss() * group_scale;
+        break;
+      case 3:
+        x[i] = static_cast<float>(static_cast<int>(g() % 33) - 16) * 0.25f;
+        break;
+      case 4:
+        x[i] = -(u() * 3.0f) - 0.01f;
+        break;
+      default:
+        x[i] = gauss();
+        break;
+    }
+  }
+  if (seed % 6 == 5) x[g() % static_cast<std::uint32_t>(n)] = (seed % 4 < 2) ? 500.0f : -500.0f;
+  return x;
+}
+
+// FNV-1a 64 of bytes, chained from h.
+inline std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n,
+                           std::uint64_t h = 14695981039346656037ull) {
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace detinfer::kernels::testing
