@@ -35,8 +35,10 @@ Bytes slice(const Bytes& b, int at, int n) { return Bytes(b.begin() + at, b.begi
 // FNV-1a 64 of the bytes of golden_block(seed) for seeds 1..96 (kquant_test_util.h), as
 // produced by llama.cpp's own quantize_row_*_ref: libggml-base.so of node-llama-cpp 3.22.1
 // (llama.cpp release tag v0.5.0, prebuilt for linux-x64), called through dlopen. The same
-// comparison over 84000 further random blocks (uniform, normal, mixed magnitudes, ties,
-// binary32-subnormal ranges, outliers) found no differing byte.
+// comparison over 112000 further random blocks (uniform, normal, mixed magnitudes, ties,
+// binary32-subnormal inputs and ranges, outliers, values near the binary16 limit) found no
+// differing byte; each of the 2937 blocks our quantizers refused had an inf binary16 scale
+// in ggml's output.
 TEST(KQuantGolden, BytesEqualLlamaCpp) {
   struct Golden {
     const char* name;

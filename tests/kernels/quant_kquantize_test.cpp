@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct Format {
   double scale_steps, elem_factor, rms_limit;
   int f16_mult;  // the largest integer multiplying a binary16 field (d and dmin / m) on decode
 };
+
+// gtest prints a parameter by name, not as raw bytes.
+void PrintTo(const Format& f, std::ostream* os) { *os << f.name; }
 
 std::vector<double> decode_q4_k(const std::uint8_t* b) { return testing::decode_q45_k(b, false); }
 std::vector<double> decode_q5_k(const std::uint8_t* b) { return testing::decode_q45_k(b, true); }
