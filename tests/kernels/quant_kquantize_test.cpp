@@ -1,13 +1,15 @@
 // ggml's reference quantizers (reference/quant_kquantize.h): every format's bytes, decoded
 // by an independent float64 decoder (kquant_test_util.h), reproduce the input within a
-// per-element bound and a measured RMS figure; worked examples with hand-checked bytes;
-// non-finite input and binary16 overflow fail; the result is a pure function of the input.
+// per-element bound and a measured RMS figure (worked examples and the llama.cpp golden bytes:
+// quant_kquantize_examples_test.cpp); non-finite input and binary16 overflow fail; the result
+// is a pure function of the input.
 #include "kernels/reference/quant_kquantize.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <string>
