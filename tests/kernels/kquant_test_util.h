@@ -121,9 +121,9 @@ inline std::vector<double> decode_q6_k(const std::uint8_t* b) {
 }
 
 // Fixed-seed data: uniform in (0, 1] from 24 random bits, standard normal by Box-Muller.
-class TestRng {
+class KquantRng {
  public:
-  explicit TestRng(std::uint32_t seed) : gen_(seed) {}
+  explicit KquantRng(std::uint32_t seed) : gen_(seed) {}
   double uniform() { return (static_cast<double>(gen_() >> 8) + 1.0) * (1.0 / 16777216.0); }
   double normal() {
     const double u1 = uniform(), u2 = uniform();
@@ -136,7 +136,7 @@ class TestRng {
 };
 
 // n standard normal floats times `scale`.
-inline std::vector<float> normal_floats(TestRng& rng, int n, double scale = 1.0) {
+inline std::vector<float> normal_floats(KquantRng& rng, int n, double scale = 1.0) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (float& f : v) f = static_cast<float>(rng.normal() * scale);
   return v;

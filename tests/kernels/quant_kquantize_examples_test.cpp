@@ -77,7 +77,7 @@ TEST(KQuantRounding, NearestIntIsHalfToEvenInRange) {
   EXPECT_EQ(nearest_int(-3.51f), -4);
   EXPECT_EQ(nearest_int(4194303.0f), 4194303);
   EXPECT_EQ(nearest_int(-4194303.0f), -4194303);
-  testing::TestRng rng(3u);
+  testing::KquantRng rng(3u);
   for (int i = 0; i < 100000; ++i) {
     const float v = static_cast<float>((rng.uniform() - 0.5) * 2e4);
     ASSERT_EQ(nearest_int(v), static_cast<int>(std::nearbyint(v))) << v;

@@ -22,8 +22,8 @@
 namespace detinfer::kernels {
 namespace {
 
+using testing::KquantRng;
 using testing::normal_floats;
-using testing::TestRng;
 
 // One format: its quantizer and decoder, sizes, and the parameters of the error bound.
 //   sub: values sharing one sub-block scale; steps: levels - 1 of a sub-block (for the
@@ -78,7 +78,7 @@ std::vector<std::uint8_t> quantize_ok(const Format& f, const std::vector<float>&
 // sub-block (10^-3 .. 10^3), all equal, all zero, one zero sub-block, negatives only,
 // positives only, one huge outlier, tiny values, and a wide uniform spread.
 std::vector<std::vector<float>> test_blocks(const Format& f) {
-  TestRng rng(20261204u + static_cast<std::uint32_t>(f.values));
+  KquantRng rng(20261204u + static_cast<std::uint32_t>(f.values));
   std::vector<std::vector<float>> blocks;
   const int n = f.values;
   for (int r = 0; r < 24; ++r) blocks.push_back(normal_floats(rng, n));
@@ -162,7 +162,7 @@ TEST_P(KQuant, ElementErrorWithinBound) {
 
 // RMS(error) / RMS(x) over 64 standard normal blocks; ordering of the formats below.
 double gaussian_rms(const Format& f) {
-  TestRng rng(777u);
+  KquantRng rng(777u);
   double se = 0.0, sx = 0.0;
   for (int r = 0; r < 64; ++r) {
     const std::vector<float> x = normal_floats(rng, f.values);
@@ -207,7 +207,7 @@ TEST_P(KQuant, SameInputSameBytes) {
 
 TEST_P(KQuant, NonFiniteInputFails) {
   const Format& f = GetParam();
-  TestRng rng(5u);
+  KquantRng rng(5u);
   std::vector<std::uint8_t> out(static_cast<std::size_t>(f.bytes));
   for (const float bad : {NAN, INFINITY, -INFINITY}) {
     for (const int at : {0, f.values / 2 + 3, f.values - 1}) {
@@ -221,7 +221,7 @@ TEST_P(KQuant, NonFiniteInputFails) {
 // 1e30 (alone or in a Gaussian block, either sign) makes the binary16 scale overflow.
 TEST_P(KQuant, HugeValueFails) {
   const Format& f = GetParam();
-  TestRng rng(6u);
+  KquantRng rng(6u);
   std::vector<std::uint8_t> out(static_cast<std::size_t>(f.bytes));
   for (const float huge : {1e30f, -1e30f, 3e38f}) {
     std::vector<float> x = normal_floats(rng, f.values);
