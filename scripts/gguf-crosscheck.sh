@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-checks detinfer's GGUF files against llama.cpp (the node-llama-cpp npm package's
-# prebuilt CPU build): each file detinfer writes (bf16, and q8_0/q4_0/q5_0 from
-# `detinfer quantize`; llama, qwen2, qwen3, olmo2, phi3 tiny models) must load in llama.cpp, tokenize
+# prebuilt CPU build): each file detinfer writes (bf16, and q8_0/q4_0/q5_0, the K formats
+# and K-quant mixes from `detinfer quantize`; llama, qwen2, qwen3, olmo2, phi3 tiny models)
+# must load in llama.cpp, tokenize
 # texts to the same ids, and give greedy tokens that agree with detinfer's on the same file
 # (same prefix length reported; accumulation orders differ, so a late divergence after a
 # near-tie is possible). Outside CI: it needs `npm install node-llama-cpp` (docs/gguf.md).
@@ -65,6 +66,16 @@ PY
   fi
   "$B" quantize --model "$W/$name/hf" --type q8_0 --out "$W/$name/q8_0.gguf" >/dev/null 2>&1
   compare "$name ${spec#*:} q8_0" "$W/$name/q8_0.gguf"
+done
+# Q4_1, Q5_1, the K formats and llama.cpp's mixes: models whose rows are whole super-blocks
+# of 256 (hidden 256, intermediate 512), 8 layers so that the mixes' per-layer rules apply.
+for arch in llama qwen2; do
+  "$B" make-tiny-model --arch "$arch" --dtype bf16 --seed 11 --hidden 256 --intermediate 512 \
+    --layers 8 --out "$W/k$arch/hf" >/dev/null 2>&1
+  for q in q4_1 q5_1 q2_k q3_k q4_k q5_k q6_k q3_k_m q4_k_s q4_k_m q5_k_s q5_k_m; do
+    "$B" quantize --model "$W/k$arch/hf" --type "$q" --out "$W/k$arch/$q.gguf" >/dev/null 2>&1
+    compare "$arch h256 $q" "$W/k$arch/$q.gguf"
+  done
 done
 for t in "Hello world" "The quick brown fox, 12345 times!" $'  spaces   and\ttabs\nnewline' \
   "naïve café — ünïcödé 日本語" $'<|im_start|>user\nHi<|im_end|>'; do

@@ -89,7 +89,8 @@ typedef struct dti_session_options {
   /* --- v4: speculative decoding (docs/speculative.md) --- */
   const char* draft_model; /* draft model folder (same tokenizer); NULL = none */
   /* --- v5: quantized weights (docs/numerics.md, "Quantized linear") --- */
-  const char* weights; /* "native" (NULL) or "q8_0" / "q4_0" / "q5_0": quantize on load */
+  const char* weights; /* "native" (NULL), a format ("q8_0", "q4_k", ...) or a mix
+                          ("q4_k_m", ...): quantize on load (SessionOptions::weights) */
 } dti_session_options;
 
 typedef enum dti_kv_dtype { DTI_KV_F32 = 0, DTI_KV_BF16 = 1, DTI_KV_F16 = 2 } dti_kv_dtype;

@@ -51,8 +51,10 @@ struct SessionOptions {
   // Error(kUnsupported, field "kv_dtype")).
   KvDType kv_dtype = KvDType::kF32;
   // Weight format of the linears (docs/numerics.md, "Quantized linear"): "native" (default:
-  // the weights as stored, f32/bf16/f16) or "q8_0", "q4_0", "q5_0" (quantized on load with
-  // the spec's deterministic quantizers; a tied embedding is the quantized lm_head). Part of the
+  // the weights as stored, f32/bf16/f16), a format ("q8_0", "q4_0", "q5_0", "q4_1", "q5_1",
+  // "q2_k" .. "q6_k") or a llama.cpp mix choosing one per tensor ("q3_k_m", "q4_k_s",
+  // "q4_k_m", "q5_k_s", "q5_k_m"; docs/gguf.md), quantized on load with the spec's
+  // deterministic quantizers; a tied embedding is the quantized lm_head. Part of the
   // numerics: recorded in fingerprints and cache keys. Canonical mode on the CPU only (else
   // Error(kUnsupported, field "weights")); another name is Error(kInvalidArgument).
   std::string weights = "native";

@@ -118,16 +118,28 @@ TEST_F(GgufHostileModel, UnsupportedArchitecture) {
                  {ErrorCode::kUnsupported, "general.architecture", "gemma2"});
 }
 
-// A quantized type without kernels (Q4_1 here; Q8_0, Q4_0 and Q5_0 load: session_gguf_tests).
+// A quantized type without kernels (Q8_1 here; Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and Q2_K..Q6_K
+// load: session_gguf_tests, session_gguf_kquant_tests).
 TEST_F(GgufHostileModel, UnsupportedQuantizedTensorNamesTensorAndType) {
   GgufEdits e;
   e.tensors = [](std::vector<GgufTensorCopy>& ts) {
     GgufTensorCopy* t = testing::tensor_named(ts, "blk.0.ffn_gate.weight");
     const std::uint64_t rows = t->dims[1], blocks = t->dims[0] / 32;
-    t->type = static_cast<std::uint32_t>(GgmlType::kQ4_1);
-    t->data.assign(rows * blocks * 20, 0);
+    t->type = static_cast<std::uint32_t>(GgmlType::kQ8_1);
+    t->data.assign(rows * blocks * 36, 0);
   };
-  expect_refused(edited(e), {ErrorCode::kUnsupported, "blk.0.ffn_gate.weight", "Q4_1"});
+  expect_refused(edited(e), {ErrorCode::kUnsupported, "blk.0.ffn_gate.weight", "Q8_1"});
+}
+
+// A K-quant tensor whose rows (64 weights) are not whole super-blocks of 256.
+TEST_F(GgufHostileModel, KQuantRowsNotWholeSuperBlocksAreCorrupt) {
+  GgufEdits e;
+  e.tensors = [](std::vector<GgufTensorCopy>& ts) {
+    GgufTensorCopy* t = testing::tensor_named(ts, "blk.0.ffn_gate.weight");
+    t->type = static_cast<std::uint32_t>(GgmlType::kQ4_K);
+    t->data.assign(t->dims[1] * 144, 0);  // one super-block per row: 256 weights, not 64
+  };
+  expect_refused(edited(e), {ErrorCode::kCorrupt, "", "'blk.0.ffn_gate.weight' of type Q4_K"});
 }
 
 TEST_F(GgufHostileModel, ContradictingVocab) {

@@ -182,8 +182,8 @@ TEST(GgufKquant, MixedFileIsInvariant) {
       o.prefill_chunk_tokens = chunk;
       o.max_batch = 4;
       DeterministicSession s = DeterministicSession::open(f.gguf, o);
-      const std::string what = "threads " + std::to_string(threads) + " chunk " +
-                               std::to_string(chunk);
+      const std::string what =
+          "threads " + std::to_string(threads) + " chunk " + std::to_string(chunk);
       testing::expect_identical(want, s.generate(kPrompt, sampled()), what);
     }
   }

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "kernels/reference/quant_kquantize.h"
 #include "kernels/reference/quant_reference.h"
 
 namespace detinfer::kernels::ref {
@@ -49,7 +50,26 @@ bool quantize_offset(const float* x, int levels, std::uint16_t* dh, int* u) {
 }
 
 // The formats beyond q8_0 / q4_0 / q5_0 (quant_kquantize.h, ggml's reference quantizers).
-bool quantize_block_ggml(QuantFormat, const float*, std::uint8_t*) { return false; }  // TEMP
+bool quantize_block_ggml(QuantFormat f, const float* x, std::uint8_t* out) {
+  switch (f) {
+    case QuantFormat::kQ4_1:
+      return quantize_q4_1_block(x, out);
+    case QuantFormat::kQ5_1:
+      return quantize_q5_1_block(x, out);
+    case QuantFormat::kQ2_K:
+      return quantize_q2_k_block(x, out);
+    case QuantFormat::kQ3_K:
+      return quantize_q3_k_block(x, out);
+    case QuantFormat::kQ4_K:
+      return quantize_q4_k_block(x, out);
+    case QuantFormat::kQ5_K:
+      return quantize_q5_k_block(x, out);
+    case QuantFormat::kQ6_K:
+      return quantize_q6_k_block(x, out);
+    default:
+      return false;
+  }
+}
 
 // Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1: one 32-weight block per ggml block.
 BlockScales decode_legacy(QuantFormat f, const std::uint8_t* blk, std::int8_t* q) {

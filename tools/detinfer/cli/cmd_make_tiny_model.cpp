@@ -17,6 +17,30 @@ struct MakeTinyOptions {
   detinfer::devtools::TinyModelOptions model;
 };
 
+// --gguf-quantize's check: "" when v names a quantization scheme.
+std::string check_scheme(const std::string& v) {
+  detinfer::model::QuantScheme s;
+  return detinfer::model::parse_quant_scheme(v, &s)
+             ? std::string()
+             : "expected " + detinfer::model::quant_scheme_names();
+}
+
+// The folder just written, as the --gguf file (or shards), quantized with --gguf-quantize.
+void write_gguf(const MakeTinyOptions& o, const std::string& dir) {
+  const std::filesystem::path parent = std::filesystem::path(o.gguf).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  detinfer::devtools::GgufConvertOptions g;
+  g.splits = o.gguf_splits;
+  if (!o.gguf_quantize.empty()) {
+    detinfer::model::QuantScheme q;
+    detinfer::model::parse_quant_scheme(o.gguf_quantize, &q);
+    g.quantize = q;
+  }
+  for (const std::string& f : detinfer::devtools::write_gguf_model(dir, o.gguf, g)) {
+    std::cerr << "wrote " << f << "\n";
+  }
+}
+
 const detinfer_cli::RegisterCommand kRegister(
     "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
     [](CLI::App& sub, int& exit_code) {
@@ -65,12 +89,7 @@ const detinfer_cli::RegisterCommand kRegister(
       sub.add_option("--gguf-quantize", o->gguf_quantize,
                      "Store the GGUF's 2-D weights as " + detinfer::model::quant_scheme_names() +
                          " (quantized spec v1; the same blocks as --weights on load)")
-          ->check([](const std::string& v) {
-            detinfer::model::QuantScheme s;
-            return detinfer::model::parse_quant_scheme(v, &s)
-                       ? std::string()
-                       : "expected " + detinfer::model::quant_scheme_names();
-          });
+          ->check(check_scheme);
       sub.add_option("--out", o->model.out_dir, "Output folder")->required();
       sub.callback([o, &exit_code] {
         detinfer::devtools::TinyModelOptions m = o->model;
@@ -82,20 +101,7 @@ const detinfer_cli::RegisterCommand kRegister(
                                      std::filesystem::copy_options::overwrite_existing);
         }
         std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
-        if (!o->gguf.empty()) {
-          const std::filesystem::path parent = std::filesystem::path(o->gguf).parent_path();
-          if (!parent.empty()) std::filesystem::create_directories(parent);
-          detinfer::devtools::GgufConvertOptions g;
-          g.splits = o->gguf_splits;
-          if (!o->gguf_quantize.empty()) {
-            detinfer::model::QuantScheme q;
-            detinfer::model::parse_quant_scheme(o->gguf_quantize, &q);
-            g.quantize = q;
-          }
-          for (const std::string& f : detinfer::devtools::write_gguf_model(m.out_dir, o->gguf, g)) {
-            std::cerr << "wrote " << f << "\n";
-          }
-        }
+        if (!o->gguf.empty()) write_gguf(*o, m.out_dir);
         exit_code = 0;
       });
     });
