@@ -14,23 +14,40 @@ B="$BUILD/bin/detinfer"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 cp "$HERE"/gguf_crosscheck/*.mjs "$NODE_DIR"/
+# Block decoding of every type against llama.cpp's dequantize_row_* (its libggml-base.so).
+LIB=$(find "$NODE_DIR/node_modules" -name libggml-base.so | head -1)
+g++ -std=c++17 -O1 -I "$HERE/../src" -I "$HERE/../include" -I "$BUILD/generated/include" \
+  "$HERE/gguf_crosscheck/dequant_check.cpp" "$BUILD/src/libdetinfer.a" -ldl -lpthread \
+  -o "$W/dequant_check"
+"$W/dequant_check" "$LIB"
 P=5,17,300,42,9,77,1,260
 # Greedy tokens of llama.cpp and detinfer on one file, compared (prefix length).
+# At a divergence, the gap between detinfer's logprobs of its token and of llama.cpp's
+# (from detinfer's top 20 at that step): a small gap is a near-tie that the two engines'
+# different accumulation orders (and, for the K types, llama.cpp's 256-value Q8_K activation
+# blocks against detinfer's 32-value ones) resolve differently.
 compare() {
   local what=$1 file=$2 a b
   a=$(cd "$NODE_DIR" && node greedy.mjs "$file" "$P" 32 2>&1 | tail -1)
   b=$("$B" generate --model "$file" --prompt-ids "$P" --max-new-tokens 32 \
-    --ignore-eos --json 2>/dev/null |
-    python3 -c "import json,sys; print(','.join(map(str,json.load(sys.stdin)['tokens'])))")
+    --ignore-eos --logprobs 20 --json 2>/dev/null)
   python3 - "$what" "$a" "$b" <<'PY'
-import sys
+import json, sys
 what, a, b = sys.argv[1:]
 try:
-    A = [int(x) for x in a.split(",")]; B = [int(x) for x in b.split(",")]
+    A = [int(x) for x in a.split(",")]
 except ValueError:
     print(f"{what}: llama.cpp failed: {a[:300]}"); sys.exit(0)
+j = json.loads(b)
+B = j["tokens"]
 n = next((i for i, (x, y) in enumerate(zip(A, B)) if x != y), min(len(A), len(B)))
-print(f"{what}: greedy tokens identical for {n}/{min(len(A), len(B))}")
+tail = ""
+if n < min(len(A), len(B)):
+    top = {t["token"]: t["logprob"] for t in j["logprobs"][n]["top"]}
+    gap = top[B[n]] - top[A[n]] if A[n] in top else None
+    tail = f" (at step {n}: logprob gap {gap:.4f})" if gap is not None else \
+        f" (at step {n}: llama.cpp's token outside detinfer's top 20)"
+print(f"{what}: greedy tokens identical for {n}/{min(len(A), len(B))}{tail}")
 PY
 }
 for arch in llama qwen2 qwen3; do
