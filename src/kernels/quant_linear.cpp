@@ -53,14 +53,9 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   out.wsum.assign(cells, 0);
   if (ext) {
     out.wsum_hi.assign(cells, 0);
-    out.s_lo.assign(cells, 0);
-    out.s_hi.assign(cells, 0);
+    out.sm.assign(cells, 0);
   }
-  if (info.has_min) {
-    out.dm.assign(cells, 0.0f);
-    out.m_lo.assign(cells, 0);
-    out.m_hi.assign(cells, 0);
-  }
+  if (info.has_min) out.dm.assign(cells, 0.0f);
   for (std::int64_t j = 0; j < n; ++j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
     const std::int64_t p = j / kPanel, l = j % kPanel;
@@ -77,14 +72,9 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
       out.wsum[at] = ext ? sum[0] : sum[0] + sum[1];
       if (ext) {
         out.wsum_hi[at] = sum[1];
-        out.s_lo[at] = s.s[0];
-        out.s_hi[at] = s.s[1];
+        out.sm[at] = pack_sm(s.s, s.m);  // every sub-scale and min is within int8
       }
-      if (info.has_min) {
-        out.dm[at] = s.dm;
-        out.m_lo[at] = s.m[0];
-        out.m_hi[at] = s.m[1];
-      }
+      if (info.has_min) out.dm[at] = s.dm;
     }
   }
   QuantPacked& v = out.view;
@@ -93,14 +83,9 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   v.has_min = info.has_min;
   if (ext) {
     v.wsum_hi = out.wsum_hi.data();
-    v.s_lo = out.s_lo.data();
-    v.s_hi = out.s_hi.data();
+    v.sm = out.sm.data();
   }
-  if (info.has_min) {
-    v.dm = out.dm.data();
-    v.m_lo = out.m_lo.data();
-    v.m_hi = out.m_hi.data();
-  }
+  if (info.has_min) v.dm = out.dm.data();
   return out;
 }
 
@@ -162,10 +147,10 @@ void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
     const std::int64_t at = cpu::qd_index(w.nb, p, b, l);
     for (std::int64_t i = 0; i < kQB; ++i) {  // ref::dequantize_block's formula
       const std::int32_t q = w.qs[cpu::qs_offset(w.nb, p, b, l, i)];
-      const std::int32_t s = !w.ext ? 1 : i < 16 ? w.s_lo[at] : w.s_hi[at];
+      const std::int32_t s = !w.ext ? 1 : cpu::sm_byte(w.sm[at], i < 16 ? 0 : 1);
       const float v = w.d[at] * static_cast<float>(s * q);  // exact
       dst[b * kQB + i] =
-          w.has_min ? v - w.dm[at] * static_cast<float>(i < 16 ? w.m_lo[at] : w.m_hi[at]) : v;
+          w.has_min ? v - w.dm[at] * static_cast<float>(cpu::sm_byte(w.sm[at], i < 16 ? 2 : 3)) : v;
     }
   }
 }

@@ -23,9 +23,10 @@ namespace detinfer::kernels::cpu {
 //   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `ext` formats the
 //         sum of k 0..15 only, wsum_hi that of k 16..31.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
-// qd_index, the integer sub-scales s_lo / s_hi of the block's halves and, with has_min, dm
-// and the integer mins m_lo / m_hi (ref::BlockScales). Columns past n hold zeros. Any
-// format decodes to this form exactly.
+// qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
+// (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
+// int32, and with has_min the binary32 min scale dm. Columns past n hold zeros. Any format
+// decodes to this form exactly.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const float* d = nullptr;            // at qd_index
@@ -39,18 +40,15 @@ struct QuantPacked {
   bool ext = false;                       // sub-scales and halves (q4_1, q5_1, K formats)
   bool has_min = false;                   // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
   const std::int32_t* wsum_hi = nullptr;  // ext
-  const std::int32_t* s_lo = nullptr;     // ext
-  const std::int32_t* s_hi = nullptr;     // ext
+  const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
   const float* dm = nullptr;              // has_min
-  const std::int32_t* m_lo = nullptr;     // has_min
-  const std::int32_t* m_hi = nullptr;     // has_min
 };
 
 // The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
 struct QuantPanels {
   std::vector<std::int8_t> storage;  // qs at a 64-byte aligned offset
   std::vector<float> d, dm;
-  std::vector<std::int32_t> wsum, wsum_hi, s_lo, s_hi, m_lo, m_hi;
+  std::vector<std::int32_t> wsum, wsum_hi, sm;
   QuantPacked view;
   QuantPanels() = default;
   QuantPanels(QuantPanels&&) = default;
@@ -59,8 +57,7 @@ struct QuantPanels {
   QuantPanels& operator=(const QuantPanels&) = delete;
   std::size_t bytes() const {
     std::size_t n = storage.size() + (d.size() + dm.size()) * sizeof(float);
-    for (const auto* v : {&wsum, &wsum_hi, &s_lo, &s_hi, &m_lo, &m_hi})
-      n += v->size() * sizeof(std::int32_t);
+    for (const auto* v : {&wsum, &wsum_hi, &sm}) n += v->size() * sizeof(std::int32_t);
     return n;
   }
 };
@@ -70,6 +67,17 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n,
                               const float* bias);
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
+
+// Byte j (0..3) of a packed sm word, sign-extended: s[0], s[1], m[0], m[1].
+inline std::int32_t sm_byte(std::int32_t word, int j) {
+  return static_cast<std::int8_t>(static_cast<std::uint32_t>(word) >> (8 * j));
+}
+inline std::int32_t pack_sm(const std::int32_t* s, const std::int32_t* m) {
+  const auto b = [](std::int32_t v, int j) {
+    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(v)) << (8 * j);
+  };
+  return static_cast<std::int32_t>(b(s[0], 0) | b(s[1], 1) | b(m[0], 2) | b(m[1], 3));
+}
 
 // Index in d / wsum of panel p, block b, column l of the panel.
 inline std::int64_t qd_index(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l) {

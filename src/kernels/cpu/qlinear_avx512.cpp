@@ -44,6 +44,11 @@ struct DotVnni512 {
   static ireg set1i(std::int32_t v) { return _mm512_set1_epi32(v); }
   static ireg addi(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
   static ireg mullo(ireg a, ireg b) { return _mm512_mullo_epi32(a, b); }
+  // Byte J of each 32-bit lane, sign-extended (cpu::sm_byte).
+  template <int J>
+  static ireg sbyte(ireg v) {
+    return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
+  }
 };
 }  // namespace
 

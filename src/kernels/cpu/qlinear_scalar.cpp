@@ -13,13 +13,13 @@ ref::BlockScales block_scales(const QuantPacked& w, std::int64_t at) {
   ref::BlockScales s;
   s.d = w.d[at];
   if (w.ext) {
-    s.s[0] = w.s_lo[at];
-    s.s[1] = w.s_hi[at];
+    s.s[0] = sm_byte(w.sm[at], 0);
+    s.s[1] = sm_byte(w.sm[at], 1);
   }
   if (w.has_min) {
     s.dm = w.dm[at];
-    s.m[0] = w.m_lo[at];
-    s.m[1] = w.m_hi[at];
+    s.m[0] = sm_byte(w.sm[at], 2);
+    s.m[1] = sm_byte(w.sm[at], 3);
   }
   return s;
 }

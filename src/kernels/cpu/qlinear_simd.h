@@ -31,8 +31,9 @@ struct QRows {
 
 // The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
 template <class D, int R>
-void qblocks_plain(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
-                   bool prefetch, typename D::freg* s) {
+__attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, const QRows& a,
+                                                         const std::int8_t* w0, std::int64_t d0,
+                                                         bool prefetch, typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
     typename D::ireg acc[R];
@@ -59,8 +60,9 @@ void qblocks_plain(const QuantPacked& w, const QRows& a, const std::int8_t* w0, 
 // block (kq 0..3 and 4..7) are summed apart, then isum = s_lo * lo + s_hi * hi (exact), and
 // with a min v = v - (dm * dx) * float(m_lo * xs_lo + m_hi * xs_hi): ref::block_value_scaled.
 template <class D, int R, bool kMin>
-void qblocks_ext(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
-                 bool prefetch, typename D::freg* s) {
+__attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, const QRows& a,
+                                                       const std::int8_t* w0, std::int64_t d0,
+                                                       bool prefetch, typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
     typename D::ireg acc[2][R];
@@ -76,7 +78,8 @@ void qblocks_ext(const QuantPacked& w, const QRows& a, const std::int8_t* w0, st
     }
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
-    const typename D::ireg slo = D::loadi(w.s_lo + at), shi = D::loadi(w.s_hi + at);
+    const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
+    const typename D::ireg slo = D::template sbyte<0>(sm), shi = D::template sbyte<1>(sm);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const typename D::ireg isum = D::addi(D::mullo(D::isum(acc[0][r], w.wsum + at), slo),
@@ -85,8 +88,8 @@ void qblocks_ext(const QuantPacked& w, const QRows& a, const std::int8_t* w0, st
       typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
       if constexpr (kMin) {
         const typename D::ireg msum =
-            D::addi(D::mullo(D::loadi(w.m_lo + at), D::set1i(a.xs[r][2 * b])),
-                    D::mullo(D::loadi(w.m_hi + at), D::set1i(a.xs[r][2 * b + 1])));
+            D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(a.xs[r][2 * b])),
+                    D::mullo(D::template sbyte<3>(sm), D::set1i(a.xs[r][2 * b + 1])));
         v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
       }
       s[r] = D::add(s[r], v);
@@ -198,4 +201,9 @@ struct Dot256 {
   static ireg set1i(std::int32_t v) { return _mm256_set1_epi32(v); }
   static ireg addi(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
   static ireg mullo(ireg a, ireg b) { return _mm256_mullo_epi32(a, b); }
+  // Byte J of each 32-bit lane, sign-extended (cpu::sm_byte).
+  template <int J>
+  static ireg sbyte(ireg v) {
+    return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
+  }
 };
