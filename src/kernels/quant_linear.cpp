@@ -49,12 +49,13 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
   const bool ext = info.sub_scaled || info.has_min;
+  // 16-weight sub-blocks: the halves of a 32-weight block have their own scales.
+  const bool split =
+      format == QuantFormat::kQ2_K || format == QuantFormat::kQ3_K || format == QuantFormat::kQ6_K;
   out.d.assign(cells, 0.0f);
   out.wsum.assign(cells, 0);
-  if (ext) {
-    out.wsum_hi.assign(cells, 0);
-    out.sm.assign(cells, 0);
-  }
+  if (ext) out.sm.assign(cells, 0);
+  if (split) out.wsum_hi.assign(cells, 0);
   if (info.has_min) out.dm.assign(cells, 0.0f);
   for (std::int64_t j = 0; j < n; ++j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
@@ -69,9 +70,10 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
         sum[i / 16] += q[i];
       }
       out.d[at] = s.d;
-      out.wsum[at] = ext ? sum[0] : sum[0] + sum[1];
+      out.wsum[at] = split ? sum[0] : sum[0] + sum[1];
+      if (split) out.wsum_hi[at] = sum[1];
       if (ext) {
-        out.wsum_hi[at] = sum[1];
+        DETINFER_INTERNAL_CHECK(split || (s.s[0] == s.s[1] && s.m[0] == s.m[1]));
         out.sm[at] = pack_sm(s.s, s.m);  // every sub-scale and min is within int8
       }
       if (info.has_min) out.dm[at] = s.dm;
@@ -80,11 +82,10 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   QuantPacked& v = out.view;
   v = QuantPacked{qs, out.d.data(), out.wsum.data(), format, n, k, nb, panels, bias};
   v.ext = ext;
+  v.split = split;
   v.has_min = info.has_min;
-  if (ext) {
-    v.wsum_hi = out.wsum_hi.data();
-    v.sm = out.sm.data();
-  }
+  if (ext) v.sm = out.sm.data();
+  if (split) v.wsum_hi = out.wsum_hi.data();
   if (info.has_min) v.dm = out.dm.data();
   return out;
 }

@@ -20,8 +20,8 @@ namespace detinfer::kernels::cpu {
 // 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
 // horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
 //   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
-//   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `ext` formats the
-//         sum of k 0..15 only, wsum_hi that of k 16..31.
+//   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `split` formats
+//         the sum of k 0..15 only, wsum_hi that of k 16..31.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
 // qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
 // (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
@@ -37,9 +37,10 @@ struct QuantPacked {
   std::int64_t nb = 0;      // k / 32
   std::int64_t panels = 0;  // ceil(n / 64)
   const float* bias = nullptr;
-  bool ext = false;                       // sub-scales and halves (q4_1, q5_1, K formats)
-  bool has_min = false;                   // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
-  const std::int32_t* wsum_hi = nullptr;  // ext
+  bool ext = false;      // sub-scales (q4_1, q5_1, K formats)
+  bool split = false;    // the halves' sub-scales differ (q2_k, q3_k, q6_k): summed apart
+  bool has_min = false;  // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
+  const std::int32_t* wsum_hi = nullptr;  // split
   const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
   const float* dm = nullptr;              // has_min
 };

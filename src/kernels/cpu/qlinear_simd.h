@@ -56,40 +56,53 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
   }
 }
 
-// The block loop of the formats with sub-scales (and a min term when kMin): the halves of a
-// block (kq 0..3 and 4..7) are summed apart, then isum = s_lo * lo + s_hi * hi (exact), and
-// with a min v = v - (dm * dx) * float(m_lo * xs_lo + m_hi * xs_hi): ref::block_value_scaled.
-template <class D, int R, bool kMin>
+// The block loop of the formats with sub-scales (and a min term when kMin):
+//   kSplit (q2_k, q3_k, q6_k: 16-weight sub-blocks): the halves of a block (kq 0..3 and
+//     4..7) are summed apart, isum = s_lo * lo + s_hi * hi, msum = m_lo * xs_lo + m_hi * xs_hi;
+//   else (q4_1, q5_1, q4_k, q5_k: s_lo = s_hi, m_lo = m_hi): one sum, isum = s_lo * (lo + hi)
+//     and msum = m_lo * (xs_lo + xs_hi), the same integers;
+// then v = (d * dx) * float(isum), with a min v - (dm * dx) * float(msum), s = s + v:
+// ref::block_value_scaled.
+template <class D, int R, bool kSplit, bool kMin>
 __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, const QRows& a,
                                                        const std::int8_t* w0, std::int64_t d0,
                                                        bool prefetch, typename D::freg* s) {
+  constexpr int kAcc = kSplit ? 2 : 1;
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
-    typename D::ireg acc[2][R];
-    for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = D::izero();
+    typename D::ireg acc[kAcc][R];
+    for (int h = 0; h < kAcc; ++h)
+      for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
 #pragma GCC unroll 8
     for (int kq = 0; kq < 8; ++kq) {
       if (prefetch)
         _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
       const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
+      constexpr int kShift = kSplit ? 2 : 3;  // kq / 4 with halves, else 0
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
-        acc[kq / 4][r] = D::dot(acc[kq / 4][r], wv, load4(a.x[r] + b * kQB + kq * 4));
+        acc[kq >> kShift][r] = D::dot(acc[kq >> kShift][r], wv, load4(a.x[r] + b * kQB + kq * 4));
     }
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
     const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
-    const typename D::ireg slo = D::template sbyte<0>(sm), shi = D::template sbyte<1>(sm);
+    const typename D::ireg slo = D::template sbyte<0>(sm);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const typename D::ireg isum = D::addi(D::mullo(D::isum(acc[0][r], w.wsum + at), slo),
-                                            D::mullo(D::isum(acc[1][r], w.wsum_hi + at), shi));
+      typename D::ireg isum = D::mullo(D::isum(acc[0][r], w.wsum + at), slo);
+      if constexpr (kSplit)
+        isum =
+            D::addi(isum, D::mullo(D::isum(acc[1][r], w.wsum_hi + at), D::template sbyte<1>(sm)));
       const typename D::freg dx = D::set1(a.d[r][b]);
       typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
       if constexpr (kMin) {
-        const typename D::ireg msum =
-            D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(a.xs[r][2 * b])),
-                    D::mullo(D::template sbyte<3>(sm), D::set1i(a.xs[r][2 * b + 1])));
+        const std::int32_t* xs = a.xs[r] + 2 * b;
+        typename D::ireg msum;
+        if constexpr (kSplit)
+          msum = D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0])),
+                         D::mullo(D::template sbyte<3>(sm), D::set1i(xs[1])));
+        else
+          msum = D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0] + xs[1]));
         v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
       }
       s[r] = D::add(s[r], v);
@@ -109,10 +122,12 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
   const bool prefetch = D::L == kQuantGroup || l0 % kQuantGroup == 0;
   if (!w.ext)
     qblocks_plain<D, R>(w, a, w0, d0, prefetch, s);
-  else if (w.has_min)
-    qblocks_ext<D, R, true>(w, a, w0, d0, prefetch, s);
+  else if (w.split)
+    w.has_min ? qblocks_ext<D, R, true, true>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, true, false>(w, a, w0, d0, prefetch, s);
   else
-    qblocks_ext<D, R, false>(w, a, w0, d0, prefetch, s);
+    w.has_min ? qblocks_ext<D, R, false, true>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, false, false>(w, a, w0, d0, prefetch, s);
   for (int r = 0; r < R; ++r) {
     if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
     D::storef(out[r], s[r]);
