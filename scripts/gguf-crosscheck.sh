@@ -16,7 +16,8 @@ trap 'rm -rf "$W"' EXIT
 cp "$HERE"/gguf_crosscheck/*.mjs "$NODE_DIR"/
 # Block decoding of every type against llama.cpp's dequantize_row_* (its libggml-base.so).
 LIB=$(find "$NODE_DIR/node_modules" -name libggml-base.so | head -1)
-g++ -std=c++17 -O1 -I "$HERE/../src" -I "$HERE/../include" -I "$BUILD/generated/include" \
+g++ -std=c++17 -O1 -I "$HERE/../src" -I "$HERE/../include" -I "$HERE/../tests/kernels" \
+  -I "$BUILD/generated/include" \
   "$HERE/gguf_crosscheck/dequant_check.cpp" "$BUILD/src/libdetinfer.a" -ldl -lpthread \
   -o "$W/dequant_check"
 "$W/dequant_check" "$LIB"

@@ -5,7 +5,8 @@
 // decoded weight is exact but for one rounding of the min term, so the two agree to within
 // one ulp-scale error of the weight: reported as the largest |difference| / (|d * sc * q| +
 // |dmin * m|) and the count of bit-identical weights.
-// Build: g++ -std=c++17 -O1 -I src -I include dequant_check.cpp BUILD/src/libdetinfer.a -ldl
+// Build: g++ -std=c++17 -O1 -I src -I include -I tests/kernels dequant_check.cpp
+//   BUILD/src/libdetinfer.a -ldl
 #include <dlfcn.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/reference/quant_blocks.h"
+#include "quant_test_util.h"  // tests/kernels: random blocks, random finite scales
 
 using detinfer::kernels::QuantFormat;
 using Dequant = void (*)(const void*, float*, std::int64_t);
@@ -37,11 +39,6 @@ int main(int argc, char** argv) {
       {QuantFormat::kQ5_1, "dequantize_row_q5_1"}, {QuantFormat::kQ2_K, "dequantize_row_q2_K"},
       {QuantFormat::kQ3_K, "dequantize_row_q3_K"}, {QuantFormat::kQ4_K, "dequantize_row_q4_K"},
       {QuantFormat::kQ5_K, "dequantize_row_q5_K"}, {QuantFormat::kQ6_K, "dequantize_row_q6_K"}};
-  std::uint64_t state = 88172645463325252ull;
-  auto next = [&] {
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    return state;
-  };
   int bad = 0;
   for (const auto& [f, name] : fns) {
     const auto fn = reinterpret_cast<Dequant>(dlsym(lib, name));
@@ -51,22 +48,8 @@ int main(int argc, char** argv) {
     }
     const auto info = detinfer::kernels::quant_format_info(f);
     const std::int64_t k = 256 * 64;
-    std::vector<std::uint8_t> w(static_cast<std::size_t>(k / info.block_elems * info.block_bytes));
-    for (auto& b : w) b = static_cast<std::uint8_t>(next());
-    // Every binary16 field of the layout gets a random finite value (exponent 3..17).
-    const std::vector<int> at = f == QuantFormat::kQ2_K   ? std::vector<int>{80, 82}
-                                : f == QuantFormat::kQ3_K ? std::vector<int>{108}
-                                : f == QuantFormat::kQ6_K ? std::vector<int>{208}
-                                : info.has_min            ? std::vector<int>{0, 2}
-                                                          : std::vector<int>{0};
-    for (std::size_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
-      for (const int o : at) {
-        const std::uint64_t r = next();
-        const auto h =
-            static_cast<std::uint16_t>((r & 0x8000u) | ((3 + r % 15) << 10) | ((r >> 20) & 0x3FFu));
-        std::memcpy(&w[blk * info.block_bytes + o], &h, 2);
-      }
-    }
+    const std::vector<std::uint8_t> w =
+        detinfer::kernels::testing::random_blocks(f, k / info.block_elems, 1);
     std::vector<float> ours(static_cast<std::size_t>(k)), theirs(ours.size());
     detinfer::kernels::dequantize_row(f, w.data(), k, ours.data());
     fn(w.data(), theirs.data(), k);

@@ -66,14 +66,6 @@ std::uint32_t file_type_of(core::DType d, const std::optional<model::QuantScheme
   return d == core::DType::kF32 ? 0 : d == core::DType::kF16 ? 1 : 32;
 }
 
-std::uint32_t ggml_type_of(kernels::QuantFormat q) {
-  using model::GgmlType;
-  constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1,
-                                 GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
-                                 GgmlType::kQ5_K, GgmlType::kQ6_K};  // in QuantFormat order
-  return static_cast<std::uint32_t>(kTypes[static_cast<int>(q)]);
-}
-
 std::string read_if_present(const std::filesystem::path& p) {
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) return {};
@@ -236,7 +228,7 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
     model::widen_to_f32(t.info->dtype, t.data(), rows * k, f.data());
     out.assign(static_cast<std::size_t>(rows * kernels::quant_row_bytes(*q, k)), 0);
     kernels::quantize_rows(*q, f.data(), rows, k, out.data());
-    type = ggml_type_of(*q);
+    type = model::ggml_type_of(*q);
   }
   const bool llama =
       c.architecture == Architecture::kLlama || c.architecture == Architecture::kMistral;

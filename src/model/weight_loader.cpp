@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -73,32 +74,28 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
   return w;
 }
 
+namespace {
+// One row per quantized format: the ggml type that stores its blocks.
+constexpr std::pair<kernels::QuantFormat, GgmlType> kGgmlTypes[] = {
+    {kernels::QuantFormat::kQ8_0, GgmlType::kQ8_0}, {kernels::QuantFormat::kQ4_0, GgmlType::kQ4_0},
+    {kernels::QuantFormat::kQ5_0, GgmlType::kQ5_0}, {kernels::QuantFormat::kQ4_1, GgmlType::kQ4_1},
+    {kernels::QuantFormat::kQ5_1, GgmlType::kQ5_1}, {kernels::QuantFormat::kQ2_K, GgmlType::kQ2_K},
+    {kernels::QuantFormat::kQ3_K, GgmlType::kQ3_K}, {kernels::QuantFormat::kQ4_K, GgmlType::kQ4_K},
+    {kernels::QuantFormat::kQ5_K, GgmlType::kQ5_K}, {kernels::QuantFormat::kQ6_K, GgmlType::kQ6_K},
+};
+}  // namespace
+
 std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format) {
   if (format.is_float) return std::nullopt;
-  switch (static_cast<GgmlType>(format.ggml_type)) {
-    case GgmlType::kQ8_0:
-      return kernels::QuantFormat::kQ8_0;
-    case GgmlType::kQ4_0:
-      return kernels::QuantFormat::kQ4_0;
-    case GgmlType::kQ5_0:
-      return kernels::QuantFormat::kQ5_0;
-    case GgmlType::kQ4_1:
-      return kernels::QuantFormat::kQ4_1;
-    case GgmlType::kQ5_1:
-      return kernels::QuantFormat::kQ5_1;
-    case GgmlType::kQ2_K:
-      return kernels::QuantFormat::kQ2_K;
-    case GgmlType::kQ3_K:
-      return kernels::QuantFormat::kQ3_K;
-    case GgmlType::kQ4_K:
-      return kernels::QuantFormat::kQ4_K;
-    case GgmlType::kQ5_K:
-      return kernels::QuantFormat::kQ5_K;
-    case GgmlType::kQ6_K:
-      return kernels::QuantFormat::kQ6_K;
-    default:
-      return std::nullopt;
-  }
+  for (const auto& [q, g] : kGgmlTypes)
+    if (static_cast<std::uint32_t>(g) == format.ggml_type) return q;
+  return std::nullopt;
+}
+
+std::uint32_t ggml_type_of(kernels::QuantFormat format) {
+  for (const auto& [q, g] : kGgmlTypes)
+    if (q == format) return static_cast<std::uint32_t>(g);
+  fail(ErrorCode::kInternal, "ggml_type_of: unknown quantized format ", static_cast<int>(format));
 }
 
 void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format, const void* data,

@@ -79,8 +79,11 @@ class WeightSink {
 };
 
 // The quantized format of quantized spec v1 (kernels/quant.h) a source format stores, if
-// any: the GGUF types Q8_0, Q4_0 and Q5_0, whose block layouts are the spec's.
+// any: the GGUF types Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and Q2_K..Q6_K, whose block layouts are
+// the spec's.
 std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format);
+// The GGUF (ggml) type number of a quantized format: the inverse of quant_format_of.
+std::uint32_t ggml_type_of(kernels::QuantFormat format);
 
 struct LoadedWeights {
   Hash128 fingerprint;

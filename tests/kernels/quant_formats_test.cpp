@@ -14,6 +14,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/reference/quant_blocks.h"
+#include "quant_test_util.h"
 
 namespace detinfer::kernels {
 namespace {
@@ -142,32 +143,11 @@ constexpr QuantFormat kNewFormats[] = {QuantFormat::kQ4_1, QuantFormat::kQ5_1, Q
                                        QuantFormat::kQ3_K, QuantFormat::kQ4_K, QuantFormat::kQ5_K,
                                        QuantFormat::kQ6_K};
 
-// Random bytes everywhere, then binary16 scales in [2^-12, 2^2) of random sign.
-std::vector<std::uint8_t> random_blocks(QuantFormat f, std::int64_t blocks, std::uint64_t s) {
-  const std::int64_t bytes = quant_format_info(f).block_bytes;
-  std::vector<std::uint8_t> v(static_cast<std::size_t>(blocks * bytes));
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<std::uint8_t>(philox_block(5, s, i)[0]);
-  const std::vector<std::uint16_t> h = testing::random_f16(2 * blocks, s);
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    int at[2] = {0, 2};
-    if (f == QuantFormat::kQ2_K) at[0] = 80, at[1] = 82;
-    if (f == QuantFormat::kQ3_K) at[0] = at[1] = 108;
-    if (f == QuantFormat::kQ6_K) at[0] = at[1] = 208;
-    for (int i = 0; i < 2; ++i) {
-      std::uint8_t* p = v.data() + b * bytes + at[i];
-      p[0] = static_cast<std::uint8_t>(h[2 * b + i] & 0xFF);
-      p[1] = static_cast<std::uint8_t>(h[2 * b + i] >> 8);
-    }
-  }
-  return v;
-}
-
 TEST(QuantFormatsTest, DecodeEqualsGgmlsDequantizationRoundedOnce) {
   for (const QuantFormat f : kNewFormats) {
     const QuantFormatInfo info = quant_format_info(f);
     const std::int64_t blocks = 64, k = blocks * info.block_elems;
-    const std::vector<std::uint8_t> w = random_blocks(f, blocks, 3 + static_cast<int>(f));
+    const std::vector<std::uint8_t> w = testing::random_blocks(f, blocks, 3 + static_cast<int>(f));
     ASSERT_EQ(quant_row_bytes(f, k), static_cast<std::int64_t>(w.size()));
     std::vector<float> got(static_cast<std::size_t>(k));
     dequantize_row(f, w.data(), k, got.data());
