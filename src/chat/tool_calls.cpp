@@ -3,36 +3,20 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "chat/tool_calls_scan.h"
 #include "core/json_parse.h"
 #include "detinfer/error.h"
 #include "detinfer/hash.h"
 
 namespace detinfer::chat {
 
+namespace detail {
+
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
 // Limits of one call's JSON (the request body's own depth limit is 64).
 constexpr core::JsonLimits kCallLimits{64, 1u << 20, true};
+}  // namespace
 
-bool contains(std::string_view s, std::string_view what) {
-  return s.find(what) != std::string_view::npos;
-}
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-std::size_t skip_space(std::string_view s, std::size_t i) {
-  while (i < s.size() && is_space(s[i])) ++i;
-  return i;
-}
-
-// One past the bracket that closes the JSON object or array opening at s[start], scanning
-// strings (with their escapes) as opaque; npos when the text ends first.
 std::size_t json_end(std::string_view s, std::size_t start) {
   std::int64_t depth = 0;
   bool in_string = false;
@@ -63,7 +47,6 @@ std::optional<Json> parse(std::string_view text) {
   }
 }
 
-// {"name": string, "arguments" | "parameters": object} -> a call; nothing else is one.
 std::optional<ParsedToolCall> call_from(const Json& j) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   const bool has_args = j.contains("arguments");
@@ -87,6 +70,30 @@ std::optional<std::string> content_of(std::string text) {
     if (!is_space(c)) return text;
   }
   return std::nullopt;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::call_from;
+using detail::content_of;
+using detail::Json;
+using detail::json_end;
+using detail::kMistralArgsTag;
+using detail::kMistralTag;
+using detail::kPythonTag;
+using detail::parse;
+using detail::skip_space;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+// In the system prompt of Llama 3.2 / 4's pythonic tool templates.
+constexpr std::string_view kPythonicMarker = "[func_name1(";
+constexpr std::string_view kPythonStart = "<|python_start|>";
+
+bool contains(std::string_view s, std::string_view what) {
+  return s.find(what) != std::string_view::npos;
 }
 
 // Hermes: every <tool_call> JSON </tool_call> (the closing tag may be missing at the end
@@ -128,27 +135,10 @@ ParsedMessage parse_hermes(std::string_view text) {
   return out;
 }
 
-// The calls of a JSON array of call objects, or of one call object; nullopt unless every
-// element is a call.
-std::optional<std::vector<ParsedToolCall>> calls_of(const Json& j) {
-  std::vector<ParsedToolCall> calls;
-  if (j.is_object()) {
-    auto c = call_from(j);
-    if (!c) return std::nullopt;
-    calls.push_back(std::move(*c));
-    return calls;
-  }
-  if (!j.is_array() || j.empty()) return std::nullopt;
-  for (const Json& e : j) {
-    auto c = call_from(e);
-    if (!c) return std::nullopt;
-    calls.push_back(std::move(*c));
-  }
-  return calls;
-}
+}  // namespace
 
-// Llama 3: the whole message (after an optional <|python_tag|>) is one call object, or
-// several separated by ';'. Otherwise it is all content.
+namespace detail {
+
 ParsedMessage parse_llama3(std::string_view text) {
   ParsedMessage whole{content_of(std::string(text)), {}};
   std::size_t i = skip_space(text, 0);
@@ -169,34 +159,7 @@ ParsedMessage parse_llama3(std::string_view text) {
   return {std::nullopt, std::move(calls)};
 }
 
-// Mistral: content, then [TOOL_CALLS] and a JSON array of call objects (or one object).
-// [TOOL_CALLS] is a special token, left out of text decoded without them: then a message
-// that is only a JSON array of calls is the calls.
-ParsedMessage parse_mistral(std::string_view text) {
-  ParsedMessage whole{content_of(std::string(text)), {}};
-  std::size_t tag = text.find(kMistralTag);
-  std::size_t body = 0;
-  if (tag != std::string_view::npos) {
-    body = skip_space(text, tag + kMistralTag.size());
-  } else {
-    tag = body = skip_space(text, 0);
-    if (body >= text.size() || text[body] != '[') return whole;
-    const std::size_t end = json_end(text, body);
-    if (end == std::string_view::npos || skip_space(text, end) != text.size()) return whole;
-  }
-  if (body >= text.size() || (text[body] != '[' && text[body] != '{')) return whole;
-  const std::size_t end = json_end(text, body);
-  if (end == std::string_view::npos) return whole;
-  const auto j = parse(text.substr(body, end - body));
-  auto calls = j ? calls_of(*j) : std::nullopt;
-  if (!calls) return whole;
-  ParsedMessage out;
-  out.calls = std::move(*calls);
-  out.content = content_of(std::string(text.substr(0, tag)) + std::string(text.substr(end)));
-  return out;
-}
-
-}  // namespace
+}  // namespace detail
 
 const char* to_string(ToolCallFormat f) {
   switch (f) {
@@ -206,6 +169,10 @@ const char* to_string(ToolCallFormat f) {
       return "llama3_json";
     case ToolCallFormat::kMistral:
       return "mistral";
+    case ToolCallFormat::kMistralArgs:
+      return "mistral_args";
+    case ToolCallFormat::kPythonic:
+      return "pythonic";
   }
   return "hermes";
 }
@@ -213,11 +180,18 @@ const char* to_string(ToolCallFormat f) {
 ToolCallFormat detect_tool_call_format(std::string_view rendered,
                                        const std::function<bool(std::string_view)>& has_token) {
   const auto token = [&](std::string_view t) { return has_token && has_token(t); };
+  if (contains(rendered, kMistralArgsTag) || token(kMistralArgsTag)) {
+    return ToolCallFormat::kMistralArgs;
+  }
   if (contains(rendered, kMistralTag) || contains(rendered, "[AVAILABLE_TOOLS]") ||
       token(kMistralTag)) {
     return ToolCallFormat::kMistral;
   }
   if (contains(rendered, kHermesOpen) || token(kHermesOpen)) return ToolCallFormat::kHermes;
+  if (contains(rendered, kPythonicMarker) || contains(rendered, kPythonStart) ||
+      token(kPythonStart)) {
+    return ToolCallFormat::kPythonic;
+  }
   if (contains(rendered, kPythonTag) || contains(rendered, "<|start_header_id|>") ||
       token(kPythonTag)) {
     return ToolCallFormat::kLlama3;
@@ -228,29 +202,56 @@ ToolCallFormat detect_tool_call_format(std::string_view rendered,
 ParsedMessage parse_tool_calls(std::string_view text, ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kLlama3:
-      return parse_llama3(text);
+      return detail::parse_llama3(text);
     case ToolCallFormat::kMistral:
-      return parse_mistral(text);
+    case ToolCallFormat::kMistralArgs:
+      return detail::parse_mistral(text);
+    case ToolCallFormat::kPythonic:
+      return detail::parse_pythonic(text);
     case ToolCallFormat::kHermes:
       break;
   }
   return parse_hermes(text);
 }
 
+namespace {
+
+// Llama 3 / pythonic: the whole message is calls or none, so nothing is content while it
+// starts (after whitespace) with what could open a call.
+std::size_t whole_message_prefix(std::string_view partial, bool pythonic) {
+  const std::size_t i = skip_space(partial, 0);
+  const std::string_view rest = partial.substr(i);
+  const auto maybe = [&](std::string_view tag) {
+    return rest.substr(0, tag.size()) == tag.substr(0, rest.size());
+  };
+  if (i == partial.size() || rest[0] == '{' || maybe(kPythonTag)) return 0;
+  if (pythonic && (rest[0] == '[' || maybe(kPythonStart))) return 0;
+  return partial.size();
+}
+
+// Mistral: a message that is still only a function name (or a name and `[ARGS` / `{`...)
+// or starts with `[` may be calls written without their [TOOL_CALLS] token.
+bool mistral_may_be_calls(std::string_view partial) {
+  std::size_t i = skip_space(partial, 0);
+  if (i < partial.size() && partial[i] == '[') return true;
+  while (i < partial.size() && detail::is_name_char(partial[i])) ++i;
+  return i == partial.size() || partial[i] == '{' || partial[i] == '[';
+}
+
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), detail::is_name_char);
+}
+
+}  // namespace
+
 std::size_t content_prefix_length(std::string_view partial, ToolCallFormat format) {
+  if (format == ToolCallFormat::kLlama3 || format == ToolCallFormat::kPythonic) {
+    return whole_message_prefix(partial, format == ToolCallFormat::kPythonic);
+  }
+  const bool mistral = format == ToolCallFormat::kMistral || format == ToolCallFormat::kMistralArgs;
+  if (mistral && mistral_may_be_calls(partial)) return 0;
   std::size_t n = partial.size();
-  if (format == ToolCallFormat::kLlama3) {
-    const std::size_t i = skip_space(partial, 0);
-    const std::string_view rest = partial.substr(i);
-    const bool maybe_tag = rest.substr(0, kPythonTag.size()) == kPythonTag.substr(0, rest.size());
-    if (i == partial.size() || rest[0] == '{' || maybe_tag) return 0;
-    return n;
-  }
-  if (format == ToolCallFormat::kMistral) {  // a message that may be a bare array of calls
-    const std::size_t i = skip_space(partial, 0);
-    if (i < partial.size() && partial[i] == '[') return 0;
-  }
-  const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag : kHermesOpen;
+  const std::string_view tag = mistral ? kMistralTag : kHermesOpen;
   const std::size_t at = partial.find(tag);
   if (at != std::string_view::npos) {
     n = at;
@@ -266,14 +267,22 @@ std::size_t content_prefix_length(std::string_view partial, ToolCallFormat forma
 }
 
 ForcedCall forced_call(ToolCallFormat format, const std::optional<std::string>& name) {
-  const char* args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  // Pythonic models are forced into the Llama 3 JSON form (the only form a JSON Schema
+  // can constrain; parse_tool_calls reads it for them too).
+  const bool json_params = format == ToolCallFormat::kLlama3 || format == ToolCallFormat::kPythonic;
+  const char* args_key = json_params ? "parameters" : "arguments";
+  if (format == ToolCallFormat::kMistralArgs && name && is_plain_name(*name)) {
+    return {std::string(kMistralTag) + *name + std::string(kMistralArgsTag), ""};
+  }
   std::string head;
   if (name) head = "{\"name\": " + Json(*name).dump() + ", \"" + args_key + "\": ";
   const std::string tail = name ? "}" : "";
   switch (format) {
     case ToolCallFormat::kLlama3:
+    case ToolCallFormat::kPythonic:
       return {head, tail};
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kMistralArgs:  // several functions: the older JSON array form
       return {std::string(kMistralTag) + " [" + head, tail + "]"};
     case ToolCallFormat::kHermes:
       break;
@@ -283,7 +292,8 @@ ForcedCall forced_call(ToolCallFormat format, const std::optional<std::string>& 
 
 std::string call_object_schema(ToolCallFormat format, const std::string& name,
                                const std::string& parameters_schema) {
-  const std::string key = format == ToolCallFormat::kLlama3 ? "\"parameters\"" : "\"arguments\"";
+  const bool json_params = format == ToolCallFormat::kLlama3 || format == ToolCallFormat::kPythonic;
+  const std::string key = json_params ? "\"parameters\"" : "\"arguments\"";
   return "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":" + Json(name).dump() + "}," +
          key + ":" + parameters_schema + "},\"required\":[\"name\"," + key +
          "],\"additionalProperties\":false}";

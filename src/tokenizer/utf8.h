@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8_append.h"
+
 namespace detinfer::tokenizer {
 
 // Length of the well-formed UTF-8 sequence starting at s[i], or 0 if it is not well formed
@@ -18,7 +20,7 @@ std::size_t find_invalid_utf8(std::string_view s);
 // Decodes the well-formed sequence of `len` bytes at s[i].
 char32_t utf8_decode_at(std::string_view s, std::size_t i, std::size_t len);
 
-void append_utf8(std::string& out, char32_t cp);
+using core::append_utf8;
 
 // Length in bytes of the trailing part of `s` that is a proper prefix of a well-formed
 // sequence (0..3): the bytes a streaming decoder must hold back.

@@ -15,6 +15,10 @@ namespace {
 
 using nlohmann::json;
 
+constexpr ToolCallFormat kAllFormats[] = {ToolCallFormat::kHermes, ToolCallFormat::kLlama3,
+                                          ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
+                                          ToolCallFormat::kPythonic};
+
 TEST(ToolCallParser, HermesSeveralCallsAndContent) {
   const ParsedMessage m = parse_tool_calls(
       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
@@ -147,8 +151,7 @@ TEST(ToolCallParser, HostileTextNeverThrows) {
   for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
   std::string deep_closed = deep;
   for (int i = 0; i < 100000; ++i) deep_closed += "1}";
-  for (const ToolCallFormat f :
-       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral}) {
+  for (const ToolCallFormat f : kAllFormats) {
     for (const std::string& text :
          {deep, deep_closed, std::string("\xff\xfe<tool_call>{\"name\":\"\xc3\"}</tool_call>"),
           std::string("[TOOL_CALLS]"), std::string("<tool_call>"), std::string()}) {
@@ -214,8 +217,7 @@ TEST(ToolCallFormatDetection, MarkersAndTokens) {
 
 TEST(ForcedToolCall, PrefixPlusArgumentsPlusSuffixParsesToTheCall) {
   const std::string args = R"({"city": "Paris \"}\" </tool_call>"})";
-  for (const ToolCallFormat f :
-       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral}) {
+  for (const ToolCallFormat f : kAllFormats) {
     const ForcedCall named = forced_call(f, std::string("get_\"weather"));
     const ParsedMessage m = parse_tool_calls(named.prefix + args + named.suffix, f);
     ASSERT_EQ(m.calls.size(), 1u) << to_string(f);
@@ -224,9 +226,9 @@ TEST(ForcedToolCall, PrefixPlusArgumentsPlusSuffixParsesToTheCall) {
     EXPECT_FALSE(m.content.has_value());
     // The model chooses: the generated text is the call object.
     const ForcedCall open = forced_call(f, std::nullopt);
-    const std::string object = f == ToolCallFormat::kLlama3
-                                   ? R"({"name": "g", "parameters": {"n": 1}})"
-                                   : R"({"arguments": {"n": 1}, "name": "g"})";
+    const bool params = f == ToolCallFormat::kLlama3 || f == ToolCallFormat::kPythonic;
+    const std::string object = params ? R"({"name": "g", "parameters": {"n": 1}})"
+                                      : R"({"arguments": {"n": 1}, "name": "g"})";
     const ParsedMessage o = parse_tool_calls(open.prefix + object + open.suffix, f);
     ASSERT_EQ(o.calls.size(), 1u) << to_string(f);
     EXPECT_EQ(o.calls[0].name, "g");

@@ -1,6 +1,7 @@
 // Tool calls on `detinfer serve`'s /v1/chat/completions (docs/tools.md), over HTTP on tiny
 // random models with real chat templates (tests/jinja/fixtures: Qwen 2.5 speaks the
-// Hermes <tool_call> syntax, Llama 3.1 the JSON one) and a minimal Mistral-style one: tool_choice
+// Hermes <tool_call> syntax, Llama 3.1 the JSON one) and minimal ones in the shape of Mistral's
+// (array and [ARGS] forms) and of a Llama 3.2 pythonic system prompt: tool_choice
 // "required" and a named function force a call whose arguments follow the function's parameters
 // schema, the answer is the same on every run (ids included), streamed tool-call deltas equal the
 // whole answer, concurrent clients get what they get alone, the call round-trips through the
@@ -96,29 +97,67 @@ class ToolServe : public ::testing::Test {
            "{%- elif m.role == 'tool' %}[TOOL_RESULTS] {{ m.content }}[/TOOL_RESULTS]"
            "{%- endif %}{%- endfor %}";
     mistral_ = start("tools-mistral", mistral);
+    // Mistral tokenizer v11+ writes [TOOL_CALLS]name[ARGS]{..}. The real models are told by
+    // their [ARGS] token; the tiny tokenizer has none, so the instruction names the form.
+    const std::string args = testing::cli_scratch_dir("tools-mistral-args-template") + "/t.jinja";
+    std::ofstream(args)
+        << "{%- if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]"
+           "Call a tool as [TOOL_CALLS]name[ARGS]{arguments}.{% endif %}"
+           "{%- for m in messages %}{%- if m.role == 'user' %}[INST]{{ m.content }}[/INST]"
+           "{%- elif m.role == 'assistant' and m.tool_calls %}{%- for c in m.tool_calls %}"
+           "[TOOL_CALLS]{{ c.function.name }}[ARGS]{{ c.function.arguments | tojson }}"
+           "{%- endfor %}</s>"
+           "{%- elif m.role == 'assistant' %}{{ m.content }}</s>"
+           "{%- elif m.role == 'tool' %}[TOOL_RESULTS]{{ m.content }}[/TOOL_RESULTS]"
+           "{%- endif %}{%- endfor %}";
+    mistral_args_ = start("tools-mistral-args", args);
+    // Llama 3.2's pythonic tool prompt: calls as [f(k=v, ...)].
+    const std::string py = testing::cli_scratch_dir("tools-pythonic-template") + "/t.jinja";
+    std::ofstream(py)
+        << "{%- if tools %}<|start_header_id|>system<|end_header_id|>\n\nIf you call a function,"
+           " you MUST put it in the format of [func_name1(params_name1=params_value1, "
+           "params_name2=params_value2...), func_name2(params)]\n{{ tools | tojson }}<|eot_id|>"
+           "{%- endif %}{%- for m in messages %}<|start_header_id|>"
+           "{{ 'ipython' if m.role == 'tool' else m.role }}<|end_header_id|>\n\n"
+           "{%- if m.tool_calls %}[{%- for c in m.tool_calls %}{{ c.function.name }}("
+           "{%- for k, v in c.function.arguments.items() %}{{ k }}={{ v | tojson }}"
+           "{%- if not loop.last %}, {% endif %}{%- endfor %})"
+           "{%- if not loop.last %}, {% endif %}{%- endfor %}]"
+           "{%- else %}{{ m.content }}{%- endif %}<|eot_id|>{%- endfor %}"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    pythonic_ = start("tools-pythonic", py);
   }
   static void TearDownTestSuite() {
-    for (ServeProcess** s : {&hermes_, &llama_, &mistral_}) {
+    for (ServeProcess** s : {&hermes_, &llama_, &mistral_, &mistral_args_, &pythonic_}) {
       if (*s != nullptr) (*s)->signal_and_wait(SIGTERM, 20);
       delete *s;
       *s = nullptr;
     }
   }
   void SetUp() override {
-    ASSERT_TRUE(hermes_ != nullptr && llama_ != nullptr && mistral_ != nullptr)
+    ASSERT_TRUE(hermes_ != nullptr && llama_ != nullptr && mistral_ != nullptr &&
+                mistral_args_ != nullptr && pythonic_ != nullptr)
         << "detinfer serve did not start";
   }
-  static std::vector<ServeProcess*> servers() { return {hermes_, llama_, mistral_}; }
+  static std::vector<ServeProcess*> servers() {
+    return {hermes_, llama_, mistral_, mistral_args_, pythonic_};
+  }
   static std::string format_of(const ServeProcess* s) {
+    if (s == mistral_args_) return "mistral_args";
+    if (s == pythonic_) return "pythonic";
     return s == hermes_ ? "hermes" : s == llama_ ? "llama3_json" : "mistral";
   }
   static ServeProcess* hermes_;
   static ServeProcess* llama_;
   static ServeProcess* mistral_;
+  static ServeProcess* mistral_args_;
+  static ServeProcess* pythonic_;
 };
 ServeProcess* ToolServe::hermes_ = nullptr;
 ServeProcess* ToolServe::llama_ = nullptr;
 ServeProcess* ToolServe::mistral_ = nullptr;
+ServeProcess* ToolServe::mistral_args_ = nullptr;
+ServeProcess* ToolServe::pythonic_ = nullptr;
 
 TEST_F(ToolServe, RequiredForcesAValidCallTheSameOnEveryRun) {
   for (ServeProcess* server : servers()) {
@@ -158,7 +197,7 @@ TEST_F(ToolServe, NamedFunctionIsCalledOverSeveralSeeds) {
   EXPECT_GT(arguments.size(), 2u);  // the arguments are generated, not fixed
 }
 
-// Forced calls from 24 concurrent clients (three templates, required and named, 4 seeds)
+// Forced calls from 40 concurrent clients (five templates, required and named, 4 seeds)
 // equal the same requests sent alone: calls, ids and digests.
 TEST_F(ToolServe, ConcurrentCallsEqualTheRequestAlone) {
   std::vector<std::pair<ServeProcess*, json>> requests;
