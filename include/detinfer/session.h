@@ -177,6 +177,13 @@ struct ModelFootprint {
                                         //   touched is its peak use)
 };
 
+// The TranscriptChat (detinfer/transcript.h) of a conversation rendered with `options`,
+// whose now_unix_seconds must be set (the time the prompt was rendered with), else
+// Error(kInvalidArgument). `prompt_suffix`: text encoded after the rendering.
+DETINFER_API TranscriptChat transcript_chat(const std::vector<ChatMessage>& messages,
+                                            const ChatTemplateOptions& options,
+                                            std::string prompt_suffix = {});
+
 class DETINFER_API DeterministicSession {
  public:
   // Loads config.json + safetensors (+ tokenizer.json when present) from model_dir.
@@ -209,7 +216,10 @@ class DETINFER_API DeterministicSession {
   std::vector<std::int32_t> encode_chat(const std::vector<ChatMessage>& messages,
                                         const ChatTemplateOptions& options = {}) const;
   // generate() on encode_chat(messages, options). Start `config` from
-  // default_generation_config() to get the model's defaults.
+  // default_generation_config() to get the model's defaults. The result's transcript is
+  // the messages form (format /2: the conversation, its options and the time the prompt
+  // was rendered with; unset now_unix_seconds is the clock, read once), which verify
+  // checks renders to the prompt ids.
   GenerationResult chat(const std::vector<ChatMessage>& messages, const GenerationConfig& config,
                         const ChatTemplateOptions& options = {}, TokenCallback on_token = {});
   bool has_chat_template() const;

@@ -1,8 +1,9 @@
 // Transcript: a generation's checkable receipt — the model and numerics it ran with, the
 // prompt ids, the normalized generation parameters, the seed, every sample's output ids
 // and the per-step digest chain (docs/fingerprint.md, "Transcripts and verification";
-// format id "detinfer.transcript/1"). DeterministicSession::verify checks one by a
-// teacher-forced prefill instead of regenerating it.
+// format ids "detinfer.transcript/1" and, with the conversation of a chat,
+// "detinfer.transcript/2"). DeterministicSession::verify checks one by a teacher-forced
+// prefill instead of regenerating it.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,10 @@
 
 namespace detinfer {
 
-// The format id this build writes and the only one it reads.
+// The format ids this build writes and reads: /1 for a prompt, /2 for a chat (/1 plus the
+// conversation the prompt was rendered from).
 inline constexpr const char kTranscriptFormat[] = "detinfer.transcript/1";
+inline constexpr const char kChatTranscriptFormat[] = "detinfer.transcript/2";
 
 // One returned sample: what it generated and the digests of its steps.
 struct DETINFER_API TranscriptSample {
@@ -27,6 +30,22 @@ struct DETINFER_API TranscriptSample {
   std::uint64_t chain_digest = 0;           // chain_digest(step_digests): Sequence::digest
   FinishReason finish_reason = FinishReason::kLength;
 };
+
+// The conversation a chat's prompt ids were rendered from (the messages form of a
+// transcript): verify renders it with the session's chat template and checks that it
+// gives the recorded prompt ids (or uses them when the transcript leaves them out).
+struct DETINFER_API TranscriptChat {
+  std::string messages_json;  // a JSON array of OpenAI-shaped messages (chat_messages_to_json)
+  bool add_generation_prompt = true;
+  std::string tools_json;             // "" = no tools
+  std::string extra_variables_json;   // "" = none (ChatTemplateOptions::extra_variables_json)
+  std::string template_name;          // "" = the model's choice
+  std::int64_t now_unix_seconds = 0;  // the time strftime_now() rendered
+  // Text encoded (without special tokens) after the rendering and appended to the prompt:
+  // the opening of a tool call a server forced; "" = none.
+  std::string prompt_suffix;
+};
+// transcript_chat(messages, options) (detinfer/session.h) makes one of a conversation.
 
 struct DETINFER_API Transcript {
   // What the output depends on besides the request: verification refuses another one.
@@ -39,19 +58,23 @@ struct DETINFER_API Transcript {
   // tensors); "" for weights as stored (then absent from the JSON).
   std::string weight_format;
   Hash128 tokenizer_hash;  // informational (ids are what is verified); 0 = none
+  // The prompt ids. A chat transcript may leave them out (empty): verify then uses what its
+  // conversation renders to.
   std::vector<std::int32_t> prompt_tokens;
+  std::optional<TranscriptChat> chat;     // set: a chat transcript (format /2)
   GenerationConfig config;                // normalized (stop_token_ids resolved); `seed` unset here
   std::uint64_t seed = 0;                 // the seed actually used
   std::vector<TranscriptSample> samples;  // config.num_return_sequences of them
 
-  // One JSON object (indent < 0: one line).
+  // One JSON object (indent < 0: one line); format /2 when `chat` is set, else /1.
   std::string to_json(int indent = -1) const;
   // Strict: Error(kInvalidArgument) naming the field for malformed JSON (invalid UTF-8,
   // nesting deeper than 16, over 16 MiB), a missing, unknown or mistyped field, a value
   // out of range, lists of mismatched lengths (tokens vs step_digests; 1 to n samples, n =
   // num_return_sequences) or more than 1048576 ids in a list; Error(kUnsupported) for
-  // another format id. A chain digest that does not cover its step digests is not an
-  // error here: verify reports it as a divergence.
+  // another format id. Format /2 requires `chat` (its JSON texts are read by verify) and
+  // may leave out prompt_tokens; /1 allows neither. A chain digest that does not cover its
+  // step digests is not an error here: verify reports it as a divergence.
   static Transcript from_json(std::string_view json);
 };
 
@@ -70,7 +93,11 @@ struct DETINFER_API VerifyDivergence {
   std::uint64_t expected_digest = 0;  // logits_digest recomputed at this step (0: none)
   std::uint64_t recorded_digest = 0;
   std::string reason;  // "token", "digest", "token and digest", "chain digest",
-                       // "continues after a stop token", "finish reason"
+                       // "continues after a stop token", "finish reason", "prompt"
+  // reason "prompt" (a chat transcript whose conversation does not render to its prompt
+  // ids): `step` is the index of the first prompt id that differs, expected_token the
+  // rendering's id there and recorded_token the transcript's (-1 past either's end); the
+  // digests are 0 and nothing was recomputed.
 };
 
 struct DETINFER_API VerifyResult {

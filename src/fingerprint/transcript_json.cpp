@@ -1,4 +1,4 @@
-// Transcript <-> JSON (format detinfer.transcript/1, docs/fingerprint.md) and the
+// Transcript <-> JSON (formats detinfer.transcript/1 and /2, docs/fingerprint.md) and the
 // transcript of a run fingerprint.
 #include <algorithm>
 #include <limits>
@@ -80,21 +80,50 @@ TranscriptSample read_sample(ObjectReader r) {
   return s;
 }
 
-void check_format(ObjectReader& top) {
+// True for /2 (a chat transcript), false for /1.
+bool check_format(ObjectReader& top) {
   const std::string format = top.string("format");
-  if (format == kTranscriptFormat) return;
+  if (format == kTranscriptFormat) return false;
+  if (format == kChatTranscriptFormat) return true;
   if (format.rfind("detinfer.transcript/", 0) == 0) {
     fail(ErrorCode::kUnsupported, "transcript format '", format,
-         "' is not supported by this build of detinfer (it reads ", kTranscriptFormat, " only)");
+         "' is not supported by this build of detinfer (it reads ", kTranscriptFormat, " and ",
+         kChatTranscriptFormat, ")");
   }
   fail(ErrorCode::kInvalidArgument, "transcript.format: '", format,
-       "' is not a detinfer transcript format (expected ", kTranscriptFormat, ")");
+       "' is not a detinfer transcript format (expected ", kTranscriptFormat, " or ",
+       kChatTranscriptFormat, ")");
+}
+
+// The JSON text fields are kept as text: verify parses them with the chat rules.
+TranscriptChat read_chat(ObjectReader r) {
+  TranscriptChat c;
+  c.messages_json = r.string("messages");
+  c.add_generation_prompt = r.boolean("add_generation_prompt");
+  c.tools_json = r.string_or("tools", "");
+  c.extra_variables_json = r.string_or("extra_variables", "");
+  c.template_name = r.string_or("template_name", "");
+  c.now_unix_seconds = r.integer("now", std::numeric_limits<std::int64_t>::min(),
+                                 std::numeric_limits<std::int64_t>::max());
+  c.prompt_suffix = r.string_or("prompt_suffix", "");
+  r.done();
+  return c;
+}
+
+json chat_json(const TranscriptChat& c) {
+  json j = {{"messages", c.messages_json}, {"add_generation_prompt", c.add_generation_prompt}};
+  if (!c.tools_json.empty()) j["tools"] = c.tools_json;
+  if (!c.extra_variables_json.empty()) j["extra_variables"] = c.extra_variables_json;
+  if (!c.template_name.empty()) j["template_name"] = c.template_name;
+  j["now"] = c.now_unix_seconds;
+  if (!c.prompt_suffix.empty()) j["prompt_suffix"] = c.prompt_suffix;
+  return j;
 }
 
 Transcript read_transcript(const json& j) {
   Transcript t;
   ObjectReader top(j, "transcript", kTranscriptPolicy);
-  check_format(top);
+  const bool is_chat = check_format(top);
   ObjectReader model = top.object("model");
   t.model_fingerprint = model.hex128("fingerprint");
   t.weight_dtype = model.string("weight_dtype");
@@ -106,7 +135,14 @@ Transcript read_transcript(const json& j) {
   t.weight_format = numerics.string_or("weight_format", "");
   numerics.done();
   t.tokenizer_hash = top.hex128("tokenizer_hash");
-  t.prompt_tokens = ids(top.required("prompt_tokens"), top.path_of("prompt_tokens"));
+  if (is_chat) {
+    t.chat = read_chat(top.object("chat"));
+    if (const json* p = top.optional("prompt_tokens")) {
+      t.prompt_tokens = ids(*p, top.path_of("prompt_tokens"));
+    }
+  } else {
+    t.prompt_tokens = ids(top.required("prompt_tokens"), top.path_of("prompt_tokens"));
+  }
   t.config = fingerprint::config_from_json(top.required("config"), top.path_of("config"),
                                            kTranscriptPolicy);
   t.seed = core::as_decimal_u64(top.required("seed"), top.path_of("seed"), kCode);
@@ -128,13 +164,14 @@ Transcript read_transcript(const json& j) {
 
 std::string Transcript::to_json(int indent) const {
   json j;
-  j["format"] = kTranscriptFormat;
+  j["format"] = chat ? kChatTranscriptFormat : kTranscriptFormat;
   j["model"] = {{"fingerprint", model_fingerprint.hex()}, {"weight_dtype", weight_dtype}};
   j["numerics"] = {
       {"mode", numerics_mode}, {"spec_version", numerics_spec}, {"kv_dtype", kv_dtype}};
   if (!weight_format.empty()) j["numerics"]["weight_format"] = weight_format;
   j["tokenizer_hash"] = tokenizer_hash.hex();
-  j["prompt_tokens"] = prompt_tokens;
+  if (chat) j["chat"] = chat_json(*chat);
+  if (!chat || !prompt_tokens.empty()) j["prompt_tokens"] = prompt_tokens;
   j["config"] = fingerprint::config_to_json(config);
   j["seed"] = std::to_string(seed);
   json samples_json = json::array();

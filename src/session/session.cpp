@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "model/model_config.h"
 #include "model/quant_scheme.h"
+#include "session/chat_transcript.h"
 #include "session/distribution_stats.h"
 #include "session/model_metadata.h"
 #include "session/session_fields.h"
@@ -163,7 +164,8 @@ void DeterministicSession::Impl::build_pipeline(const engine::EngineOptions& eo,
   replayer = std::make_unique<session::Replayer>(*prep, *engine, telemetry->base(),
                                                  telemetry->session_metrics());
   verifier = std::make_unique<session::Verifier>(*prep, *engine, telemetry->base(),
-                                                 model->config().vocab_size, options.max_batch);
+                                                 model->config().vocab_size, options.max_batch,
+                                                 tokenizer ? &*tokenizer : nullptr);
   if (options.consistency.enabled) {
     session::Replayer* r = replayer.get();  // the monitor is stopped before the replayer goes away
     monitor = std::make_unique<ConsistencyMonitor>(
@@ -228,11 +230,27 @@ GenerationResult DeterministicSession::generate(const Prompt& prompt,
 }
 
 VerifyResult DeterministicSession::verify(const Transcript& transcript) {
-  return impl_->verifier->verify({transcript}).front();
+  return verify(std::vector<Transcript>{transcript}).front();
 }
 
 std::vector<VerifyResult> DeterministicSession::verify(const std::vector<Transcript>& transcripts) {
-  return impl_->verifier->verify(transcripts);
+  // Chat transcripts: their conversations must render to their prompt ids (left-out ids
+  // are filled in). One that does not is reported at its first differing prompt id, ahead
+  // of whatever its generated steps would show.
+  std::vector<Transcript> resolved = transcripts;
+  const std::vector<std::optional<VerifyDivergence>> prompt =
+      session::resolve_chat_prompts(*this, resolved);
+  std::vector<VerifyResult> out = impl_->verifier->verify(resolved);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!prompt[i]) continue;
+    out[i].verified = false;
+    out[i].divergence = prompt[i];
+    out[i].message =
+        "diverged at the prompt: the conversation does not render to the "
+        "recorded prompt ids (first difference at prompt id " +
+        std::to_string(prompt[i]->step) + ")";
+  }
+  return out;
 }
 
 void DeterministicSession::close() { impl_->shutdown(); }

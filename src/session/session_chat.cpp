@@ -1,11 +1,14 @@
 // DeterministicSession's chat: templates from the model folder, generation defaults from
 // generation_config.json (docs/chat.md).
+#include <ctime>
+
 #include "chat/chat_messages.h"
 #include "chat/generation_defaults.h"
 #include "chat/template_source.h"
 #include "core/check.h"
 #include "decode/config_check.h"
 #include "detinfer/session.h"
+#include "detinfer/transcript.h"
 #include "session/session_impl.h"
 
 namespace detinfer {
@@ -73,7 +76,16 @@ GenerationResult DeterministicSession::chat(const std::vector<ChatMessage>& mess
                                             const GenerationConfig& config,
                                             const ChatTemplateOptions& options,
                                             TokenCallback on_token) {
-  return generate(encode_chat(messages, options), config, std::move(on_token));
+  // The clock is read once, so the transcript renders the prompt this call rendered.
+  ChatTemplateOptions o = options;
+  if (!o.now_unix_seconds) o.now_unix_seconds = static_cast<std::int64_t>(std::time(nullptr));
+  GenerationResult r = generate(encode_chat(messages, o), config, std::move(on_token));
+  if (!r.transcript_json.empty()) {  // the messages form of the receipt (format /2)
+    Transcript t = Transcript::from_json(r.transcript_json);
+    t.chat = transcript_chat(messages, o);
+    r.transcript_json = t.to_json();
+  }
+  return r;
 }
 
 bool DeterministicSession::has_chat_template() const { return !impl_->chat_templates.empty(); }

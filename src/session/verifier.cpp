@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/check.h"
+#include "decode/json_schema.h"
 #include "decode/sampler.h"
+#include "engine/structured_masks.h"
 
 namespace detinfer::session {
 
@@ -24,21 +26,49 @@ struct SampleCheck {
   std::int64_t checked = 0;
   std::optional<VerifyDivergence> divergence;
   decode::SamplingWorkspace sampling;  // reused by every step of this sample
+  // Constrained decoding (a JSON response_format): the sample's JSON state, masked as the
+  // output stage masks it; `complete` once the recorded text is a whole value.
+  std::shared_ptr<const decode::JsonGrammar> grammar;
+  std::optional<decode::JsonState> json;
+  const decode::TokenTrie* trie = nullptr;
+  std::vector<std::uint8_t> allowed;
+  bool complete = false;
 
   const TranscriptSample& recorded() const { return transcript->samples[sample]; }
+
+  const std::vector<std::uint8_t>* mask() {
+    if (!json) return nullptr;
+    engine::structured_mask(*trie, *json, config, vocab, allowed);
+    return &allowed;
+  }
 
   bool step(std::int64_t step, const float* row) {
     const auto t = static_cast<std::size_t>(step);
     const TranscriptSample& s = recorded();
     const std::uint64_t digest = logits_digest(row, static_cast<std::size_t>(vocab));
+    if (complete) {  // generation ends with the value: nothing follows it
+      divergence = VerifyDivergence{sample,
+                                    static_cast<std::int32_t>(step),
+                                    -1,
+                                    s.tokens[t],
+                                    digest,
+                                    s.step_digests[t],
+                                    "continues after the structured output is complete"};
+      return false;
+    }
     const decode::TokenChoice c = decode::choose_token(
         config, row, vocab, transcript->prompt_tokens, history, transcript->seed,
-        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling);
+        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling, mask());
     ++checked;
     const bool token_ok = c.token == s.tokens[t];
     const bool digest_ok = digest == s.step_digests[t];
     if (token_ok && digest_ok) {
       history.push_back(s.tokens[t]);
+      if (json && !engine::is_stop_token(config, s.tokens[t])) {
+        const bool ok = json->advance(trie->piece(s.tokens[t]));
+        DETINFER_INTERNAL_CHECK(ok);  // the mask allowed it
+        complete = json->done();
+      }
       return true;
     }
     divergence = VerifyDivergence{sample,
@@ -54,15 +84,14 @@ struct SampleCheck {
   }
 };
 
-bool is_stop(const GenerationConfig& c, std::int32_t token) {
-  const auto& ids = *c.stop_token_ids;
-  return !c.ignore_eos && std::find(ids.begin(), ids.end(), token) != ids.end();
-}
+using engine::is_stop_token;
 
 // What the recorded ids and digests say on their own, without a forward pass: the
 // earliest step where the sequence breaks the request's rules, if any.
+// `complete`: the recorded text became a whole JSON value at the last step (a constrained
+// sample ends there, finish reason stop).
 std::optional<VerifyDivergence> structural(const GenerationConfig& c, const TranscriptSample& s,
-                                           std::int32_t sample) {
+                                           std::int32_t sample, bool complete) {
   const auto n = static_cast<std::int32_t>(s.tokens.size());
   auto at = [&](std::int32_t step, const char* reason) {
     VerifyDivergence d;
@@ -76,18 +105,18 @@ std::optional<VerifyDivergence> structural(const GenerationConfig& c, const Tran
     return d;
   };
   for (std::int32_t i = 0; i + 1 < n; ++i) {
-    if (is_stop(c, s.tokens[i])) return at(i + 1, "continues after a stop token");
+    if (is_stop_token(c, s.tokens[i])) return at(i + 1, "continues after a stop token");
   }
   if (n > c.max_new_tokens) return at(c.max_new_tokens, "continues past max_new_tokens");
   const std::int32_t last = std::max(n - 1, 0);
-  const bool ends_on_stop = n > 0 && is_stop(c, s.tokens[n - 1]);
+  const bool ends_on_stop = n > 0 && is_stop_token(c, s.tokens[n - 1]);
   bool reason_ok = true;
   switch (s.finish_reason) {
     case FinishReason::kLength:
       reason_ok = n == c.max_new_tokens && !ends_on_stop;
       break;
     case FinishReason::kStop:
-      reason_ok = ends_on_stop || !c.stop_strings.empty();
+      reason_ok = ends_on_stop || complete || !c.stop_strings.empty();
       break;
     case FinishReason::kCancelled:
       break;
@@ -143,7 +172,8 @@ std::string describe(const VerifyDivergence& d) {
 // The teacher-forced request of sample k of transcript i, checked by `c` (no score_row
 // when the sample has no step to recompute).
 engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i,
-                                     std::size_t k, std::int64_t vocab, SampleCheck& c) {
+                                     std::size_t k, std::int64_t vocab,
+                                     const decode::TokenTrie* trie, SampleCheck& c) {
   RequestPolicy policy;
   policy.use_caches = false;
   policy.observed = false;
@@ -165,6 +195,18 @@ engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std
   c.config = r.config;
   c.config.logprobs = 0;
   c.vocab = vocab;
+  c.grammar = decode::compile_response_format(c.config.response_format);
+  if (c.grammar) {
+    if (trie == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  str_cat("transcript ", i,
+                          ": config.response_format needs the model's tokenizer (this session "
+                          "has none)"),
+                  "config.response_format");
+    }
+    c.trie = trie;
+    c.json.emplace(c.grammar.get());
+  }
   // Steps past max_new_tokens are a structural break, never recomputed.
   const std::size_t limit =
       std::min<std::size_t>(s.tokens.size(), static_cast<std::size_t>(config.max_new_tokens));
@@ -210,8 +252,21 @@ void run_waves(engine::Engine& engine, std::vector<engine::EngineRequest>& reque
 }  // namespace
 
 Verifier::Verifier(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
-                   std::int64_t vocab, std::int32_t wave)
-    : prep_(prep), engine_(engine), base_(base), vocab_(vocab), wave_(std::max(wave, 1)) {}
+                   std::int64_t vocab, std::int32_t wave, const Tokenizer* tokenizer)
+    : prep_(prep),
+      engine_(engine),
+      base_(base),
+      vocab_(vocab),
+      wave_(std::max(wave, 1)),
+      tokenizer_(tokenizer) {}
+
+const decode::TokenTrie* Verifier::trie() {
+  if (tokenizer_ == nullptr) return nullptr;
+  std::call_once(trie_once_, [this] {
+    trie_ = std::make_unique<decode::TokenTrie>(engine::token_pieces(*tokenizer_, vocab_));
+  });
+  return trie_.get();
+}
 
 std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transcripts) {
   if (base_.numerics.mode != "canonical") {
@@ -224,7 +279,8 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
     check_identity(transcripts[i], base_, i);
     for (std::size_t k = 0; k < transcripts[i].samples.size(); ++k) {
       checks.push_back(std::make_unique<SampleCheck>());
-      requests.push_back(sample_request(prep_, transcripts[i], i, k, vocab_, *checks.back()));
+      requests.push_back(
+          sample_request(prep_, transcripts[i], i, k, vocab_, trie(), *checks.back()));
     }
   }
   run_waves(engine_, requests, static_cast<std::size_t>(wave_));
@@ -233,7 +289,8 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
     VerifyResult& r = results[c->transcript_index];
     r.steps_checked += c->checked;
     std::optional<VerifyDivergence> d = c->divergence;
-    std::optional<VerifyDivergence> s = structural(c->config, c->recorded(), c->sample);
+    std::optional<VerifyDivergence> s =
+        structural(c->config, c->recorded(), c->sample, c->complete);
     if (s && (!d || s->step < d->step)) d = s;
     if (d && !r.divergence) r.divergence = d;  // the first sample's first divergence
   }

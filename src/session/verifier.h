@@ -6,9 +6,13 @@
 // request pipeline like the replayer: its requests use no cache and are not observed.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <vector>
 
+#include "decode/token_trie.h"
 #include "detinfer/fingerprint.h"
+#include "detinfer/tokenizer.h"
 #include "detinfer/transcript.h"
 #include "engine/engine.h"
 #include "session/request_prep.h"
@@ -19,8 +23,10 @@ class Verifier {
  public:
   // All must outlive the verifier. `base` holds the session's numerics and model groups;
   // at most `wave` requests are queued at once.
+  // `tokenizer` (may be null) gives constrained transcripts (a JSON response_format) the
+  // token masks the output stage applied.
   Verifier(RequestPrep& prep, engine::Engine& engine, const RunFingerprint& base,
-           std::int64_t vocab, std::int32_t wave);
+           std::int64_t vocab, std::int32_t wave, const Tokenizer* tokenizer);
 
   // Throws Error(kInvalidArgument) naming the field when a transcript names another
   // model, weight format, numerics spec, mode or KV format than this session's, or is
@@ -34,6 +40,11 @@ class Verifier {
   const RunFingerprint& base_;
   std::int64_t vocab_;
   std::int32_t wave_;
+  const Tokenizer* tokenizer_;
+  // Every token's text, built by the first call (nullptr without a tokenizer).
+  const decode::TokenTrie* trie();
+  std::once_flag trie_once_;
+  std::unique_ptr<decode::TokenTrie> trie_;
 };
 
 }  // namespace detinfer::session

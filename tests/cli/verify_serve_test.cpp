@@ -78,6 +78,48 @@ TEST_F(VerifyServe, ResponsesCarryATranscriptThatVerifies) {
   EXPECT_EQ(cv["verified"], true) << cv;
 }
 
+// Chat answers carry the messages form (format /2): the conversation, its options and, for
+// a forced tool call, the opening appended to the prompt. It verifies, also without its
+// prompt ids; an edited message is a "prompt" divergence.
+TEST_F(VerifyServe, ChatTranscriptsCarryTheConversation) {
+  const json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "get_time"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties", {{"tz", {{"enum", {"UTC", "CET"}}}}}},
+                         {"required", {"tz"}}}}}}};
+  const json body = {{"messages", {{{"role", "user"}, {"content", "time?"}}}},
+                     {"tools", {tool}},
+                     {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}},
+                     {"max_tokens", 40},
+                     {"temperature", 0.8},
+                     {"seed", 3}};
+  const auto [cs, c] = post("/v1/chat/completions", body.dump());
+  ASSERT_EQ(cs, 200) << c;
+  ASSERT_EQ(c["choices"][0]["finish_reason"], "tool_calls") << c;
+  const json t = c["detinfer"]["transcript"];
+  ASSERT_EQ(t["format"], "detinfer.transcript/2") << t;
+  EXPECT_EQ(json::parse(t["chat"]["messages"].get<std::string>())[0]["content"], "time?");
+  EXPECT_EQ(t["chat"]["prompt_suffix"], "<tool_call>\n{\"name\": \"get_time\", \"arguments\": ");
+  EXPECT_TRUE(t["chat"]["now"].is_number_integer());
+  json bare = t;
+  bare.erase("prompt_tokens");
+  json edited = t;
+  edited["chat"]["messages"] = json::array({{{"role", "user"}, {"content", "time!"}}}).dump();
+  const auto [vs, v] = post("/v1/verify", json{{"transcripts", {t, bare, edited}}}.dump());
+  ASSERT_EQ(vs, 200) << v;
+  EXPECT_EQ(v["results"][0]["verified"], true) << v;
+  EXPECT_EQ(v["results"][1]["verified"], true) << v;
+  EXPECT_EQ(v["results"][2]["verified"], false) << v;
+  EXPECT_EQ(v["results"][2]["divergence"]["reason"], "prompt") << v;
+  json broken = t;
+  broken["chat"]["messages"] = "[{\"role\": 1}]";
+  const auto [bs, b] = post("/v1/verify", json{{"transcript", broken}}.dump());
+  EXPECT_EQ(bs, 400) << b;
+  EXPECT_EQ(b["error"]["param"], "chat.messages[0].role") << b;
+}
+
 TEST_F(VerifyServe, HostileOrForeignTranscriptsAre4xx) {
   const auto [s, r] = post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 3}}.dump());
   ASSERT_EQ(s, 200) << r;

@@ -1,8 +1,10 @@
-// Transcript JSON (detinfer.transcript/1): round trip, the transcript of a fingerprint,
+// Transcript JSON (detinfer.transcript/1, and /2 with a chat's conversation): round trip,
+// the transcript of a fingerprint,
 // and hostile documents (invalid UTF-8, deep nesting, huge lists, mismatched lengths,
 // wrong types, unknown fields, other formats): each a clear Error naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -111,8 +113,65 @@ TEST(TranscriptJson, HostileDocumentsAreInvalidArgument) {
   expect_error(with([](auto& x) { x["samples"][0]["finish_reason"] = "bored"; }), bad,
                "finish_reason");
   expect_error(with([](auto& x) { x["format"] = "something/1"; }), bad, "format");
-  expect_error(with([](auto& x) { x["format"] = "detinfer.transcript/2"; }),
-               ErrorCode::kUnsupported, "transcript/2");
+  expect_error(with([](auto& x) { x["format"] = "detinfer.transcript/3"; }),
+               ErrorCode::kUnsupported, "transcript/3");
+  // /2 needs the conversation; /1 has none.
+  expect_error(with([](auto& x) { x["format"] = "detinfer.transcript/2"; }), bad, "chat");
+  expect_error(with([](auto& x) { x["chat"] = {{"messages", "[]"}}; }), bad, "chat");
+}
+
+Transcript chat_sample() {
+  Transcript t = sample_transcript();
+  TranscriptChat c;
+  c.messages_json = R"([{"role":"user","content":"hi"}])";
+  c.add_generation_prompt = false;
+  c.tools_json = R"([{"type":"function","function":{"name":"f"}}])";
+  c.template_name = "tool_use";
+  c.now_unix_seconds = -5;
+  c.prompt_suffix = "<tool_call>\n";
+  t.chat = c;
+  return t;
+}
+
+TEST(TranscriptJson, ChatTranscriptsAreFormat2AndRoundTrip) {
+  const Transcript t = chat_sample();
+  const std::string one = t.to_json();
+  EXPECT_NE(one.find("\"format\":\"detinfer.transcript/2\""), std::string::npos);
+  const Transcript back = Transcript::from_json(one);
+  ASSERT_TRUE(back.chat.has_value());
+  EXPECT_EQ(back.chat->messages_json, t.chat->messages_json);
+  EXPECT_EQ(back.chat->tools_json, t.chat->tools_json);
+  EXPECT_FALSE(back.chat->add_generation_prompt);
+  EXPECT_EQ(back.chat->now_unix_seconds, -5);
+  EXPECT_EQ(back.chat->prompt_suffix, t.chat->prompt_suffix);
+  EXPECT_EQ(back.to_json(), one);
+  // Left-out prompt ids and optional chat fields.
+  Transcript bare = t;
+  bare.prompt_tokens.clear();
+  bare.chat->tools_json.clear();
+  bare.chat->template_name.clear();
+  bare.chat->prompt_suffix.clear();
+  const std::string b = bare.to_json();
+  for (const char* absent : {"prompt_tokens", "tools", "template_name", "prompt_suffix"}) {
+    EXPECT_EQ(b.find(absent), std::string::npos) << absent;
+  }
+  EXPECT_TRUE(Transcript::from_json(b).prompt_tokens.empty());
+  const nlohmann::json j = nlohmann::json::parse(one);
+  auto with = [&](const std::function<void(nlohmann::json&)>& f) {
+    nlohmann::json x = j;
+    f(x);
+    return x.dump();
+  };
+  const auto bad = ErrorCode::kInvalidArgument;
+  expect_error(with([](auto& x) { x["chat"].erase("messages"); }), bad, "chat.messages");
+  expect_error(with([](auto& x) { x["chat"]["messages"] = nlohmann::json::array(); }), bad,
+               "chat.messages");
+  expect_error(with([](auto& x) { x["chat"].erase("now"); }), bad, "chat.now");
+  expect_error(with([](auto& x) { x["chat"]["now"] = 1.5; }), bad, "chat.now");
+  expect_error(with([](auto& x) { x["chat"]["add_generation_prompt"] = 1; }), bad,
+               "add_generation_prompt");
+  expect_error(with([](auto& x) { x["chat"]["role"] = "user"; }), bad, "role");
+  expect_error(with([](auto& x) { x["format"] = "detinfer.transcript/1"; }), bad, "chat");
 }
 
 }  // namespace

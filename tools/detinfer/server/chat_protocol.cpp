@@ -1,11 +1,13 @@
 #include "chat_protocol.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "core/byte_budget.h"
 #include "core/generation_fields.h"
 #include "core/json_parse.h"
 #include "detinfer/error.h"
+#include "detinfer/transcript.h"
 #include "openai_fields.h"
 #include "response_format_param.h"
 
@@ -48,10 +50,14 @@ std::vector<std::int32_t> render(const detinfer::DeterministicSession& session, 
   if (!body["messages"].is_array() || body["messages"].empty()) {
     reject("messages", "'messages' must be a non-empty array");
   }
-  const detinfer::ChatTemplateOptions o = template_options(body, ordered, req);
+  detinfer::ChatTemplateOptions o = template_options(body, ordered, req);
+  // The clock is read once: the transcript's conversation renders to this prompt.
+  o.now_unix_seconds = static_cast<std::int64_t>(std::time(nullptr));
   std::vector<std::int32_t> ids;
   try {
-    ids = session.encode_chat(detinfer::chat_messages_from_json(ordered["messages"].dump()), o);
+    const auto messages = detinfer::chat_messages_from_json(ordered["messages"].dump());
+    ids = session.encode_chat(messages, o);
+    req.chat = detinfer::transcript_chat(messages, o);
   } catch (const detinfer::Error& e) {
     reject(e.field().empty() ? "messages" : request_param(e.field(), names), e.message());
   }
@@ -212,6 +218,11 @@ json chat_response(const ResponseContext& ctx, const ServeRequest& req,
          {"finish_reason", m.finish_reason}});
   }
   if (req.tools.parse) r["detinfer"]["tool_call_format"] = to_string(req.tools.format);
+  if (req.chat && r["detinfer"].contains("transcript")) {  // the messages form (format /2)
+    detinfer::Transcript t = detinfer::Transcript::from_json(r["detinfer"]["transcript"].dump());
+    t.chat = req.chat;
+    r["detinfer"]["transcript"] = json::parse(t.to_json());
+  }
   r["object"] = "chat.completion";
   r["choices"] = std::move(choices);
   return r;

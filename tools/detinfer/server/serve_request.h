@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/generation_fields.h"
 #include "detinfer/generation.h"
 #include "detinfer/session.h"
+#include "detinfer/transcript.h"
 #include "tool_params.h"
 
 namespace detinfer_cli {
@@ -83,6 +85,9 @@ struct ServeRequest {
   std::int32_t top_logprobs = 0;
   // Chat: tools, tool_choice, parallel_tool_calls (tool_params.h).
   ToolRequest tools;
+  // Chat: the conversation the prompt was rendered from (plus a forced call's opening),
+  // carried by the response's transcript.
+  std::optional<detinfer::TranscriptChat> chat;
 };
 
 // The completions parser's name for the request (tests and the fuzz target use it).

@@ -143,6 +143,7 @@ void apply_tool_request(const detinfer::DeterministicSession& session, ServeRequ
   tools.forced = chat::forced_call(tools.format, name);
   std::vector<std::int32_t> ids = req.prompt.ids();
   const std::vector<std::int32_t> prefix = tok->encode(tools.forced->prefix, false);
+  if (req.chat) req.chat->prompt_suffix = tools.forced->prefix;  // as encoded here
   ids.insert(ids.end(), prefix.begin(), prefix.end());
   req.prompt = detinfer::Prompt(ids);
   if (!req.sources.given("max_new_tokens")) {  // the context the prefix leaves
