@@ -150,6 +150,7 @@ class CudaBackend final : public Backend {
 
   void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
                  float scale, float* out, std::int64_t ldo) override {
+    refuse_masks(kv);
     for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
       const BatchPlan::Seq& s = plan_->seqs[i];
       const kernels::PagedKvView view =
@@ -169,6 +170,27 @@ class CudaBackend final : public Backend {
       reserve(workspace_, ws);
       ops_->attention_split(qs, ldq, s.rows, keys, max_keys, num_heads, view, scale, os, ldo,
                             workspace_.data(), ws);
+    }
+  }
+
+  // The CUDA kernels attend to keys [0, num_keys): a windowed layer is computed exactly
+  // while every row's keys fit the window (then the window masks nothing) and refused past
+  // it; soft-capped scores are refused (issue 29: CUDA kernels for them are missing).
+  void refuse_masks(const KvLayer& kv) const {
+    if (kv.softcap > 0.0f) {
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat("backend ", name(), ": attention-logit soft-capping is not implemented"),
+                  "backend");
+    }
+    if (kv.window <= 0) return;
+    for (const std::int64_t n : plan_->num_keys) {
+      if (n > kv.window) {
+        throw Error(
+            ErrorCode::kUnsupported,
+            str_cat("backend ", name(), ": a row sees ", n, " keys, past the sliding window ",
+                    kv.window, " (windowed attention runs on the CPU backend)"),
+            "sliding_window");
+      }
     }
   }
 
