@@ -33,6 +33,7 @@ devtools::TinyModelOptions gemma_options(devtools::TinyArch arch, const std::str
   devtools::TinyModelOptions o = testing::tiny_options(arch, core::DType::kF32, dir, 7);
   o.tie_word_embeddings = true;
   o.sliding_window = 8;
+  o.hidden = 48;  // heads * head_dim != hidden; sqrt(48) is not a float
   o.head_dim = 16;
   o.query_pre_attn_scalar = 24.0;  // scale 24^-0.5, not head_dim^-0.5
   if (arch == devtools::TinyArch::kGemma2) {
