@@ -150,7 +150,7 @@ class CudaBackend final : public Backend {
 
   void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
                  float scale, float* out, std::int64_t ldo) override {
-    refuse_masks(kv);
+    if (!canonical_) refuse_masks(kv);  // the canonical kernel takes the mask
     for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
       const BatchPlan::Seq& s = plan_->seqs[i];
       const kernels::PagedKvView view =
@@ -159,7 +159,8 @@ class CudaBackend final : public Backend {
       float* os = out + s.row_begin * ldo;
       const std::int64_t* keys = num_keys_.as<std::int64_t>() + s.row_begin;
       if (canonical_) {
-        ops_->attention(qs, ldq, s.rows, keys, num_heads, view, scale, os, ldo);
+        ops_->attention_masked(qs, ldq, s.rows, keys, num_heads, view, scale, kv.window, kv.softcap,
+                               os, ldo);
         continue;
       }
       // Causal rows of one sequence: the last row sees the most keys.
@@ -173,14 +174,15 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The CUDA kernels attend to keys [0, num_keys): a windowed layer is computed exactly
-  // while every row's keys fit the window (then the window masks nothing) and refused past
-  // it; soft-capped scores are refused (issue 29: CUDA kernels for them are missing).
+  // Device-invariant mode's split kernel attends to keys [0, num_keys): a windowed layer is
+  // computed exactly while every row's keys fit the window and refused past it; soft-capped
+  // scores are refused (the canonical kernel has both, kernels::AttentionMask's rule).
   void refuse_masks(const KvLayer& kv) const {
     if (kv.softcap > 0.0f) {
-      throw Error(ErrorCode::kUnsupported,
-                  str_cat("backend ", name(), ": attention-logit soft-capping is not implemented"),
-                  "backend");
+      throw Error(
+          ErrorCode::kUnsupported,
+          str_cat("backend ", name(), ": attention-logit soft-capping needs canonical mode"),
+          "backend");
     }
     if (kv.window <= 0) return;
     for (const std::int64_t n : plan_->num_keys) {
@@ -188,7 +190,7 @@ class CudaBackend final : public Backend {
         throw Error(
             ErrorCode::kUnsupported,
             str_cat("backend ", name(), ": a row sees ", n, " keys, past the sliding window ",
-                    kv.window, " (windowed attention runs on the CPU backend)"),
+                    kv.window, " (windowed attention needs canonical mode)"),
             "sliding_window");
       }
     }

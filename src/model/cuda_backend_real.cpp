@@ -86,6 +86,13 @@ class RealCudaOps final : public CudaOps {
     bind();
     kc::attention(q, ldq, rows, num_keys, num_heads, kv, scale, out, ldo, nullptr);
   }
+  void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                        const std::int64_t* num_keys, std::int64_t num_heads,
+                        const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                        float softcap, float* out, std::int64_t ldo) override {
+    kc::attention_masked(q, ldq, rows, num_keys, num_heads, kv, scale, window, softcap, out, ldo,
+                         nullptr);
+  }
   void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
     bind();
     kc::silu_mul(g, u, out, n, nullptr);

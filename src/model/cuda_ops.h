@@ -53,6 +53,11 @@ class CudaOps {
                          const std::int64_t* num_keys, std::int64_t num_heads,
                          const kernels::PagedKvView& kv, float scale, float* out,
                          std::int64_t ldo) = 0;
+  // attention() with a sliding window and soft-capped scores (kernels::AttentionMask).
+  virtual void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                                const std::int64_t* num_keys, std::int64_t num_heads,
+                                const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                                float softcap, float* out, std::int64_t ldo) = 0;
   virtual void silu_mul(const float* g, const float* u, float* out, std::int64_t n) = 0;
   virtual void add(const float* a, const float* b, float* out, std::int64_t n) = 0;
 

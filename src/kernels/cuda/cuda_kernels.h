@@ -172,6 +172,13 @@ inline constexpr std::int64_t kMaxHeadDim = 256;
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, Stream stream);
+// The same with kernels::AttentionMask's rule (issue 29): window > 0: row r sees keys
+// [max(0, num_keys[r] - window), num_keys[r]), folded from the first; softcap > 0:
+// soft-capped scores. window 0 and softcap 0 is attention().
+void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                      const std::int64_t* num_keys, std::int64_t num_heads, const PagedKvView& kv,
+                      float scale, std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                      Stream stream);
 
 // --- sampling draw ----------------------------------------------------------------------
 // Philox4x32-10 on the device, same mapping as include/detinfer/philox.h; out[i] =
