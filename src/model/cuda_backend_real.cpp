@@ -97,6 +97,18 @@ class RealCudaOps final : public CudaOps {
     bind();
     kc::silu_mul(g, u, out, n, nullptr);
   }
+  void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    bind();
+    kc::gelu_tanh_mul(g, u, out, n, nullptr);
+  }
+  void scale(float* x, float s, std::int64_t n) override {
+    bind();
+    kc::scale(x, s, n, nullptr);
+  }
+  void softcap(float* x, float cap, std::int64_t n) override {
+    bind();
+    kc::softcap(x, cap, n, nullptr);
+  }
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     bind();
     kc::add(a, b, out, n, nullptr);

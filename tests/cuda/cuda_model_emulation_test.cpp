@@ -216,8 +216,7 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
 
 // Sliding windows (issue 29) on the canonical CUDA kernel: a Mistral model with a window
 // of 5 (every layer) and a Qwen2 model whose layer 1 slides, over sequences of up to 15
-// tokens, give the CPU's bits in both compositions; Gemma is refused on CUDA (its
-// elementwise ops have no CUDA kernels yet) with a clear error.
+// tokens, give the CPU's bits in both compositions.
 TEST(CudaModelEmulationWindow, CanonicalWindowedAttentionEqualsCpuBitForBit) {
   for (const devtools::TinyArch arch : {devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2}) {
     const std::string dir = scratch_dir("cuda-emu-window");
@@ -249,14 +248,41 @@ TEST(CudaModelEmulationWindow, CanonicalWindowedAttentionEqualsCpuBitForBit) {
       EXPECT_EQ(e.field(), "sliding_window");
     }
   }
-  const std::string gemma = scratch_dir("cuda-emu-gemma");
-  devtools::make_tiny_model(tiny_options(devtools::TinyArch::kGemma2, core::DType::kBF16, gemma));
-  try {
-    emulated_cuda_model(gemma, NumericsMode::kCanonical);
-    ADD_FAILURE() << "Gemma 2 loaded on CUDA";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Gemma2ForCausalLM"), std::string::npos) << e.what();
+}
+
+// Gemma 2 (soft-caps, even layers windowed) and Gemma 3 (q/k norms, local RoPE table) on
+// the emulated canonical CUDA backend: the CPU's bits in both compositions; device-invariant
+// mode refuses them at load.
+TEST(CudaModelEmulationWindow, GemmaCanonicalEqualsCpuBitForBit) {
+  for (const devtools::TinyArch arch : {devtools::TinyArch::kGemma2, devtools::TinyArch::kGemma3}) {
+    const std::string dir = scratch_dir("cuda-emu-gemma");
+    devtools::TinyModelOptions o = tiny_options(arch, core::DType::kBF16, dir, 7);
+    o.vocab = 288;
+    o.layers = 3;
+    o.hidden = 48;
+    o.head_dim = 16;
+    o.sliding_window = 5;
+    o.sliding_window_pattern = 2;
+    o.attn_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 3.0 : 0.0;
+    o.final_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 4.0 : 0.0;
+    o.rope_local_base_freq = 100.0;
+    o.linear_rope_factor = arch == devtools::TinyArch::kGemma3 ? 2.0 : 1.0;
+    devtools::make_tiny_model(o);
+    auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+    auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
+    const Scenario sc = make_scenario(cpu->config().vocab_size);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
+                          run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})))
+        << static_cast<int>(arch);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.b, 16, {1, 0}),
+                          run_scenario(*cpu, sc.seqs, sc.b, 16, {1, 0})))
+        << static_cast<int>(arch);
+    try {
+      emulated_cuda_model(dir, NumericsMode::kDeviceInvariant);
+      ADD_FAILURE() << "Gemma loaded in device-invariant mode";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    }
   }
 }
 

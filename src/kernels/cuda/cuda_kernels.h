@@ -121,6 +121,11 @@ void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float
               std::int64_t ldy, std::int64_t rows, std::int64_t n, Stream stream);
 
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream);
+// Gemma (issue 29), elementwise with the CPU's bits: out = gelu_tanh(g) * u; x = x * s;
+// x = tanh(x / cap) * cap (cap > 0).
+void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream);
+void scale(float* x, float s, std::int64_t n, Stream stream);
+void softcap(float* x, float cap, std::int64_t n, Stream stream);
 
 // ref::softmax / ref::log_softmax on each row; y may equal x. Row ops keep one partial
 // per spec chunk in shared memory, so n ≤ kMaxRowLength (32 KiB of partials, leaving
