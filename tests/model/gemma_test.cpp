@@ -160,6 +160,42 @@ TEST(Gemma, HostileConfigsAreClearErrors) {
   EXPECT_EQ(
       config_error([](json& c) { c["query_pre_attn_scalar"] = 0.0; }, "query_pre_attn_scalar"),
       ErrorCode::kCorrupt);
+  EXPECT_EQ(config_error([](json& c) { c["attention_bias"] = true; }, "attention_bias"),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(testing::config_error(
+                gemma_model(devtools::TinyArch::kGemma3, "hostile3"),
+                [](json& c) { c["sliding_window_pattern"] = 0; }, "sliding_window_pattern"),
+            ErrorCode::kCorrupt);
+}
+
+// Fast mode (libtorch) has neither the Gemma ops nor windows: Gemma is refused at load, a
+// windowed Mistral model runs inside its window and refuses rows past it.
+TEST(Gemma, FastModeRefusesGemmaAndRowsPastAWindow) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "built without libtorch";
+  const std::string dir = gemma_model(devtools::TinyArch::kGemma2, "fast");
+  try {
+    Model::load(dir, {NumericsMode::kFast, 1, {}});
+    ADD_FAILURE() << "fast mode loaded Gemma 2";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+  }
+  const std::string mistral = testing::scratch_dir("gemma-fast-mistral");
+  devtools::TinyModelOptions o =
+      testing::tiny_options(devtools::TinyArch::kMistral, core::DType::kF32, mistral, 3);
+  o.sliding_window = 8;
+  devtools::make_tiny_model(o);
+  const auto tokens = testing::test_tokens(12, o.vocab);
+  EXPECT_EQ(testing::prefill_logits(mistral, {tokens.begin(), tokens.begin() + 8}, 8, 1,
+                                    NumericsMode::kFast)
+                .size(),
+            8u * static_cast<std::size_t>(o.vocab));
+  try {
+    testing::prefill_logits(mistral, tokens, 12, 1, NumericsMode::kFast);
+    ADD_FAILURE() << "fast mode ran past the window";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_EQ(e.field(), "sliding_window");
+  }
 }
 
 }  // namespace
