@@ -42,6 +42,9 @@ const char* gguf_arch(Architecture a) {
       return "olmo2";
     case Architecture::kPhi3:
       return "phi3";
+    case Architecture::kGemma2:  // not written yet (issue 29: GGUF mapping missing)
+    case Architecture::kGemma3:
+      break;
   }
   fail(ErrorCode::kUnsupported, "write_gguf_model: ", model::to_string(a),
        " is not written as GGUF (llama, mistral, qwen2, qwen3, olmo2, phi3)");

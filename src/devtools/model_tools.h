@@ -15,10 +15,19 @@
 
 namespace detinfer::devtools {
 
-enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
+enum class TinyArch : std::uint8_t {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kOlmo2,
+  kPhi3,
+  kGemma2,  // issue 29
+  kGemma3,
+};
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" and "f32" | "bf16" | "f16";
-// Error(kInvalidArgument) otherwise.
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "gemma2" | "gemma3" and "f32"
+// | "bf16" | "f16"; Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
 core::DType parse_weight_dtype(const std::string& name);
 
@@ -34,13 +43,24 @@ struct TinyModelOptions {
   std::int64_t vocab = 512;           // vocab_size; >= 259 also writes a tokenizer.json
   std::int64_t max_positions = 2048;  // max_position_embeddings
   double rope_theta = 10000.0;
-  bool llama3_rope_scaling = false;    // llama only: rope_scaling {rope_type: llama3, factor 8}
-  std::int64_t sliding_window = 0;     // mistral, phi3: 0 = null
+  bool llama3_rope_scaling = false;  // llama only: rope_scaling {rope_type: llama3, factor 8}
+  // mistral, phi3, gemma2, gemma3 (qwen2 / qwen3 with max_window_layers 0): 0 = null
+  // (gemma: 0 writes Gemma's default 4096).
+  std::int64_t sliding_window = 0;
   double partial_rotary_factor = 1.0;  // phi3 only: written to config.json when not 1
   bool tie_word_embeddings = false;
   double rms_norm_eps = 1e-5;
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
   std::uint64_t seed = 0;
+  // gemma2 / gemma3 (issue 29): soft-caps (0 = null), query_pre_attn_scalar (0 = head_dim),
+  // gemma3's rope_local_base_freq, sliding_window_pattern and linear rope_scaling factor
+  // (1 = none). Norm weights are drawn around 0 (applied as 1 + w).
+  double attn_logit_softcapping = 0.0;
+  double final_logit_softcapping = 0.0;
+  double query_pre_attn_scalar = 0.0;
+  double rope_local_base_freq = 10000.0;
+  std::int64_t sliding_window_pattern = 2;
+  double linear_rope_factor = 1.0;
   std::string out_dir;  // created if missing; existing model files are overwritten
 };
 

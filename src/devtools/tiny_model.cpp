@@ -90,6 +90,10 @@ const char* arch_class(TinyArch a) {
       return "Olmo2ForCausalLM";
     case TinyArch::kPhi3:
       return "Phi3ForCausalLM";
+    case TinyArch::kGemma2:
+      return "Gemma2ForCausalLM";
+    case TinyArch::kGemma3:
+      return "Gemma3ForCausalLM";
   }
   return "?";
 }
@@ -108,8 +112,35 @@ const char* model_type(TinyArch a) {
       return "olmo2";
     case TinyArch::kPhi3:
       return "phi3";
+    case TinyArch::kGemma2:
+      return "gemma2";
+    case TinyArch::kGemma3:
+      return "gemma3_text";
   }
   return "?";
+}
+
+bool is_gemma(TinyArch a) { return a == TinyArch::kGemma2 || a == TinyArch::kGemma3; }
+
+// Gemma2Config / Gemma3TextConfig fields (hidden_activation, soft-caps, windows).
+void add_gemma_fields(const TinyModelOptions& o, std::int64_t head_dim, nlohmann::json& c) {
+  c.erase("hidden_act");
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  c["head_dim"] = head_dim;
+  c["attention_bias"] = false;
+  c["query_pre_attn_scalar"] =
+      o.query_pre_attn_scalar > 0.0 ? o.query_pre_attn_scalar : static_cast<double>(head_dim);
+  auto cap = [](double v) { return v > 0.0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  c["attn_logit_softcapping"] = cap(o.attn_logit_softcapping);
+  c["final_logit_softcapping"] = cap(o.final_logit_softcapping);
+  c["sliding_window"] = o.sliding_window != 0 ? o.sliding_window : 4096;
+  if (o.arch == TinyArch::kGemma3) {
+    c["rope_local_base_freq"] = o.rope_local_base_freq;
+    c["sliding_window_pattern"] = o.sliding_window_pattern;
+    if (o.linear_rope_factor != 1.0) {
+      c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", o.linear_rope_factor}};
+    }
+  }
 }
 
 nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
@@ -157,9 +188,11 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
         o.sliding_window != 0 ? nlohmann::json(o.sliding_window) : nlohmann::json(nullptr);
   }
   if (o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen3) {
-    c["use_sliding_window"] = false;
-    c["sliding_window"] = o.max_positions;
+    c["use_sliding_window"] = o.sliding_window != 0;
+    c["sliding_window"] = o.sliding_window != 0 ? o.sliding_window : o.max_positions;
+    if (o.sliding_window != 0) c["max_window_layers"] = 0;
   }
+  if (is_gemma(o.arch)) add_gemma_fields(o, head_dim, c);
   return c;
 }
 
@@ -181,12 +214,16 @@ model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_
     c.norm_placement = model::NormPlacement::kPost;
   }
   c.fused_projections = o.arch == TinyArch::kPhi3;
+  if (is_gemma(o.arch)) {
+    c.norm_placement = model::NormPlacement::kSandwich;
+    if (o.arch == TinyArch::kGemma3) c.qk_norm = model::QkNorm::kPerHead;
+  }
   return c;
 }
 
 // Philox draws for tensor `stream`: value e = center + scale * (2u - 1).
 void fill_tensor(const model::WeightSpec& spec, std::uint64_t seed, std::uint64_t stream,
-                 core::DType dtype, std::vector<std::uint8_t>& out) {
+                 core::DType dtype, bool norms_at_zero, std::vector<std::uint8_t>& out) {
   float center = 0.0f, scale = 0.0f;
   switch (spec.kind) {
     case model::WeightKind::kEmbed:
@@ -198,7 +235,8 @@ void fill_tensor(const model::WeightSpec& spec, std::uint64_t seed, std::uint64_
     case model::WeightKind::kPostFfNorm:
     case model::WeightKind::kQNorm:
     case model::WeightKind::kKNorm:
-      center = 1.0f;
+    case model::WeightKind::kPreFfNorm:
+      center = norms_at_zero ? 0.0f : 1.0f;  // Gemma applies 1 + w
       scale = 0.1f;
       break;
     case model::WeightKind::kQBias:
@@ -244,8 +282,10 @@ TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "qwen3") return TinyArch::kQwen3;
   if (name == "olmo2") return TinyArch::kOlmo2;
   if (name == "phi3") return TinyArch::kPhi3;
+  if (name == "gemma2") return TinyArch::kGemma2;
+  if (name == "gemma3") return TinyArch::kGemma3;
   fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
-       "' (llama, mistral, qwen2, qwen3, olmo2, phi3)");
+       "' (llama, mistral, qwen2, qwen3, olmo2, phi3, gemma2, gemma3)");
 }
 
 core::DType parse_weight_dtype(const std::string& name) {
@@ -288,15 +328,15 @@ void make_tiny_model(const TinyModelOptions& o) {
       entries.push_back({w.name, dtype, w.shape});
     }
     const std::string file = o.shards == 1 ? "model.safetensors" : shard_name(s, o.shards);
-    write_safetensors(dir + "/" + file, entries,
-                      [&](const TensorEntry& e, std::vector<std::uint8_t>& bytes) {
-                        for (std::int64_t i = begin; i < end; ++i) {
-                          const model::WeightSpec& w = specs[static_cast<std::size_t>(i)];
-                          if (w.name == e.name) {
-                            fill_tensor(w, o.seed, static_cast<std::uint64_t>(i), dtype, bytes);
-                          }
-                        }
-                      });
+    write_safetensors(
+        dir + "/" + file, entries, [&](const TensorEntry& e, std::vector<std::uint8_t>& bytes) {
+          for (std::int64_t i = begin; i < end; ++i) {
+            const model::WeightSpec& w = specs[static_cast<std::size_t>(i)];
+            if (w.name == e.name) {
+              fill_tensor(w, o.seed, static_cast<std::uint64_t>(i), dtype, is_gemma(o.arch), bytes);
+            }
+          }
+        });
     for (const auto& e : entries) weight_map[e.name] = file;
   }
   if (o.shards == 1) {

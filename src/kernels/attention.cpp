@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
+#include "kernels/reference/tanh_hd.h"
 
 namespace detinfer::kernels {
 namespace {
@@ -46,15 +47,36 @@ struct Job {
   float* out;
   std::int64_t ldo;
   std::int64_t lds;  // score row stride
+  // AttentionMask: a row's keys are [first(r), num_keys[r]), renumbered from 0 (its
+  // offsets start at off + first(r)), so the kernels fold them from the first visible key.
+  const std::int64_t* first_keys;
+  float softcap;
 
+  std::int64_t first(std::int64_t r) const { return first_keys != nullptr ? first_keys[r] : 0; }
   cpu::AttnHeads heads(std::int64_t pair) const {
     const std::int64_t r = pair / kv_heads, h = pair % kv_heads;
-    return cpu::AttnHeads{q + r * ldq + h * group * d, group, h, kv, off, scale};
+    return cpu::AttnHeads{q + r * ldq + h * group * d, group, h, kv, off + first(r), scale};
   }
   float* out_of(std::int64_t pair) const {
     return out + (pair / kv_heads) * ldo + (pair % kv_heads) * group * d;
   }
-  std::int64_t keys(std::int64_t pair) const { return num_keys[pair / kv_heads]; }
+  std::int64_t keys(std::int64_t pair) const {
+    return num_keys[pair / kv_heads] - first(pair / kv_heads);
+  }
+  // Soft-capping of the scores [j0, j1) the kernel just wrote, in place, and their
+  // NaN-ignoring maxima again (mx[g]) over the capped values.
+  void cap(float* S, std::int64_t j0, std::int64_t j1, float* mx) const {
+    if (softcap <= 0.0f) return;
+    for (std::int64_t g = 0; g < group; ++g) {
+      float best = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = j0; j < j1; ++j) {
+        const float s = explog::softcap_f32(S[g * lds + j], softcap);
+        S[g * lds + j] = s;
+        best = s > best ? s : best;
+      }
+      mx[g] = best;
+    }
+  }
 };
 
 // Pairs [p0, p1) of one row (consecutive kv heads) with all of their keys: scores, max,
@@ -75,6 +97,7 @@ void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, fl
     for (std::int64_t i = 0; i < n; ++i) {
       isa.attn_scores(job.heads(p0 + i), j, std::min(nk, j + kStep), S + i * G * job.lds, job.lds,
                       tmp, kt);
+      job.cap(S + i * G * job.lds, j, std::min(nk, j + kStep), tmp);
       for (std::int64_t g = 0; g < G; ++g)
         mx[i * G + g] = tmp[g] > mx[i * G + g] ? tmp[g] : mx[i * G + g];
     }
@@ -138,9 +161,11 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, core::Thr
       range(t, &c0, &j0, &j1);
       float* m = &mx[static_cast<std::size_t>(t * G)];
       std::fill(m, m + G, -std::numeric_limits<float>::infinity());
-      if (j0 < j1)
-        isa.attn_scores(job.heads(t / parts), j0, j1,
-                        &S[static_cast<std::size_t>(t / parts * G * lds)], lds, m, kt.get());
+      if (j0 < j1) {
+        float* Sp = &S[static_cast<std::size_t>(t / parts * G * lds)];
+        isa.attn_scores(job.heads(t / parts), j0, j1, Sp, lds, m, kt.get());
+        job.cap(Sp, j0, j1, m);
+      }
     }
   });
   pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
@@ -183,7 +208,15 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, core::Thr
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, core::ThreadPool* pool) {
+  attention(q, ldq, rows, num_keys, AttentionMask{}, num_heads, kv, scale, out, ldo, pool);
+}
+
+void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
+               const AttentionMask& mask, std::int64_t num_heads, const PagedKvView& kv,
+               float scale, float* out, std::int64_t ldo, core::ThreadPool* pool) {
   if (rows <= 0) return;
+  if (!(mask.softcap >= 0.0f) || mask.softcap == std::numeric_limits<float>::infinity())
+    fail(ErrorCode::kInvalidArgument, "attention: softcap ", mask.softcap);
   if (kv.num_kv_heads <= 0 || kv.head_dim <= 0 || kv.block_size <= 0 || num_heads <= 0 ||
       num_heads % kv.num_kv_heads != 0)
     fail(ErrorCode::kInvalidArgument, "attention: num_heads=", num_heads,
@@ -199,6 +232,9 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
       fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has ", num_keys[r],
            " keys but the block table covers ", kv.num_blocks * kv.block_size);
     max_keys = std::max(max_keys, num_keys[r]);
+    if (mask.first_keys != nullptr && (mask.first_keys[r] < 0 || mask.first_keys[r] > num_keys[r]))
+      fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has first key ", mask.first_keys[r],
+           " outside [0, ", num_keys[r], "]");
   }
   const std::int64_t d = kv.head_dim;
   // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
@@ -214,12 +250,20 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   }
   // Score rows: every chunk plus room for the kernels' last partial vector.
   const std::int64_t lds = (max_keys + kChunk - 1) / kChunk * kChunk + kChunk;
-  const Job job{q,        ldq,
-                num_keys, num_heads / kv.num_kv_heads,
-                d,        kv.num_kv_heads,
-                &kv,      offsets.data(),
-                scale,    out,
-                ldo,      lds};
+  const Job job{q,
+                ldq,
+                num_keys,
+                num_heads / kv.num_kv_heads,
+                d,
+                kv.num_kv_heads,
+                &kv,
+                offsets.data(),
+                scale,
+                out,
+                ldo,
+                lds,
+                mask.first_keys,
+                mask.softcap};
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   const std::int64_t pairs = rows * kv.num_kv_heads;
   const std::int64_t parts = std::min((threads + pairs - 1) / pairs, max_keys / kMinKeysPerPart);

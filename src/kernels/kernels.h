@@ -195,4 +195,27 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, core::ThreadPool* pool);
 
+// --- Gemma 2 / Gemma 3 and sliding-window attention (docs/numerics.md "tanh",
+// "Attention") ----------------------------------------------------------------------
+float tanh_f32(float x);  // detinfer's own tanh (spec v1), never libm
+// out[i] = gelu_tanh_f32(g[i]) * u[i]: the GeGLU MLP with gelu_pytorch_tanh.
+void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n);
+// x[i] = tanh_f32(x[i] / cap) * cap in place (final-logit soft-capping); cap > 0.
+void softcap(float* x, float cap, std::int64_t n);
+
+// What a layer's attention adds to the causal rule: a sliding window and soft-capping.
+struct AttentionMask {
+  // Per row (null: 0 for every row): the first key the row sees. Row r sees keys
+  // [first_keys[r], num_keys[r]), folded in the spec's order from first_keys[r] on, as if
+  // they were the whole sequence (0 <= first_keys[r] <= num_keys[r]).
+  const std::int64_t* first_keys = nullptr;
+  // > 0: every score s (dot * scale) becomes tanh_f32(s / softcap) * softcap before the
+  // max and the exponentials (Gemma 2's attn_logit_softcapping); 0: none.
+  float softcap = 0.0f;
+};
+// kernels::attention with a mask; the plain overload is this one with AttentionMask{}.
+void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
+               const AttentionMask& mask, std::int64_t num_heads, const PagedKvView& kv,
+               float scale, float* out, std::int64_t ldo, core::ThreadPool* pool);
+
 }  // namespace detinfer::kernels

@@ -65,4 +65,29 @@ void Backend::mlp_gate_up(const BackendLinear& wgate, const BackendLinear& wup, 
   silu_mul(g, u, a, m * wgate.n());
 }
 
+// --- Gemma 2 / Gemma 3: refused unless a backend implements them ---
+
+namespace {
+[[noreturn]] void no_gemma(const Backend& b, const char* op) {
+  throw Error(ErrorCode::kUnsupported,
+              str_cat("backend ", b.name(), " does not implement ", op,
+                      " (Gemma 2 / Gemma 3 run on the CPU backend)"),
+              "backend");
+}
+}  // namespace
+
+void Backend::scale(float* /*x*/, float /*s*/, std::int64_t /*n*/) { no_gemma(*this, "scale"); }
+
+void Backend::mlp_gate_up_gelu(const BackendLinear& /*wgate*/, const BackendLinear& /*wup*/,
+                               const float* /*x*/, std::int64_t /*m*/, float* /*g*/, float* /*u*/,
+                               float* /*a*/) {
+  no_gemma(*this, "the GeGLU MLP");
+}
+
+void Backend::softcap(float* /*x*/, float /*cap*/, std::int64_t /*n*/) {
+  no_gemma(*this, "soft-capping");
+}
+
+void Backend::set_rope(const RopeTable& /*rope*/) { no_gemma(*this, "per-layer RoPE tables"); }
+
 }  // namespace detinfer::model

@@ -97,6 +97,11 @@ struct KvLayer {
   // The pools' element type: kv_write rounds K and V to it (nearest-even) and stores the
   // bf16/f16 bits; attention widens them back exactly.
   core::DType kv_dtype = core::DType::kF32;
+  // The layer's attention rule beyond causal (kernels::AttentionMask): > 0: a row with
+  // num_keys keys sees only the last `window` of them (first key max(0, num_keys -
+  // window)); softcap > 0: scores are soft-capped (Gemma 2).
+  std::int64_t window = 0;
+  float softcap = 0.0f;
 };
 
 // The kernels' view of one sequence's blocks (num_blocks ids at block_table) in a layer.
@@ -190,6 +195,21 @@ class Backend {
   virtual void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) = 0;
   // Waits for the step's work and copies n floats to the host (the logits copy-out).
   virtual void copy_out(const float* src, std::int64_t n, float* host) = 0;
+
+  // --- Gemma 2 / Gemma 3 (issue 29). The defaults refuse (Error kUnsupported): a backend
+  // that implements them says so with has_gemma_ops(). attention() with a KvLayer window
+  // or softcap is part of the same set.
+  virtual bool has_gemma_ops() const { return false; }
+  // x[i] = x[i] * s (the embedding scale).
+  virtual void scale(float* x, float s, std::int64_t n);
+  // The GeGLU MLP's first half: a = gelu_tanh(x W_gate^T) * (x W_up^T); g, u scratch.
+  virtual void mlp_gate_up_gelu(const BackendLinear& wgate, const BackendLinear& wup,
+                                const float* x, std::int64_t m, float* g, float* u, float* a);
+  // x[i] = tanh(x[i] / cap) * cap (final-logit soft-capping).
+  virtual void softcap(float* x, float cap, std::int64_t n);
+  // The RoPE table rope() uses from now on (Gemma 3's local and global tables; the step's
+  // table again at the next begin_step()). Covers the step's positions.
+  virtual void set_rope(const RopeTable& rope);
 
  protected:
   friend class BackendBuffer;

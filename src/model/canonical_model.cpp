@@ -3,6 +3,7 @@
 // bits; device-invariant: tensor cores). Every op treats rows independently, so a row's
 // result does not depend on which other rows (chunks, sequences) share the step, nor on
 // the thread count.
+#include <cmath>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,8 +17,9 @@ namespace detinfer::model {
 namespace {
 
 struct Layer {
-  // post_norm: post_attention_layernorm; post_ff_norm: post_feedforward_layernorm (OLMo 2).
-  BackendBuffer input_norm, post_norm, post_ff_norm, q_norm, k_norm;
+  // post_norm: post_attention_layernorm; post_ff_norm: post_feedforward_layernorm (OLMo 2,
+  // Gemma); pre_ff_norm: pre_feedforward_layernorm (Gemma).
+  BackendBuffer input_norm, post_norm, post_ff_norm, q_norm, k_norm, pre_ff_norm;
   std::unique_ptr<BackendLinear> q, k, v, o, gate, up, down;
 };
 
@@ -49,13 +51,22 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
         biases_(layers_.size()) {
+    const bool gemma = config.hidden_act != Activation::kSilu || config.norm_plus_one ||
+                       config.scale_embeddings || config.attn_logit_softcapping > 0.0 ||
+                       config.final_logit_softcapping > 0.0 || config.rope_local_theta > 0.0;
+    if (gemma && !backend_->has_gemma_ops()) {
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat(to_string(config.architecture), " needs the CPU backend (backend ",
+                          backend_->name(), " lacks the Gemma ops)"),
+                  "backend");
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
                                               (lm_head_ ? lm_head_->bytes() : 0));
     for (const Layer& l : layers_) {
       for (const BackendBuffer* b :
-           {&l.input_norm, &l.post_norm, &l.post_ff_norm, &l.q_norm, &l.k_norm}) {
+           {&l.input_norm, &l.post_norm, &l.post_ff_norm, &l.q_norm, &l.k_norm, &l.pre_ff_norm}) {
         resident += static_cast<std::int64_t>(b->bytes());
       }
       for (const auto* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
@@ -76,7 +87,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
 
  private:
   BackendBuffer upload_f32(const WeightSpec& s, core::DType dtype, const void* data) {
-    const std::vector<float> v = to_f32(s, dtype, data);
+    std::vector<float> v = to_f32(s, dtype, data);
+    // Gemma: every RMSNorm weight (the only f32 uploads) is applied as float(1 + w).
+    if (config_.norm_plus_one) {
+      for (float& x : v) x = 1.0f + x;
+    }
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
   }
 
@@ -114,6 +129,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kPostFfNorm:
         l->post_ff_norm = upload_f32(s, dtype, data);
+        break;
+      case WeightKind::kPreFfNorm:
+        l->pre_ff_norm = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQNorm:
         l->q_norm = upload_f32(s, dtype, data);
@@ -313,7 +331,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   void residual_add(const BackendBuffer& norm, float* out, std::int64_t m) {
     const std::int64_t h = config_.hidden_size;
     float* x = act_.x.as<float>();
-    if (config_.norm_placement == NormPlacement::kPost) {
+    if (config_.norm_placement != NormPlacement::kPre) {  // OLMo 2, Gemma
       float* hn = act_.hn.as<float>();
       backend_->rms_norm(out, h, norm.as<float>(), config_.rms_norm_eps, hn, h, m, h);
       out = hn;
@@ -340,6 +358,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     be.project_qkv(*l.q, *l.k, *l.v, sublayer_input(l.input_norm, m), m, a.q.as<float>(),
                    a.k.as<float>(), a.v.as<float>());
     if (c.qk_norm != QkNorm::kNone) qk_norm(l, m);
+    const bool sliding = layer_is_sliding(c, li);
+    if (rope_local_ != nullptr) be.set_rope(sliding ? *rope_local_ : rope_);  // Gemma 3
     be.rope(a.q.as<float>(), qd, c.num_heads, hd, rope_dims(c));
     be.rope(a.k.as<float>(), kd, c.num_kv_heads, hd, rope_dims(c));
     KvLayer layer;
@@ -349,13 +369,22 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     layer.num_kv_heads = c.num_kv_heads;
     layer.head_dim = hd;
     layer.kv_dtype = kv.kv_dtype();  // = options_.kv_dtype (checked by forward)
+    layer.window = sliding ? c.sliding_window : 0;
+    layer.softcap = static_cast<float>(c.attn_logit_softcapping);
     be.kv_write(a.k.as<float>(), a.v.as<float>(), kd, layer);
     be.attention(a.q.as<float>(), qd, c.num_heads, layer, attention_scale_, a.attn.as<float>(), qd);
     be.linear(*l.o, a.attn.as<float>(), qd, m, tmp, h);
     residual_add(l.post_norm, tmp, m);
-    // Pre-norm layers: post_attention_layernorm normalizes the MLP's input.
-    const float* mlp_in = sublayer_input(l.post_norm, m);
-    be.mlp_gate_up(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
+    // Pre-norm layers: post_attention_layernorm normalizes the MLP's input; Gemma:
+    // pre_feedforward_layernorm.
+    const bool sandwich = c.norm_placement == NormPlacement::kSandwich;
+    const float* mlp_in = sublayer_input(sandwich ? l.pre_ff_norm : l.post_norm, m);
+    if (c.hidden_act == Activation::kGeluTanh) {
+      be.mlp_gate_up_gelu(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(),
+                          a.a.as<float>());
+    } else {
+      be.mlp_gate_up(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
+    }
     be.linear(*l.down, a.a.as<float>(), inter, m, tmp, h);
     residual_add(l.post_ff_norm, tmp, m);  // (pre-norm layers: a plain add)
   }
@@ -372,6 +401,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     } else {
       be.embedding_from_linear(*lm_head_, act_.x.as<float>());
     }
+    if (c.scale_embeddings) be.scale(act_.x.as<float>(), embed_scale(), m * h);
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       run_layer(layers_[static_cast<std::size_t>(li)], kv, li, m);
     }
@@ -381,9 +411,21 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     be.gather_logit_rows(act_.x.as<float>(), h, h, tmp);
     be.rms_norm(tmp, h, final_norm_.as<float>(), c.rms_norm_eps, hn, h, rows, h);
     be.linear(*lm_head_, hn, h, rows, act_.logits.as<float>(), c.vocab_size);
+    if (c.final_logit_softcapping > 0.0) {
+      be.softcap(act_.logits.as<float>(), static_cast<float>(c.final_logit_softcapping),
+                 rows * c.vocab_size);
+    }
     const std::size_t base = logits.size();
     logits.resize(base + static_cast<std::size_t>(rows * c.vocab_size));
     be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
+  }
+
+  // Gemma's embedding normalizer: sqrt(hidden_size) rounded to binary32, then to the
+  // embedding table's dtype (transformers: torch.tensor(hidden_size**0.5, dtype)).
+  float embed_scale() const {
+    auto s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
+    kernels::round_to_dtype(&s, &s, 1, embed_dtype_);  // correctly rounded sqrt: exact spec
+    return s;
   }
 
   std::shared_ptr<Backend> backend_;

@@ -1,5 +1,6 @@
 // The CPU backend: the ops of the forward pass over kernels:: (numerics spec v1), host
 // memory, a kernel thread pool. Every op treats rows independently.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -57,6 +58,7 @@ class CpuBackend final : public Backend {
     plan_ = &plan;
     rope_ = &rope;
   }
+  void set_rope(const RopeTable& rope) override { rope_ = &rope; }
 
   void embedding(const void* table, core::DType dtype, std::int64_t vocab, std::int64_t dim,
                  float* x) override {
@@ -132,10 +134,17 @@ class CpuBackend final : public Backend {
     std::int64_t key_heads = 0;
     for (const std::int64_t n : plan_->num_keys) key_heads += n * num_heads;
     core::ThreadPool* pool = key_heads >= kMinParallelKeyHeads ? &pool_ : nullptr;
+    // A windowed layer: row r sees keys [max(0, num_keys - window), num_keys).
+    first_keys_.assign(plan_->num_keys.size(), 0);
+    if (kv.window > 0) {
+      for (std::size_t r = 0; r < first_keys_.size(); ++r)
+        first_keys_[r] = std::max<std::int64_t>(0, plan_->num_keys[r] - kv.window);
+    }
     for (const BatchPlan::Seq& s : plan_->seqs) {
       const kernels::PagedKvView view = paged_view(kv, s.block_table, s.num_blocks);
+      const kernels::AttentionMask mask{first_keys_.data() + s.row_begin, kv.softcap};
       kernels::attention(q + s.row_begin * ldq, ldq, s.rows, plan_->num_keys.data() + s.row_begin,
-                         num_heads, view, scale, out + s.row_begin * ldo, ldo, pool);
+                         mask, num_heads, view, scale, out + s.row_begin * ldo, ldo, pool);
     }
   }
 
@@ -158,6 +167,19 @@ class CpuBackend final : public Backend {
     std::memcpy(host, src, static_cast<std::size_t>(n) * sizeof(float));
   }
 
+  // --- Gemma 2 / Gemma 3 ---
+  bool has_gemma_ops() const override { return true; }
+  void scale(float* x, float s, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] * s;
+  }
+  void mlp_gate_up_gelu(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
+                        std::int64_t m, float* g, float* u, float* a) override {
+    const kernels::LinearOut outs[] = {{&packed(wgate), g, wgate.n()}, {&packed(wup), u, wup.n()}};
+    kernels::run_linears(outs, 2, x, wgate.k(), m, &pool_);
+    kernels::gelu_tanh_mul(g, u, a, m * wgate.n());
+  }
+  void softcap(float* x, float cap, std::int64_t n) override { kernels::softcap(x, cap, n); }
+
  protected:
   void* allocate_zeroed(std::size_t bytes) override {
     void* p = std::calloc(bytes, 1);
@@ -172,6 +194,7 @@ class CpuBackend final : public Backend {
   core::ThreadPool pool_;
   const BatchPlan* plan_ = nullptr;
   const RopeTable* rope_ = nullptr;
+  std::vector<std::int64_t> first_keys_;  // attention(): the rows' first visible keys
 };
 
 }  // namespace

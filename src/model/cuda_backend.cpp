@@ -96,6 +96,7 @@ class CudaBackend final : public Backend {
     stage(num_keys_, plan.num_keys.data(), rows * sizeof(std::int64_t));
     stage(tables_, tables.data(), tables.size() * sizeof(std::int32_t));
     stage_rope(rope);
+    active_rope_ = 0;
   }
 
   void embedding(const void* table, core::DType dtype, std::int64_t vocab, std::int64_t dim,
@@ -135,8 +136,9 @@ class CudaBackend final : public Backend {
 
   void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim,
             std::int64_t rotary_dims) override {
-    ops_->rope(x, plan_->rows, ldx, heads, head_dim, rotary_dims, rope_cos_.as<float>(),
-               rope_sin_.as<float>(), rope_half_, positions_.as<std::int32_t>());
+    const DeviceRope& d = ropes_[active_rope_];
+    ops_->rope(x, plan_->rows, ldx, heads, head_dim, rotary_dims, d.cos.as<float>(),
+               d.sin.as<float>(), d.half, positions_.as<std::int32_t>());
   }
 
   void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
@@ -150,6 +152,7 @@ class CudaBackend final : public Backend {
 
   void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
                  float scale, float* out, std::int64_t ldo) override {
+    if (!canonical_) refuse_masks(kv);  // the canonical kernel takes the mask
     for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
       const BatchPlan::Seq& s = plan_->seqs[i];
       const kernels::PagedKvView view =
@@ -158,7 +161,8 @@ class CudaBackend final : public Backend {
       float* os = out + s.row_begin * ldo;
       const std::int64_t* keys = num_keys_.as<std::int64_t>() + s.row_begin;
       if (canonical_) {
-        ops_->attention(qs, ldq, s.rows, keys, num_heads, view, scale, os, ldo);
+        ops_->attention_masked(qs, ldq, s.rows, keys, num_heads, view, scale, kv.window, kv.softcap,
+                               os, ldo);
         continue;
       }
       // Causal rows of one sequence: the last row sees the most keys.
@@ -172,11 +176,49 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // Device-invariant mode's split kernel attends to keys [0, num_keys): a windowed layer is
+  // computed exactly while every row's keys fit the window and refused past it; soft-capped
+  // scores are refused (the canonical kernel has both, kernels::AttentionMask's rule).
+  void refuse_masks(const KvLayer& kv) const {
+    if (kv.softcap > 0.0f) {
+      throw Error(
+          ErrorCode::kUnsupported,
+          str_cat("backend ", name(), ": attention-logit soft-capping needs canonical mode"),
+          "backend");
+    }
+    if (kv.window <= 0) return;
+    for (const std::int64_t n : plan_->num_keys) {
+      if (n > kv.window) {
+        throw Error(
+            ErrorCode::kUnsupported,
+            str_cat("backend ", name(), ": a row sees ", n, " keys, past the sliding window ",
+                    kv.window, " (windowed attention needs canonical mode)"),
+            "sliding_window");
+      }
+    }
+  }
+
   void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
     ops_->silu_mul(g, u, out, n);
   }
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     ops_->add(a, b, out, n);
+  }
+
+  // --- Gemma 2 / 3 (issue 29): canonical mode (the split attention has no soft-cap) ---
+  bool has_gemma_ops() const override { return canonical_; }
+  void scale(float* x, float s, std::int64_t n) override { ops_->scale(x, s, n); }
+  void mlp_gate_up_gelu(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
+                        std::int64_t m, float* g, float* u, float* a) override {
+    linear(wgate, x, wgate.k(), m, g, wgate.n());
+    linear(wup, x, wup.k(), m, u, wup.n());
+    ops_->gelu_tanh_mul(g, u, a, m * wgate.n());
+  }
+  void softcap(float* x, float cap, std::int64_t n) override { ops_->softcap(x, cap, n); }
+  void set_rope(const RopeTable& rope) override {
+    const int slot = &rope == ropes_[0].src ? 0 : 1;
+    stage_rope(rope, slot);
+    active_rope_ = slot;
   }
 
   void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) override {
@@ -201,23 +243,26 @@ class CudaBackend final : public Backend {
   }
   // Uploads the RoPE rows the device does not have yet; capacity grows by doubling, so
   // decode (one new position per step) uploads one row per step, not the whole table.
-  void stage_rope(const RopeTable& rope) {
+  // Slot 0 holds the step's table, slot 1 a second one (Gemma 3's local table, set_rope).
+  void stage_rope(const RopeTable& rope, int slot = 0) {
+    DeviceRope& d = ropes_[slot];
+    d.src = &rope;
     const std::int64_t rows = rope.size();
-    if (rows <= rope_rows_) return;
-    rope_half_ = rope.half();
-    const auto row_bytes = static_cast<std::size_t>(rope_half_) * sizeof(float);
-    std::int64_t from = rope_rows_;
-    if (static_cast<std::size_t>(rows) * row_bytes > rope_cos_.bytes()) {
-      const std::int64_t cap = std::max<std::int64_t>(rows, 2 * rope_rows_);
-      rope_cos_ = alloc(static_cast<std::size_t>(cap) * row_bytes);
-      rope_sin_ = alloc(static_cast<std::size_t>(cap) * row_bytes);
+    if (rows <= d.rows) return;
+    d.half = rope.half();
+    const auto row_bytes = static_cast<std::size_t>(d.half) * sizeof(float);
+    std::int64_t from = d.rows;
+    if (static_cast<std::size_t>(rows) * row_bytes > d.cos.bytes()) {
+      const std::int64_t cap = std::max<std::int64_t>(rows, 2 * d.rows);
+      d.cos = alloc(static_cast<std::size_t>(cap) * row_bytes);
+      d.sin = alloc(static_cast<std::size_t>(cap) * row_bytes);
       from = 0;
     }
     const std::size_t offset = static_cast<std::size_t>(from) * row_bytes;
     const std::size_t bytes = static_cast<std::size_t>(rows - from) * row_bytes;
-    ops_->upload(rope_cos_.as<std::uint8_t>() + offset, rope.cos(from), bytes);
-    ops_->upload(rope_sin_.as<std::uint8_t>() + offset, rope.sin(from), bytes);
-    rope_rows_ = rows;
+    ops_->upload(d.cos.as<std::uint8_t>() + offset, rope.cos(from), bytes);
+    ops_->upload(d.sin.as<std::uint8_t>() + offset, rope.sin(from), bytes);
+    d.rows = rows;
   }
 
   void stage(BackendBuffer& b, const void* host, std::size_t bytes) {
@@ -232,9 +277,13 @@ class CudaBackend final : public Backend {
   const BatchPlan* plan_ = nullptr;
   BackendBuffer tokens_, positions_, num_keys_, tables_;
   std::vector<std::int64_t> table_offsets_;
-  BackendBuffer rope_cos_, rope_sin_;
-  std::int64_t rope_rows_ = 0;
-  std::int64_t rope_half_ = 0;
+  struct DeviceRope {
+    BackendBuffer cos, sin;
+    std::int64_t rows = 0, half = 0;
+    const RopeTable* src = nullptr;
+  };
+  DeviceRope ropes_[2];
+  int active_rope_ = 0;
   BackendBuffer x_bf16_, workspace_;
 };
 

@@ -86,9 +86,28 @@ class RealCudaOps final : public CudaOps {
     bind();
     kc::attention(q, ldq, rows, num_keys, num_heads, kv, scale, out, ldo, nullptr);
   }
+  void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                        const std::int64_t* num_keys, std::int64_t num_heads,
+                        const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                        float softcap, float* out, std::int64_t ldo) override {
+    kc::attention_masked(q, ldq, rows, num_keys, num_heads, kv, scale, window, softcap, out, ldo,
+                         nullptr);
+  }
   void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
     bind();
     kc::silu_mul(g, u, out, n, nullptr);
+  }
+  void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    bind();
+    kc::gelu_tanh_mul(g, u, out, n, nullptr);
+  }
+  void scale(float* x, float s, std::int64_t n) override {
+    bind();
+    kc::scale(x, s, n, nullptr);
+  }
+  void softcap(float* x, float cap, std::int64_t n) override {
+    bind();
+    kc::softcap(x, cap, n, nullptr);
   }
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     bind();

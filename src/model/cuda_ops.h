@@ -53,7 +53,16 @@ class CudaOps {
                          const std::int64_t* num_keys, std::int64_t num_heads,
                          const kernels::PagedKvView& kv, float scale, float* out,
                          std::int64_t ldo) = 0;
+  // attention() with a sliding window and soft-capped scores (kernels::AttentionMask).
+  virtual void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                                const std::int64_t* num_keys, std::int64_t num_heads,
+                                const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                                float softcap, float* out, std::int64_t ldo) = 0;
   virtual void silu_mul(const float* g, const float* u, float* out, std::int64_t n) = 0;
+  // Gemma 2 / 3 (issue 29).
+  virtual void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n) = 0;
+  virtual void scale(float* x, float s, std::int64_t n) = 0;
+  virtual void softcap(float* x, float cap, std::int64_t n) = 0;
   virtual void add(const float* a, const float* b, float* out, std::int64_t n) = 0;
 
   // --- device-invariant kernels (tensor cores, fixed reduction shapes) ---

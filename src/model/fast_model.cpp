@@ -28,6 +28,13 @@ class FastModel final : public TransformerBase, private WeightSink {
  public:
   FastModel(const ModelConfig& config, const TensorSource& store, const ModelOptions& options)
       : TransformerBase(config, options), layers_(static_cast<std::size_t>(config.num_layers)) {
+    if (config.architecture == Architecture::kGemma2 ||
+        config.architecture == Architecture::kGemma3) {
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat("fast mode does not implement ", to_string(config.architecture),
+                          " (use canonical mode)"),
+                  "mode");
+    }
     // The matmuls (OpenBLAS) get the threads; libtorch's own OpenMP pool stays at one
     // thread, since two spinning pools on the same cores slow each other down several-fold
     // (docs/performance.md). Both settings are process-wide: the last fast model loaded wins.
@@ -71,6 +78,8 @@ class FastModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kPostFfNorm:
         l->post_ff_norm = t;
+        break;
+      case WeightKind::kPreFfNorm:  // Gemma: refused by the constructor
         break;
       case WeightKind::kQNorm:
         l->q_norm = t;
@@ -168,6 +177,13 @@ class FastModel final : public TransformerBase, private WeightSink {
     std::vector<at::Tensor> outs;
     for (const BatchPlan::Seq& s : plan.seqs) {
       const std::int64_t keys = s.start_pos + s.rows;
+      // Full causal attention equals a sliding window while every key is inside it.
+      if (layer_is_sliding(c, li) && keys > c.sliding_window) {
+        throw Error(ErrorCode::kUnsupported,
+                    str_cat("fast mode: ", keys, " keys exceed the sliding window ",
+                            c.sliding_window, " (windowed attention needs canonical mode)"),
+                    "sliding_window");
+      }
       at::Tensor slots = at::empty({keys}, at::kLong);
       for (std::int64_t t = 0; t < keys; ++t) {
         slots.data_ptr<std::int64_t>()[t] =

@@ -240,7 +240,7 @@ void read_rope(const Meta& m, const GgufModel& g, ModelConfig& c) {
 }
 
 // {arch}.attention.sliding_window: phi3 writes it always (0 = none) and, like config.json's,
-// a window caps the context (model_config.cpp); OLMo 3 files (olmo2 with a window and a
+// every layer is windowed (model_config.cpp); OLMo 3 files (olmo2 with a window and a
 // per-layer pattern) are refused.
 void read_sliding_window(const Meta& m, ModelConfig& c) {
   if (c.architecture != Architecture::kPhi3 && c.architecture != Architecture::kOlmo2) return;
@@ -251,7 +251,7 @@ void read_sliding_window(const Meta& m, ModelConfig& c) {
         str_cat("= ", window, ": sliding-window layers (OLMo 3) are not supported"));
   }
   c.sliding_window = window;
-  c.max_position_embeddings = std::min(c.max_position_embeddings, window);
+  c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), 1);  // every layer
 }
 
 // The vocabulary: token_embd.weight's rows; {arch}.vocab_size and the tokenizer's token

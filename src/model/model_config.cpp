@@ -11,6 +11,7 @@
 #include "core/json_fields.h"
 #include "core/json_parse.h"
 #include "core/log.h"
+#include "model/gemma_config.h"
 #include "model/rope_config.h"
 
 namespace detinfer::model {
@@ -64,20 +65,25 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "qwen3") name = "Qwen3ForCausalLM";
     if (mt == "olmo2") name = "Olmo2ForCausalLM";
     if (mt == "phi3") name = "Phi3ForCausalLM";
+    if (mt == "gemma2") name = "Gemma2ForCausalLM";
+    if (mt == "gemma3_text") name = "Gemma3ForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
-  for (Architecture a : {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2,
-                         Architecture::kQwen3, Architecture::kOlmo2, Architecture::kPhi3}) {
+  for (Architecture a :
+       {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3,
+        Architecture::kOlmo2, Architecture::kPhi3, Architecture::kGemma2, Architecture::kGemma3}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-       "Olmo2ForCausalLM, Phi3ForCausalLM)");
+       "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
-  const std::string act = f.string_or("hidden_act", "silu");
+  const bool gemma =
+      c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
+  const std::string act = gemma ? "silu" : f.string_or("hidden_act", "silu");  // Gemma: own
   if (act != "silu")
     fail(ErrorCode::kUnsupported, f.path(), ": hidden_act '", act, "' (only silu)");
   if (f.has("quantization_config")) {
@@ -91,23 +97,6 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
   if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
-  }
-}
-
-void apply_sliding_window(Fields& f, ModelConfig& c) {
-  bool applies = false;
-  if (c.architecture == Architecture::kMistral || c.architecture == Architecture::kPhi3) {
-    applies = f.has("sliding_window");
-  }
-  if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
-    applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
-  }
-  if (!applies) return;
-  c.sliding_window = f.integer("sliding_window", 1, kMaxDim * 16);
-  if (c.sliding_window < c.max_position_embeddings) {
-    logger().info("{}: sliding_window {} < max_position_embeddings {}: context limited to {}",
-                  f.path(), c.sliding_window, c.max_position_embeddings, c.sliding_window);
-    c.max_position_embeddings = c.sliding_window;
   }
 }
 
@@ -154,6 +143,10 @@ const char* to_string(Architecture a) {
       return "Olmo2ForCausalLM";
     case Architecture::kPhi3:
       return "Phi3ForCausalLM";
+    case Architecture::kGemma2:
+      return "Gemma2ForCausalLM";
+    case Architecture::kGemma3:
+      return "Gemma3ForCausalLM";
   }
   return "?";
 }
@@ -175,7 +168,11 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     fail(ErrorCode::kCorrupt, where, ": num_attention_heads ", c.num_heads,
          " is not a multiple of num_key_value_heads ", c.num_kv_heads);
   }
-  if (f.has("head_dim")) {
+  const bool gemma =
+      c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
+  if (gemma && !f.has("head_dim")) {
+    c.head_dim = 256;  // Gemma2Config / Gemma3TextConfig default
+  } else if (f.has("head_dim")) {
     c.head_dim = f.integer("head_dim", 2, 4096);
   } else {
     if (c.hidden_size % c.num_heads != 0) {
@@ -192,8 +189,10 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
       c.architecture == Architecture::kOlmo2 || c.architecture == Architecture::kPhi3;
   const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, eps_1e5 ? 1e-5 : 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
-  c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, 10000.0);
-  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
+  // Gemma3TextConfig's default base is 1e6; Gemma 2 and Gemma 3 tie by default.
+  const double theta0 = c.architecture == Architecture::kGemma3 ? 1e6 : 10000.0;
+  c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, theta0);
+  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
   c.attention_bias = c.architecture == Architecture::kQwen2;
   if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kOlmo2) {
@@ -204,7 +203,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   reject_unsupported(f, c);
   parse_partial_rotary(f, c);
   parse_rope_scaling(f, c);
-  apply_sliding_window(f, c);
+  parse_gemma_fields(j, f, c);
+  parse_sliding_layers(f, c);
   c.bos_token_ids = token_ids(f, "bos_token_id");
   c.eos_token_ids = token_ids(f, "eos_token_id");
   if (!generation_json.empty()) {
@@ -255,7 +255,12 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "head_dim=" << c.head_dim << "\n";
   // Written only for partial rotary (Phi-3), so that other texts keep their bytes.
   if (c.partial_rotary_dim != 0) os << "partial_rotary_dim=" << c.partial_rotary_dim << "\n";
-  os << "max_position_embeddings=" << c.max_position_embeddings << "\n"
+  // Spec v1 capped the context at the window; written so for the architectures it did.
+  const bool capped = c.sliding_window > 0 && c.architecture != Architecture::kGemma2 &&
+                      c.architecture != Architecture::kGemma3;
+  os << "max_position_embeddings="
+     << (capped ? std::min(c.max_position_embeddings, c.sliding_window) : c.max_position_embeddings)
+     << "\n"
      << "sliding_window=" << c.sliding_window << "\n"
      << "rms_norm_eps=" << hex_bits(static_cast<double>(c.rms_norm_eps)) << "\n"
      << "rope_theta=" << hex_bits(c.rope_theta) << "\n";
@@ -265,6 +270,7 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "qk_norm=" << static_cast<int>(c.qk_norm) << "\n";
   // Written only for OLMo 2, so that the other architectures' texts keep their bytes.
   if (c.norm_placement == NormPlacement::kPost) os << "norm_placement=post\n";
+  os << gemma_config_text(c);  // nothing unless windows per layer or Gemma
   os << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
      << "eos_token_ids=" << ids(c.eos_token_ids) << "\n";
   return os.str();

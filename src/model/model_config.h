@@ -9,7 +9,17 @@
 
 namespace detinfer::model {
 
-enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
+enum class Architecture : std::uint8_t {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kOlmo2,
+  kPhi3,
+  // Gemma 2 / Gemma 3 text (issue 29).
+  kGemma2,
+  kGemma3,
+};
 const char* to_string(Architecture a);  // the Hugging Face class name
 
 // config.json's rope_scaling (docs/numerics.md, "RoPE table"; transformers'
@@ -46,6 +56,15 @@ enum class NormPlacement : std::uint8_t {
   kPre,   // input_layernorm / post_attention_layernorm on each sublayer's input
   kPost,  // OLMo 2: post_attention_layernorm / post_feedforward_layernorm on each
           // sublayer's output, before the residual add; no norm on the inputs
+  // Gemma 2 / 3: both: input_layernorm / pre_feedforward_layernorm on each sublayer's
+  // input and post_attention_layernorm / post_feedforward_layernorm on its output.
+  kSandwich,
+};
+
+// The MLP's gate activation (config.json's hidden_act / hidden_activation).
+enum class Activation : std::uint8_t {
+  kSilu,      // silu(gate) * up
+  kGeluTanh,  // Gemma: gelu_pytorch_tanh(gate) * up (docs/numerics.md "tanh")
 };
 
 struct ModelConfig {
@@ -60,11 +79,14 @@ struct ModelConfig {
   // The leading dimensions of each head that RoPE rotates, int(head_dim *
   // partial_rotary_factor) (Phi-3 / Phi-4-mini); 0 = all of them. See rope_dims().
   std::int64_t partial_rotary_dim = 0;
-  // The context limit detinfer enforces: config.json's value, capped at sliding_window
-  // where a sliding window applies (inside the window, sliding-window attention equals
-  // full attention, so every position detinfer accepts is computed exactly).
+  // The context limit detinfer enforces: config.json's value (sliding windows are masked
+  // exactly, so they no longer cap it; canonical_config_text still writes the capped value
+  // for the architectures that had it, so their fingerprints keep their bytes).
   std::int64_t max_position_embeddings = 0;
-  std::int64_t sliding_window = 0;  // 0 = none (Mistral / Qwen use_sliding_window)
+  // Keys a windowed layer sees: row at position p sees (p - sliding_window, p], the
+  // sliding_window most recent keys including its own (transformers' masking_utils). 0 =
+  // no window. Which layers are windowed: sliding_layers.
+  std::int64_t sliding_window = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
@@ -78,7 +100,35 @@ struct ModelConfig {
   core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
+
+  // --- sliding windows per layer, Gemma 2 / Gemma 3 (issue 29; docs/numerics.md "Model
+  // composition") ---
+  // One entry per layer, 1 = the layer attends through sliding_window; empty when
+  // sliding_window is 0. Mistral / Phi-3: every layer; Qwen2 / Qwen3: layers >=
+  // max_window_layers (or layer_types); Gemma 2: even layers; Gemma 3: layer_types or
+  // (i + 1) % sliding_window_pattern != 0.
+  std::vector<std::uint8_t> sliding_layers;
+  Activation hidden_act = Activation::kSilu;
+  // Gemma: every RMSNorm weight w (layers, q/k norms, final norm) is applied as
+  // float(1 + w) (rounded once to binary32 at load).
+  bool norm_plus_one = false;
+  // Gemma: the embedding rows are multiplied by sqrt(hidden_size) rounded to the embedding
+  // table's dtype (transformers' normalizer).
+  bool scale_embeddings = false;
+  double attn_logit_softcapping = 0.0;   // > 0: scores become tanh(s / c) * c (Gemma 2)
+  double final_logit_softcapping = 0.0;  // > 0: logits become tanh(l / c) * c (Gemma 2)
+  // > 0: the attention scale is query_pre_attn_scalar^-0.5 instead of head_dim^-0.5.
+  double query_pre_attn_scalar = 0.0;
+  // > 0 (Gemma 3): the RoPE base of the windowed layers (rope_local_base_freq), with no
+  // rope_scaling; the other layers use rope_theta and rope_scaling.
+  double rope_local_theta = 0.0;
 };
+
+// Whether layer `layer` attends through the sliding window.
+inline bool layer_is_sliding(const ModelConfig& c, std::int64_t layer) {
+  return c.sliding_window > 0 && static_cast<std::size_t>(layer) < c.sliding_layers.size() &&
+         c.sliding_layers[static_cast<std::size_t>(layer)] != 0;
+}
 
 // The dimensions of each head RoPE rotates (the rest pass through unchanged).
 inline std::int64_t rope_dims(const ModelConfig& c) {

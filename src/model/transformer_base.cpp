@@ -11,7 +11,16 @@ TransformerBase::TransformerBase(const ModelConfig& config, const ModelOptions& 
       options_(options),
       rope_(config),
       // Rounded once from double: the same float on every machine.
-      attention_scale_(static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)))) {
+      attention_scale_(
+          static_cast<float>(1.0 / std::sqrt(config.query_pre_attn_scalar > 0.0
+                                                 ? config.query_pre_attn_scalar
+                                                 : static_cast<double>(config.head_dim)))) {
+  if (config.rope_local_theta > 0.0) {
+    ModelConfig local = config;
+    local.rope_theta = config.rope_local_theta;
+    local.rope_scaling = RopeScaling{};
+    rope_local_ = std::make_unique<RopeTable>(local);
+  }
   if (options.threads < 1 || options.threads > 1024) {
     fail(ErrorCode::kInvalidArgument, "ModelOptions::threads = ", options.threads,
          " is outside [1, 1024]");
@@ -93,7 +102,8 @@ void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePoo
   std::int64_t max_pos = 0;
   for (const std::int64_t p : plan.positions) max_pos = std::max(max_pos, p);
   rope_.ensure(max_pos + 1);
-  rope_bytes_.store(rope_.bytes());
+  if (rope_local_ != nullptr) rope_local_->ensure(max_pos + 1);
+  rope_bytes_.store(rope_.bytes() + (rope_local_ != nullptr ? rope_local_->bytes() : 0));
   run(plan, kv, logits);
 }
 

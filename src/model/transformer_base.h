@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/backend.h"
@@ -49,6 +50,8 @@ class TransformerBase : public Model {
   ModelOptions options_;
   RopeTable rope_;
   float attention_scale_;
+  // Gemma 3: the windowed layers' table (rope_local_theta, no scaling); null otherwise.
+  std::unique_ptr<RopeTable> rope_local_;
 
  private:
   BatchPlan make_plan(const std::vector<SequenceStep>& batch, const KvCachePool& kv) const;

@@ -37,10 +37,14 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
     auto add = [&](const std::string& n, WeightKind k, std::vector<std::int64_t> shape) {
       w.push_back({p + n, k, l, std::move(shape)});
     };
-    if (c.norm_placement == NormPlacement::kPre) {
+    if (c.norm_placement != NormPlacement::kPost) {
       add("input_layernorm.weight", WeightKind::kInputNorm, {h});
-    } else {
+    }
+    if (c.norm_placement != NormPlacement::kPre) {
       add("post_feedforward_layernorm.weight", WeightKind::kPostFfNorm, {h});
+    }
+    if (c.norm_placement == NormPlacement::kSandwich) {
+      add("pre_feedforward_layernorm.weight", WeightKind::kPreFfNorm, {h});
     }
     add("post_attention_layernorm.weight", WeightKind::kPostNorm, {h});
     if (c.fused_projections) {

@@ -39,8 +39,9 @@ enum class WeightKind : std::uint8_t {
   kGate,
   kUp,
   kDown,
-  kQkv,     // Phi-3 qkv_proj: [q | k | v] rows
-  kGateUp,  // Phi-3 gate_up_proj: [gate | up] rows
+  kQkv,        // Phi-3 qkv_proj: [q | k | v] rows
+  kGateUp,     // Phi-3 gate_up_proj: [gate | up] rows
+  kPreFfNorm,  // pre_feedforward_layernorm (Gemma 2 / 3: the MLP's input norm)
 };
 
 struct WeightSpec {

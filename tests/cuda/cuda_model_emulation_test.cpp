@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -211,6 +213,78 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
                                            Case{devtools::TinyArch::kOlmo2, core::DType::kBF16},
                                            Case{devtools::TinyArch::kPhi3, core::DType::kBF16}),
                          case_name);
+
+// Sliding windows (issue 29) on the canonical CUDA kernel: a Mistral model with a window
+// of 5 (every layer) and a Qwen2 model whose layer 1 slides, over sequences of up to 15
+// tokens, give the CPU's bits in both compositions.
+TEST(CudaModelEmulationWindow, CanonicalWindowedAttentionEqualsCpuBitForBit) {
+  for (const devtools::TinyArch arch : {devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2}) {
+    const std::string dir = scratch_dir("cuda-emu-window");
+    devtools::TinyModelOptions o = tiny_options(arch, core::DType::kBF16, dir, 7);
+    o.vocab = 288;
+    o.sliding_window = 5;
+    devtools::make_tiny_model(o);
+    if (arch == devtools::TinyArch::kQwen2) {
+      std::ifstream in(dir + "/config.json");
+      nlohmann::json c = nlohmann::json::parse(in);
+      c["max_window_layers"] = 1;
+      std::ofstream(dir + "/config.json") << c.dump();
+    }
+    auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+    ASSERT_EQ(cpu->config().sliding_window, 5);
+    auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
+    const Scenario sc = make_scenario(cpu->config().vocab_size);
+    const SeqLogits cpu_a = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1});
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}), cpu_a));
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.b, 16, {1, 0}),
+                          run_scenario(*cpu, sc.seqs, sc.b, 16, {1, 0})));
+    // Device-invariant mode's split kernel has no window: refused past it.
+    auto inv = emulated_cuda_model(dir, NumericsMode::kDeviceInvariant);
+    try {
+      run_scenario(*inv, sc.seqs, sc.a, 4, {0, 1});
+      ADD_FAILURE() << "device-invariant mode ran past the window";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+      EXPECT_EQ(e.field(), "sliding_window");
+    }
+  }
+}
+
+// Gemma 2 (soft-caps, even layers windowed) and Gemma 3 (q/k norms, local RoPE table) on
+// the emulated canonical CUDA backend: the CPU's bits in both compositions; device-invariant
+// mode refuses them at load.
+TEST(CudaModelEmulationWindow, GemmaCanonicalEqualsCpuBitForBit) {
+  for (const devtools::TinyArch arch : {devtools::TinyArch::kGemma2, devtools::TinyArch::kGemma3}) {
+    const std::string dir = scratch_dir("cuda-emu-gemma");
+    devtools::TinyModelOptions o = tiny_options(arch, core::DType::kBF16, dir, 7);
+    o.vocab = 288;
+    o.layers = 3;
+    o.hidden = 48;
+    o.head_dim = 16;
+    o.sliding_window = 5;
+    o.sliding_window_pattern = 2;
+    o.attn_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 3.0 : 0.0;
+    o.final_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 4.0 : 0.0;
+    o.rope_local_base_freq = 100.0;
+    o.linear_rope_factor = arch == devtools::TinyArch::kGemma3 ? 2.0 : 1.0;
+    devtools::make_tiny_model(o);
+    auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+    auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
+    const Scenario sc = make_scenario(cpu->config().vocab_size);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
+                          run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})))
+        << static_cast<int>(arch);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.b, 16, {1, 0}),
+                          run_scenario(*cpu, sc.seqs, sc.b, 16, {1, 0})))
+        << static_cast<int>(arch);
+    try {
+      emulated_cuda_model(dir, NumericsMode::kDeviceInvariant);
+      ADD_FAILURE() << "Gemma loaded in device-invariant mode";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    }
+  }
+}
 
 TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysCloseToCpu) {
   for (const devtools::TinyArch arch : {devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3}) {

@@ -15,6 +15,7 @@
 #include "kernels/cuda/attention_kernels.cuh"
 #include "kernels/cuda/canonical_kernels.cuh"
 #include "kernels/cuda/fast_kernels.cuh"
+#include "kernels/cuda/gemma_kernels.cuh"
 #include "model/cuda_ops.h"
 
 namespace detinfer::testing {
@@ -102,8 +103,26 @@ class EmulatedCudaOps final : public model::CudaOps {
     emu::launch(dim3(static_cast<unsigned>(rows * num_heads)), dim3(attention_threads(kv.head_dim)),
                 0, kc::attention_kernel, a);
   }
+  void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                        const std::int64_t* num_keys, std::int64_t num_heads,
+                        const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                        float softcap, float* out, std::int64_t ldo) override {
+    const kc::AttentionArgs a{q, ldq, num_keys, num_heads, kv, scale, out, ldo, window, softcap};
+    emu::launch(dim3(static_cast<unsigned>(rows * num_heads)), dim3(attention_threads(kv.head_dim)),
+                0, kc::attention_kernel, a);
+  }
   void silu_mul(const float* g, const float* u, float* out, std::int64_t n) override {
     emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::silu_mul_kernel, g, u, out, n);
+  }
+  void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::gelu_tanh_mul_kernel, g, u, out,
+                n);
+  }
+  void scale(float* x, float s, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::scale_kernel, x, s, n);
+  }
+  void softcap(float* x, float cap, std::int64_t n) override {
+    emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::softcap_kernel, x, cap, n);
   }
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::add_kernel, a, b, out, n);

@@ -90,20 +90,39 @@ TEST(ModelConfig, LlamaRopeScaling) {
   EXPECT_EQ(code_of(j), ErrorCode::kUnsupported);
 }
 
-TEST(ModelConfig, MistralSlidingWindowLimitsTheContext) {
+// Windows are masked exactly (issue 29), so they no longer cap the context; the canonical
+// text keeps spec v1's capped value for these architectures (fingerprints unchanged).
+TEST(ModelConfig, SlidingWindowsPerLayerNoLongerCapTheContext) {
   json j = base("MistralForCausalLM");
   j["sliding_window"] = 4096;
-  EXPECT_EQ(parse(j).max_position_embeddings, 4096);
+  EXPECT_EQ(parse(j).max_position_embeddings, 32768);
   EXPECT_EQ(parse(j).sliding_window, 4096);
+  EXPECT_EQ(parse(j).sliding_layers, std::vector<std::uint8_t>(24, 1));  // every layer
+  EXPECT_NE(model::canonical_config_text(parse(j)).find("max_position_embeddings=4096\n"),
+            std::string::npos);
   j["sliding_window"] = nullptr;
   EXPECT_EQ(parse(j).max_position_embeddings, 32768);
-  // Qwen2 ignores sliding_window unless use_sliding_window is set.
+  EXPECT_TRUE(parse(j).sliding_layers.empty());
+  // Qwen2 ignores sliding_window unless use_sliding_window is set; then layers >=
+  // max_window_layers (default 28, so none of 24) slide, as transformers' layer_types.
   json q = base("Qwen2ForCausalLM");
   q["sliding_window"] = 1024;
   q["use_sliding_window"] = false;
-  EXPECT_EQ(parse(q).max_position_embeddings, 32768);
+  EXPECT_EQ(parse(q).sliding_window, 0);
   q["use_sliding_window"] = true;
-  EXPECT_EQ(parse(q).max_position_embeddings, 1024);
+  EXPECT_EQ(parse(q).sliding_window, 0);  // max_window_layers 28 >= 24 layers
+  q["max_window_layers"] = 20;
+  const model::ModelConfig c = parse(q);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.max_position_embeddings, 32768);
+  for (std::int64_t l = 0; l < 24; ++l) EXPECT_EQ(model::layer_is_sliding(c, l), l >= 20) << l;
+  EXPECT_NE(model::canonical_config_text(c).find("sliding_layers=000000000000000000001111\n"),
+            std::string::npos);
+  q["layer_types"] = json::array();
+  EXPECT_EQ(code_of(q), ErrorCode::kCorrupt);  // 0 entries for 24 layers
+  q["sliding_window"] = 0;
+  q.erase("layer_types");
+  EXPECT_EQ(code_of(q), ErrorCode::kCorrupt);
 }
 
 TEST(ModelConfig, RejectsUnsupportedAndMalformed) {

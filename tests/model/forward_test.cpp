@@ -227,7 +227,7 @@ TEST(Forward, LastRowOnlyMatchesAllLogits) {
 TEST(Forward, RejectsBadSteps) {
   const std::string dir = scratch_dir("bad");
   devtools::TinyModelOptions o = tiny_options(devtools::TinyArch::kMistral, core::DType::kF32, dir);
-  o.sliding_window = 32;  // < max_positions: the context becomes 32
+  o.max_positions = 32;
   devtools::make_tiny_model(o);
   auto model = model::Model::load(dir, {});
   EXPECT_EQ(model->config().max_position_embeddings, 32);
@@ -251,7 +251,7 @@ TEST(Forward, RejectsBadSteps) {
   s.tokens = {};
   expect_invalid(s);
   s = ok;
-  s.start_pos = 30;  // 30..32 runs past the window
+  s.start_pos = 30;  // 30..32 runs past the context
   expect_invalid(s);
   s = ok;
   s.block_table = {};

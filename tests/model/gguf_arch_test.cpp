@@ -119,7 +119,8 @@ TEST(GgufArch, Phi3SlidingWindowAndFullRotary) {
   });
   const ModelConfig g = config_of(t.gguf);
   EXPECT_EQ(g.sliding_window, 300);
-  EXPECT_EQ(g.max_position_embeddings, 300);
+  EXPECT_EQ(g.max_position_embeddings, 2048);  // masked exactly: no cap
+  EXPECT_EQ(g.sliding_layers, std::vector<std::uint8_t>(static_cast<std::size_t>(g.num_layers), 1));
   EXPECT_EQ(g.partial_rotary_dim, 0);
   expect_same_model(t, 12);
   EXPECT_EQ(GgufModel::open(t.gguf)->metadata().get_uint("phi3.attention.sliding_window"), 300u);

@@ -75,6 +75,13 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
     case devtools::TinyArch::kPhi3:
       o.partial_rotary_factor = 0.75;  // as Phi-4-mini: 12 of 16 dims rotate
       break;
+    case devtools::TinyArch::kGemma2:  // Gemma 2's soft-caps, a window inside the context
+    case devtools::TinyArch::kGemma3:
+      o.tie_word_embeddings = true;
+      o.sliding_window = 8;
+      o.attn_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 50.0 : 0.0;
+      o.final_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 30.0 : 0.0;
+      break;
   }
   return o;
 }

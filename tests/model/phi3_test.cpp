@@ -125,7 +125,8 @@ TEST(Phi3, ConfigReadsTheHuggingFaceFields) {
   EXPECT_EQ(cfg.rms_norm_eps, 1e-5f);  // Phi3Config's default
   EXPECT_EQ(cfg.rope_scaling.type, "longrope");
   EXPECT_EQ(cfg.rope_scaling.original_max_position_embeddings, 512);
-  EXPECT_EQ(cfg.max_position_embeddings, 300);  // the sliding window caps the context
+  EXPECT_EQ(cfg.max_position_embeddings, 512);  // the sliding window no longer caps it
+  EXPECT_EQ(cfg.sliding_window, 300);
   const RopeTable table(cfg);
   EXPECT_EQ(table.half(), 6);
   // The factor is max_position_embeddings / original (2048 / 512), not the capped context.

@@ -51,6 +51,15 @@ class ReferenceModel {
     const double partial = ignore_partial_rotary ? 1.0 : c.value("partial_rotary_factor", 1.0);
     rotary_dim_ = static_cast<int>(head_dim_ * partial);
     rope_ = ReferenceRope(c, rotary_dim_, ignore_rope_scaling);
+    // transformers' sliding windows: Mistral / Phi-3 every layer; Qwen2 / Qwen3 layers >=
+    // max_window_layers when use_sliding_window (issue 29).
+    if (c.contains("sliding_window") && c["sliding_window"].is_number()) {
+      const bool qwen = arch_ == "Qwen2ForCausalLM" || arch_ == "Qwen3ForCausalLM";
+      if (!qwen || c.value("use_sliding_window", false)) {
+        window_ = c["sliding_window"];
+        first_window_layer_ = qwen ? c.value("max_window_layers", 28) : 0;
+      }
+    }
     const model::TensorStore store = model::TensorStore::open(dir);
     for (const auto& [name, ref] : store.tensors()) {
       const std::int64_t n = ref.info->numel();
@@ -119,7 +128,8 @@ class ReferenceModel {
       rope(q[t], heads_, t);
       rope(k[t], kv_heads_, t);
     }
-    const Rows attn = attend(q, k, v);
+    const int li = std::stoi(p.substr(std::string("model.layers.").size()));
+    const Rows attn = attend(q, k, v, li >= first_window_layer_ ? window_ : 0);
     for (int t = 0; t < t_count; ++t) {
       const auto o = linear(attn[t], p + "self_attn.o_proj", hidden_);
       for (int i = 0; i < hidden_; ++i) x[t][i] += o[i];
@@ -128,8 +138,9 @@ class ReferenceModel {
     }
   }
 
-  // Causal softmax attention of every row (q, k after RoPE), heads concatenated.
-  Rows attend(const Rows& q, const Rows& k, const Rows& v) const {
+  // Causal softmax attention of every row (q, k after RoPE), heads concatenated; window >
+  // 0: row t sees keys j with t - window < j <= t (masking_utils' sliding_window_overlay).
+  Rows attend(const Rows& q, const Rows& k, const Rows& v, int window = 0) const {
     const int t_count = static_cast<int>(q.size());
     const int group = heads_ / kv_heads_;
     Rows out(t_count);
@@ -139,7 +150,8 @@ class ReferenceModel {
         const int kvh = hh / group;
         std::vector<double> s(t + 1);
         double mx = -1e300;
-        for (int j = 0; j <= t; ++j) {
+        const int j0 = window > 0 ? std::max(0, t - window + 1) : 0;
+        for (int j = j0; j <= t; ++j) {
           double d = 0;
           for (int i = 0; i < head_dim_; ++i) {
             d += q[t][hh * head_dim_ + i] * k[j][kvh * head_dim_ + i];
@@ -148,8 +160,8 @@ class ReferenceModel {
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int j = 0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
-        for (int j = 0; j <= t; ++j) {
+        for (int j = j0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int j = j0; j <= t; ++j) {
           for (int i = 0; i < head_dim_; ++i) {
             attn[hh * head_dim_ + i] += s[j] / sum * v[j][kvh * head_dim_ + i];
           }
@@ -219,6 +231,7 @@ class ReferenceModel {
   int rotary_dim_ = 0;
   double eps_ = 0, theta_ = 0;
   bool tied_ = false;
+  int window_ = 0, first_window_layer_ = 0;  // sliding window (0: none) from this layer on
   ReferenceRope rope_{nlohmann::json{{"rope_theta", 10000.0}}, 2};
   std::map<std::string, std::vector<double>> w_;
 };

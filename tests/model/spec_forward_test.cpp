@@ -4,9 +4,13 @@
 // as the page defines it) equals the canonical model's logits bit for bit, for every
 // supported architecture (OLMo 2's post-norms and full-width q/k norm, Phi-3's fused
 // projections and partial rotary included), weight dtype, tied and untied heads, llama3
-// RoPE scaling, and prompts that span more than one 64-key attention chunk.
+// RoPE scaling, and prompts that span more than one 64-key attention chunk. Gemma 2 / 3
+// (issue 29): the page's tanh, GeGLU, (1 + w) norms, embedding scale, soft-capping,
+// sliding windows folded from the first visible key (a 66-key window over 70 tokens: two
+// chunks), Gemma 3's local RoPE table and linear scaling on its global layers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -92,6 +96,29 @@ float exp_f32(float x) {
   return (y * pow2(k1)) * pow2(k2);
 }
 
+// "tanh", line by line.
+float tanh_f32(float x) {
+  if (std::isnan(x)) return x + x;
+  const float a = std::fabs(x);
+  float t;
+  if (a < 0.5f) {
+    const float z = a * a;
+    float p = 0x1.355824p-11f;
+    for (const float c : {-0x1.7da364p-10f, 0x1.d6d3d0p-9f, -0x1.226e36p-7f, 0x1.664f48p-6f,
+                          -0x1.ba1ba2p-5f, 0x1.111112p-3f, -0x1.555556p-2f})
+      p = std::fma(p, z, c);
+    t = std::fma(a * z, p, a);
+  } else {
+    const float e = exp_f32(-2.0f * a);
+    t = (1.0f - e) / (1.0f + e);
+  }
+  return std::copysign(t, x);
+}
+
+float gelu_tanh(float x) {
+  return (0.5f * x) * (1.0f + tanh_f32(0x1.988454p-1f * (x + 0.044715f * ((x * x) * x))));
+}
+
 // The page's composition for one model folder.
 class SpecModel {
  public:
@@ -108,11 +135,13 @@ class SpecModel {
     eps_ = static_cast<float>(c["rms_norm_eps"].get<double>());
     scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
     tied_ = c.value("tie_word_embeddings", false);
+    gemma_ = arch_ == "Gemma2ForCausalLM" || arch_ == "Gemma3ForCausalLM";
+    if (gemma_) read_gemma(c);
     // "RoPE table": d = r = int(head_dim * partial_rotary_factor).
     rot_ = static_cast<std::int64_t>(static_cast<double>(head_dim_) *
                                      c.value("partial_rotary_factor", 1.0));
     const double theta = c["rope_theta"];
-    const bool llama3 = c.contains("rope_scaling") && !c["rope_scaling"].is_null();
+    const bool llama3 = c.contains("rope_scaling") && !c["rope_scaling"].is_null() && !gemma_;
     for (std::int64_t i = 0; i < rot_ / 2; ++i) {
       double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rot_));
       if (llama3) {
@@ -130,6 +159,15 @@ class SpecModel {
       }
       inv_.push_back(f);
     }
+    if (gemma3_) {  // "Gemma": local table without scaling; linear scaling on the global one
+      const double local = c["rope_local_base_freq"];
+      for (std::int64_t i = 0; i < rot_ / 2; ++i) {
+        local_inv_.push_back(
+            1.0 / std::pow(local, static_cast<double>(2 * i) / static_cast<double>(rot_)));
+        if (!c["rope_scaling"].is_null())
+          inv_[i] = inv_[i] / c["rope_scaling"]["factor"].get<double>();
+      }
+    }
   }
 
   // Logits of every position of `tokens` ([T][vocab]).
@@ -138,17 +176,32 @@ class SpecModel {
     const std::int64_t kvd = kv_heads_ * head_dim_;
     std::vector<Vec> x(tokens.size());
     const Vec emb = w("model.embed_tokens.weight");
-    for (std::int64_t t = 0; t < t_count; ++t)
+    for (std::int64_t t = 0; t < t_count; ++t) {
       x[t].assign(emb.begin() + tokens[t] * hidden_, emb.begin() + (tokens[t] + 1) * hidden_);
+      if (gemma_) {
+        for (float& v : x[t]) v = v * embed_scale_;
+      }
+    }
     for (std::int64_t l = 0; l < layers_; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       Vec keys(t_count * kvd), values(t_count * kvd);
-      for (std::int64_t t = 0; t < t_count; ++t) layer_row(p, t, x[t], keys, values);
+      for (std::int64_t t = 0; t < t_count; ++t) {
+        if (gemma_) {
+          gemma_row(p, l, t, x[t], keys, values);
+        } else {
+          layer_row(p, t, x[t], keys, values);
+        }
+      }
     }
     Vec out;
     const std::string head = tied_ ? "model.embed_tokens" : "lm_head";
     for (std::int64_t t = 0; t < t_count; ++t) {
-      const Vec y = linear(rms_norm(x[t], w("model.norm.weight"), hidden_), head);
+      const Vec h = gemma_ ? nrm(x[t], "model.norm.weight", hidden_)
+                           : rms_norm(x[t], w("model.norm.weight"), hidden_);
+      Vec y = linear(h, head);
+      if (final_cap_ > 0.0f) {
+        for (float& v : y) v = tanh_f32(v / final_cap_) * final_cap_;
+      }
       out.insert(out.end(), y.begin(), y.end());
     }
     return out;
@@ -175,8 +228,8 @@ class SpecModel {
       q = rms_norm(q, w(p + "self_attn.q_norm.weight"), post ? qd : head_dim_);
       k = rms_norm(k, w(p + "self_attn.k_norm.weight"), post ? kvd : head_dim_);
     }
-    rope(q, t);
-    rope(k, t);
+    rope(q, t, inv_);
+    rope(k, t, inv_);
     std::copy(k.begin(), k.end(), keys.begin() + t * kvd);
     std::copy(v.begin(), v.end(), values.begin() + t * kvd);
     Vec o = linear(attention(q, keys, values, t + 1), p + "self_attn.o_proj");
@@ -197,6 +250,68 @@ class SpecModel {
     Vec d = linear(a, p + "mlp.down_proj");
     if (post) d = rms_norm(d, w(p + "post_feedforward_layernorm.weight"), hidden_);
     for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+  }
+
+  // "Gemma 2 / Gemma 3 text": the config values the composition reads.
+  void read_gemma(const nlohmann::json& c) {
+    gemma3_ = arch_ == "Gemma3ForCausalLM";
+    scale_ = static_cast<float>(1.0 / std::sqrt(c["query_pre_attn_scalar"].get<double>()));
+    auto cap = [&](const char* k) { return c[k].is_null() ? 0.0f : c[k].get<float>(); };
+    attn_cap_ = cap("attn_logit_softcapping");
+    final_cap_ = cap("final_logit_softcapping");
+    window_ = c["sliding_window"];
+    pattern_ = gemma3_ ? c["sliding_window_pattern"].get<std::int64_t>() : 2;
+    // s = float(sqrt(double(hidden))) rounded to the embedding table's dtype.
+    embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(hidden_)));
+    const core::DType dt = store_.get("model.embed_tokens.weight").info->dtype;
+    if (dt != core::DType::kF32) embed_scale_ = round_normal(embed_scale_, dt);
+  }
+
+  // One Gemma layer for row t (the page's Gemma pseudo-code).
+  void gemma_row(const std::string& p, std::int64_t l, std::int64_t t, Vec& x, Vec& keys,
+                 Vec& values) {
+    const std::int64_t kvd = kv_heads_ * head_dim_;
+    const bool sliding = (l + 1) % pattern_ != 0;
+    Vec h = nrm(x, p + "input_layernorm.weight", hidden_);
+    Vec q = linear(h, p + "self_attn.q_proj"), k = linear(h, p + "self_attn.k_proj");
+    const Vec v = linear(h, p + "self_attn.v_proj");
+    if (gemma3_) {
+      q = nrm(q, p + "self_attn.q_norm.weight", head_dim_);
+      k = nrm(k, p + "self_attn.k_norm.weight", head_dim_);
+    }
+    const std::vector<double>& table = gemma3_ && sliding ? local_inv_ : inv_;
+    rope(q, t, table);
+    rope(k, t, table);
+    std::copy(k.begin(), k.end(), keys.begin() + t * kvd);
+    std::copy(v.begin(), v.end(), values.begin() + t * kvd);
+    const std::int64_t first = sliding ? std::max<std::int64_t>(0, t + 1 - window_) : 0;
+    const Vec o = nrm(linear(attention(q, keys, values, t + 1, first), p + "self_attn.o_proj"),
+                      p + "post_attention_layernorm.weight", hidden_);
+    for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + o[i];
+    h = nrm(x, p + "pre_feedforward_layernorm.weight", hidden_);
+    const Vec g = linear(h, p + "mlp.gate_proj"), u = linear(h, p + "mlp.up_proj");
+    Vec a(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) a[i] = gelu_tanh(g[i]) * u[i];
+    const Vec d =
+        nrm(linear(a, p + "mlp.down_proj"), p + "post_feedforward_layernorm.weight", hidden_);
+    for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+  }
+
+  // rms_norm with (1 + w) weights.
+  Vec nrm(const Vec& x, const std::string& name, std::int64_t n) {
+    Vec g = w(name);
+    for (float& v : g) v = 1.0f + v;
+    return rms_norm(x, g, n);
+  }
+
+  // A normal binary32 rounded to nearest-even bf16 (8 significant bits) or f16 (11).
+  static float round_normal(float f, core::DType dt) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    const int drop = dt == core::DType::kBF16 ? 16 : 13;
+    const std::uint32_t half = (1u << (drop - 1)) - 1;
+    b = (b + half + ((b >> drop) & 1)) & ~((1u << drop) - 1);
+    return from_bits(b);
   }
 
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
@@ -236,11 +351,11 @@ class SpecModel {
   }
 
   // The first rot_ elements of each head rotate; the rest pass through.
-  void rope(Vec& x, std::int64_t pos) const {
+  void rope(Vec& x, std::int64_t pos, const std::vector<double>& inv) const {
     const std::int64_t half = rot_ / 2;
     for (std::size_t b = 0; b < x.size(); b += head_dim_) {
       for (std::int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(pos) * inv_[i];
+        const double angle = static_cast<double>(pos) * inv[i];
         const auto c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
         const float a = x[b + i], bb = x[b + i + half];
         x[b + i] = a * c - bb * s;
@@ -249,15 +364,22 @@ class SpecModel {
     }
   }
 
-  // "Attention": one row with keys 0..t-1 (cache rows of kv_heads * head_dim).
-  Vec attention(const Vec& q, const Vec& keys, const Vec& values, std::int64_t t) const {
+  // "Attention": one row with keys 0..t-1 (cache rows of kv_heads * head_dim); a window
+  // keeps keys first..t-1, renumbered from 0; soft-capped scores (Gemma 2).
+  Vec attention(const Vec& q, const Vec& all_keys, const Vec& all_values, std::int64_t t_all,
+                std::int64_t first = 0) const {
     const std::int64_t group = heads_ / kv_heads_, kvd = kv_heads_ * head_dim_;
+    const Vec keys(all_keys.begin() + first * kvd, all_keys.end());
+    const Vec values(all_values.begin() + first * kvd, all_values.end());
+    const std::int64_t t = t_all - first;
     Vec out(q.size());
     for (std::int64_t h = 0; h < heads_; ++h) {
       const std::int64_t off = (h / group) * head_dim_;
       Vec score(t), e(t);
-      for (std::int64_t j = 0; j < t; ++j)
+      for (std::int64_t j = 0; j < t; ++j) {
         score[j] = dot(&q[h * head_dim_], &keys[j * kvd + off], head_dim_) * scale_;
+        if (attn_cap_ > 0.0f) score[j] = tanh_f32(score[j] / attn_cap_) * attn_cap_;
+      }
       float m = score[0];
       for (std::int64_t j = 1; j < t; ++j) m = score[j] > m ? score[j] : m;
       for (std::int64_t j = 0; j < t; ++j) e[j] = exp_f32(score[j] - m);
@@ -284,6 +406,11 @@ class SpecModel {
   float eps_ = 0, scale_ = 0;
   bool tied_ = false;
   std::vector<double> inv_;
+  // Gemma.
+  bool gemma_ = false, gemma3_ = false;
+  float attn_cap_ = 0, final_cap_ = 0, embed_scale_ = 1;
+  std::int64_t window_ = 0, pattern_ = 2;
+  std::vector<double> local_inv_;
 };
 
 struct SpecCase {
@@ -300,11 +427,32 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
                             SpecCase{devtools::TinyArch::kQwen2, core::DType::kF32, false},
                             SpecCase{devtools::TinyArch::kQwen3, core::DType::kBF16, false},
                             SpecCase{devtools::TinyArch::kOlmo2, core::DType::kBF16, false},
-                            SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true}}) {
+                            SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true},
+                            SpecCase{devtools::TinyArch::kGemma2, core::DType::kBF16, true},
+                            SpecCase{devtools::TinyArch::kGemma3, core::DType::kF16, true},
+                            SpecCase{devtools::TinyArch::kGemma3, core::DType::kF32, true}}) {
     const std::string dir = testing::scratch_dir("spec");
     devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;
     o.vocab = 200;  // no tokenizer needed
+    // Gemma: a window of 66 over 70 tokens (two 64-key chunks from the first visible key),
+    // Gemma 2 with small soft-caps, Gemma 3 with linear scaling on its global layers.
+    if (c.arch == devtools::TinyArch::kGemma2 || c.arch == devtools::TinyArch::kGemma3) {
+      o.hidden = 48;  // sqrt(48) rounds differently in bf16 / f16 / f32
+      o.head_dim = 16;
+    }
+    if (c.arch == devtools::TinyArch::kGemma2) {
+      o.sliding_window = 66;
+      o.attn_logit_softcapping = 3.0;
+      o.final_logit_softcapping = 4.0;
+    }
+    if (c.arch == devtools::TinyArch::kGemma3) {
+      o.layers = 3;
+      o.sliding_window_pattern = 2;
+      o.sliding_window = c.dtype == core::DType::kF32 ? 9 : 66;
+      o.linear_rope_factor = 2.0;
+      o.rope_local_base_freq = 50.0;
+    }
     devtools::make_tiny_model(o);
     const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
     const Vec want = SpecModel(dir).logits(tokens);
@@ -325,7 +473,9 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
     }
     EXPECT_EQ(diffs, 0) << "arch " << static_cast<int>(c.arch) << " dtype "
                         << static_cast<int>(c.dtype) << " tied " << c.tied << ": first at row "
-                        << first / o.vocab << " column " << first % o.vocab;
+                        << first / o.vocab << " column " << first % o.vocab << " got "
+                        << (first >= 0 ? got[first] : 0.f) << " want "
+                        << (first >= 0 ? want[first] : 0.f);
   }
 }
 

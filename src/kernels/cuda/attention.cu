@@ -56,8 +56,18 @@ unsigned attention_threads(std::int64_t head_dim) {
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, Stream stream) {
-  const AttentionArgs a =
-      make_args(q, ldq, rows, num_keys, num_heads, kv, scale, out, ldo, "attention");
+  attention_masked(q, ldq, rows, num_keys, num_heads, kv, scale, 0, 0.0f, out, ldo, stream);
+}
+
+void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                      const std::int64_t* num_keys, std::int64_t num_heads, const PagedKvView& kv,
+                      float scale, std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                      Stream stream) {
+  AttentionArgs a = make_args(q, ldq, rows, num_keys, num_heads, kv, scale, out, ldo, "attention");
+  require(window >= 0, "attention", "window must be >= 0");
+  require(softcap >= 0.0f, "attention", "softcap must be >= 0");
+  a.window = window;
+  a.softcap = softcap;
   attention_kernel<<<grid_x(rows * num_heads, "attention"), attention_threads(kv.head_dim), 0,
                      stream>>>(a);
   DETINFER_CUDA_CHECK_LAUNCH("attention_kernel");

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/reference/tanh_hd.h"
 
 namespace detinfer::kernels::cuda {
 namespace {
@@ -23,6 +24,10 @@ struct AttentionArgs {
   float scale;
   float* out;
   std::int64_t ldo;
+  // kernels::AttentionMask (canonical kernel only): > 0: a row sees its last `window`
+  // keys, folded from the first visible one; softcap > 0: scores soft-capped.
+  std::int64_t window = 0;
+  float softcap = 0.0f;
 };
 
 // ref::kv_offset: element offset of token t's K (or V) vector of kv head h.
@@ -42,9 +47,10 @@ __device__ __forceinline__ float kv_value(const void* pool, const PagedKvView& k
   return static_cast<const float*>(pool)[i];
 }
 
-// dot(q, k[t], d) * scale with the spec's chunked order (q staged in shared memory).
+// dot(q, k[t], d) * scale with the spec's chunked order (q staged in shared memory), then
+// tanh_f32(s / cap) * cap when cap > 0 (numerics spec, "Sliding window and soft-capping").
 __device__ __forceinline__ float score(const float* qs, const PagedKvView& kv, std::int64_t t,
-                                       std::int64_t h, float scale) {
+                                       std::int64_t h, float scale, float cap = 0.0f) {
   const std::int64_t k = kv_offset(kv, t, h);
   const std::int64_t d = kv.head_dim;
   float s = 0.0f;
@@ -54,13 +60,16 @@ __device__ __forceinline__ float score(const float* qs, const PagedKvView& kv, s
     for (std::int64_t i = c0; i < c1; ++i) p = dm::fma_rn(qs[i], kv_value(kv.k_pool, kv, k + i), p);
     s = s + p;
   }
-  return s * scale;
+  s = s * scale;
+  return cap > 0.0f ? explog::softcap_f32(s, cap) : s;
 }
 
-// Softmax-weighted sums over keys [a, b) (a a multiple of 64) given the max m: thread 0
+// Softmax-weighted sums over keys [a, b) in 64-key chunks from a (a: a multiple of 64 in
+// the split kernel, the first visible key in the canonical one) given the max m: thread 0
 // returns the denominator in *den, thread c < d its numerator in *num.
 __device__ void attend_range(const float* qs, const PagedKvView& kv, std::int64_t h, float scale,
-                             std::int64_t a, std::int64_t b, float m, float* den, float* num) {
+                             std::int64_t a, std::int64_t b, float m, float* den, float* num,
+                             float cap = 0.0f) {
   __shared__ float e[kChunk];
   const std::int64_t d = kv.head_dim;
   const int tid = static_cast<int>(threadIdx.x);
@@ -68,7 +77,7 @@ __device__ void attend_range(const float* qs, const PagedKvView& kv, std::int64_
   float nsum = 0.0f;
   for (std::int64_t j0 = a; j0 < b; j0 += kChunk) {
     const int len = static_cast<int>(dmin(kChunk, b - j0));
-    if (tid < len) e[tid] = dm::exp_f32(score(qs, kv, j0 + tid, h, scale) - m);
+    if (tid < len) e[tid] = dm::exp_f32(score(qs, kv, j0 + tid, h, scale, cap) - m);
     __syncthreads();
     if (tid == 0) {
       float p = 0.0f;
@@ -123,11 +132,15 @@ __global__ void attention_kernel(AttentionArgs a) {
     return;
   }
   load_q(a, rh, qs);
-  const float m =
-      block_max_of(rh.keys, [&](std::int64_t j) { return score(qs, a.kv, j, rh.kvh, a.scale); });
+  // The visible keys [first, keys), renumbered from 0 for the max (its NaN rule) and the
+  // chunks.
+  const std::int64_t first = a.window > 0 ? dmax(0, rh.keys - a.window) : 0;
+  const float m = block_max_of(rh.keys - first, [&](std::int64_t j) {
+    return score(qs, a.kv, first + j, rh.kvh, a.scale, a.softcap);
+  });
   float den = 0.0f;
   float num = 0.0f;
-  attend_range(qs, a.kv, rh.kvh, a.scale, 0, rh.keys, m, &den, &num);
+  attend_range(qs, a.kv, rh.kvh, a.scale, first, rh.keys, m, &den, &num, a.softcap);
   if (threadIdx.x == 0) s_den = den;
   __syncthreads();
   if (threadIdx.x < d) out[threadIdx.x] = dm::div_rn(num, s_den);

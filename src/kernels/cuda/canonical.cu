@@ -11,6 +11,7 @@
 #include "kernels/cuda/canonical_kernels.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/gemma_kernels.cuh"
 
 namespace detinfer::kernels::cuda {
 
@@ -82,6 +83,25 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream
 
 void add(const float* a, const float* b, float* out, std::int64_t n, Stream stream) {
   launch_elementwise("add", add_kernel, n, stream, a, b, out);
+}
+
+void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream) {
+  launch_elementwise("gelu_tanh_mul", gelu_tanh_mul_kernel, n, stream, g, u, out);
+}
+
+void scale(float* x, float s, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(x, "scale", "x");
+  scale_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, s, n);
+  DETINFER_CUDA_CHECK_LAUNCH("scale");
+}
+
+void softcap(float* x, float cap, std::int64_t n, Stream stream) {
+  if (n <= 0) return;
+  require_ptr(x, "softcap", "x");
+  require(cap > 0.0f, "softcap", "cap must be > 0");
+  softcap_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(x, cap, n);
+  DETINFER_CUDA_CHECK_LAUNCH("softcap");
 }
 
 void kv_write(const float* k, const float* v, std::int64_t ld, std::int64_t rows,

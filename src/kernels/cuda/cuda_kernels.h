@@ -121,6 +121,11 @@ void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float
               std::int64_t ldy, std::int64_t rows, std::int64_t n, Stream stream);
 
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream);
+// Gemma (issue 29), elementwise with the CPU's bits: out = gelu_tanh(g) * u; x = x * s;
+// x = tanh(x / cap) * cap (cap > 0).
+void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n, Stream stream);
+void scale(float* x, float s, std::int64_t n, Stream stream);
+void softcap(float* x, float cap, std::int64_t n, Stream stream);
 
 // ref::softmax / ref::log_softmax on each row; y may equal x. Row ops keep one partial
 // per spec chunk in shared memory, so n ≤ kMaxRowLength (32 KiB of partials, leaving
@@ -172,6 +177,13 @@ inline constexpr std::int64_t kMaxHeadDim = 256;
 void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::int64_t* num_keys,
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo, Stream stream);
+// The same with kernels::AttentionMask's rule (issue 29): window > 0: row r sees keys
+// [max(0, num_keys[r] - window), num_keys[r]), folded from the first; softcap > 0:
+// soft-capped scores. window 0 and softcap 0 is attention().
+void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                      const std::int64_t* num_keys, std::int64_t num_heads, const PagedKvView& kv,
+                      float scale, std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                      Stream stream);
 
 // --- sampling draw ----------------------------------------------------------------------
 // Philox4x32-10 on the device, same mapping as include/detinfer/philox.h; out[i] =

@@ -56,6 +56,18 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
                std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
                std::int64_t ldo);
 
+// attention_head over keys [first_key, num_keys) only, folded from first_key on, each
+// score soft-capped first when softcap > 0 (kernels::AttentionMask).
+void attention_head_masked(const float* q, std::int64_t first_key, std::int64_t num_keys,
+                           std::int64_t kv_head, const PagedKvView& kv, float scale, float softcap,
+                           float* out);
+void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                      const std::int64_t* num_keys, const AttentionMask& mask,
+                      std::int64_t num_heads, const PagedKvView& kv, float scale, float* out,
+                      std::int64_t ldo);
+float tanh_f32(float x);
+void gelu_tanh_mul(const float* g, const float* u, float* out, std::int64_t n);
+
 // Offset (in elements) of token t's K (or V) vector of kv head h in a paged pool.
 inline std::int64_t kv_offset(const PagedKvView& kv, std::int64_t t, std::int64_t h) {
   const std::int64_t block = kv.block_table[t / kv.block_size];

@@ -45,7 +45,8 @@ const detinfer_cli::RegisterCommand kRegister(
     "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<MakeTinyOptions>();
-      sub.add_option("--arch", o->arch, "llama | mistral | qwen2 | qwen3 | olmo2 | phi3")
+      sub.add_option("--arch", o->arch,
+                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | gemma2 | gemma3")
           ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"}))
           ->capture_default_str();
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
