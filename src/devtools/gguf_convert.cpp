@@ -42,6 +42,9 @@ const char* gguf_arch(Architecture a) {
       return "olmo2";
     case Architecture::kPhi3:
       return "phi3";
+    case Architecture::kQwen3Moe:  // mixture of experts: not written as GGUF
+    case Architecture::kMixtral:
+      break;
   }
   fail(ErrorCode::kUnsupported, "write_gguf_model: ", model::to_string(a),
        " is not written as GGUF (llama, mistral, qwen2, qwen3, olmo2, phi3)");

@@ -15,9 +15,19 @@
 
 namespace detinfer::devtools {
 
-enum class TinyArch : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
+enum class TinyArch : std::uint8_t {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kOlmo2,
+  kPhi3,
+  kQwen3Moe,  // mixture of experts (num_experts, experts_per_tok below)
+  kMixtral,
+};
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" and "f32" | "bf16" | "f16";
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "qwen3_moe" | "mixtral"
+// and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
 core::DType parse_weight_dtype(const std::string& name);
@@ -39,6 +49,14 @@ struct TinyModelOptions {
   double partial_rotary_factor = 1.0;  // phi3 only: written to config.json when not 1
   bool tie_word_embeddings = false;
   double rms_norm_eps = 1e-5;
+  // qwen3_moe, mixtral: the sparse MLP (Qwen3-MoE's experts have moe_intermediate of width;
+  // Mixtral's have `intermediate`).
+  std::int64_t num_experts = 8;
+  std::int64_t experts_per_tok = 2;
+  std::int64_t moe_intermediate = 32;
+  bool norm_topk_prob = true;                 // qwen3_moe only (Mixtral always normalizes)
+  std::vector<std::int64_t> mlp_only_layers;  // qwen3_moe only: dense layers
+
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
   std::uint64_t seed = 0;
   std::string out_dir;  // created if missing; existing model files are overwritten

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "model/model_factories.h"
+#include "model/moe_block.h"
 #include "model/quantize_weights.h"
 #include "model/transformer_base.h"
 
@@ -19,6 +20,7 @@ struct Layer {
   // post_norm: post_attention_layernorm; post_ff_norm: post_feedforward_layernorm (OLMo 2).
   BackendBuffer input_norm, post_norm, post_ff_norm, q_norm, k_norm;
   std::unique_ptr<BackendLinear> q, k, v, o, gate, up, down;
+  std::unique_ptr<MoeWeights> moe;  // the sparse MLP (MoE layers), instead of gate/up/down
 };
 
 // Host copies of the biases until their weight arrives (a bias sorts before its weight).
@@ -48,7 +50,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       : TransformerBase(config, options),
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
-        biases_(layers_.size()) {
+        biases_(layers_.size()),
+        moe_block_(config_, *backend_) {
+    for (std::int64_t li = 0; li < config_.num_layers; ++li) {
+      if (is_moe_layer(config_, li)) layers_[static_cast<std::size_t>(li)].moe = new_moe_weights();
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
@@ -59,8 +65,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         resident += static_cast<std::int64_t>(b->bytes());
       }
       for (const auto* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-        resident += static_cast<std::int64_t>((*p)->bytes());
+        if (*p) resident += static_cast<std::int64_t>((*p)->bytes());
       }
+      if (l.moe) resident += static_cast<std::int64_t>(l.moe->bytes());
     }
     // A kept embedding table only serves row lookups (lm_head is packed separately).
     set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
@@ -78,6 +85,32 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   BackendBuffer upload_f32(const WeightSpec& s, core::DType dtype, const void* data) {
     const std::vector<float> v = to_f32(s, dtype, data);
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
+  }
+
+  std::unique_ptr<MoeWeights> new_moe_weights() const {
+    auto m = std::make_unique<MoeWeights>();
+    const auto n = static_cast<std::size_t>(config_.moe.num_experts);
+    m->gate.resize(n);
+    m->up.resize(n);
+    m->down.resize(n);
+    return m;
+  }
+
+  // The MoE member of a router or expert tensor (nullptr for other kinds).
+  static std::unique_ptr<BackendLinear>* moe_slot(const WeightSpec& s, Layer& l) {
+    const auto e = static_cast<std::size_t>(s.expert);
+    switch (s.kind) {
+      case WeightKind::kRouter:
+        return &l.moe->router;
+      case WeightKind::kExpertGate:
+        return &l.moe->gate.at(e);
+      case WeightKind::kExpertUp:
+        return &l.moe->up.at(e);
+      case WeightKind::kExpertDown:
+        return &l.moe->down.at(e);
+      default:
+        return nullptr;
+    }
   }
 
   void take(const WeightSpec& s, core::DType dtype, const void* data) override {
@@ -155,6 +188,14 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
+      case WeightKind::kRouter:  // kept in its stored float type (llama.cpp's rule too)
+        l->moe->router = backend_->make_linear(data, kd, s.shape[0], s.shape[1], nullptr);
+        break;
+      case WeightKind::kExpertGate:
+      case WeightKind::kExpertUp:
+      case WeightKind::kExpertDown:
+        *moe_slot(s, *l) = pack(nullptr);
+        break;
     }
   }
 
@@ -224,7 +265,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                    [&](std::int64_t row0, std::int64_t rows) { return make(row0, rows, nullptr); });
         break;
       default:
-        *linear_slot(s.kind, *l) = make(0, n, nullptr);
+        if (auto* slot = moe_slot(s, *l)) {
+          *slot = make(0, n, nullptr);
+        } else {
+          *linear_slot(s.kind, *l) = make(0, n, nullptr);
+        }
         break;
     }
   }
@@ -282,7 +327,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       grow(a.logits, lr * c.vocab_size);
       a.logit_rows = lr;
     }
-    std::size_t held = 0;
+    moe_block_.reserve(m);
+    std::size_t held = moe_block_.scratch_bytes();
     for (const BackendBuffer* b :
          {&a.x, &a.hn, &a.tmp, &a.q, &a.k, &a.v, &a.k_tmp, &a.attn, &a.g, &a.u, &a.a, &a.logits}) {
       held += b->bytes();
@@ -355,6 +401,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     residual_add(l.post_norm, tmp, m);
     // Pre-norm layers: post_attention_layernorm normalizes the MLP's input.
     const float* mlp_in = sublayer_input(l.post_norm, m);
+    if (l.moe) {
+      moe_block_.run(*l.moe, mlp_in, m, tmp);
+      residual_add(l.post_ff_norm, tmp, m);
+      return;
+    }
     be.mlp_gate_up(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(), a.a.as<float>());
     be.linear(*l.down, a.a.as<float>(), inter, m, tmp, h);
     residual_add(l.post_ff_norm, tmp, m);  // (pre-norm layers: a plain add)
@@ -395,6 +446,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   BackendBuffer final_norm_;
   std::unique_ptr<BackendLinear> lm_head_;
   Activations act_;
+  MoeBlock moe_block_;
 };
 
 }  // namespace

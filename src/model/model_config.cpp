@@ -11,6 +11,7 @@
 #include "core/json_fields.h"
 #include "core/json_parse.h"
 #include "core/log.h"
+#include "model/moe_config.h"
 #include "model/rope_config.h"
 
 namespace detinfer::model {
@@ -64,16 +65,19 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "qwen3") name = "Qwen3ForCausalLM";
     if (mt == "olmo2") name = "Olmo2ForCausalLM";
     if (mt == "phi3") name = "Phi3ForCausalLM";
+    if (mt == "qwen3_moe") name = "Qwen3MoeForCausalLM";
+    if (mt == "mixtral") name = "MixtralForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
   for (Architecture a : {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2,
-                         Architecture::kQwen3, Architecture::kOlmo2, Architecture::kPhi3}) {
+                         Architecture::kQwen3, Architecture::kOlmo2, Architecture::kPhi3,
+                         Architecture::kQwen3Moe, Architecture::kMixtral}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-       "Olmo2ForCausalLM, Phi3ForCausalLM)");
+       "Olmo2ForCausalLM, Phi3ForCausalLM, Qwen3MoeForCausalLM, MixtralForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
@@ -96,10 +100,12 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
 
 void apply_sliding_window(Fields& f, ModelConfig& c) {
   bool applies = false;
-  if (c.architecture == Architecture::kMistral || c.architecture == Architecture::kPhi3) {
+  if (c.architecture == Architecture::kMistral || c.architecture == Architecture::kPhi3 ||
+      c.architecture == Architecture::kMixtral) {
     applies = f.has("sliding_window");
   }
-  if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
+  if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3 ||
+      c.architecture == Architecture::kQwen3Moe) {
     applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
   }
   if (!applies) return;
@@ -154,6 +160,10 @@ const char* to_string(Architecture a) {
       return "Olmo2ForCausalLM";
     case Architecture::kPhi3:
       return "Phi3ForCausalLM";
+    case Architecture::kQwen3Moe:
+      return "Qwen3MoeForCausalLM";
+    case Architecture::kMixtral:
+      return "MixtralForCausalLM";
   }
   return "?";
 }
@@ -186,16 +196,19 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   }
   if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxDim * 16);
-  // transformers' defaults: 1e-5 for OLMo 2 and Phi-3 (Olmo2Config, Phi3Config), 1e-6 for
-  // the others.
-  const bool eps_1e5 =
-      c.architecture == Architecture::kOlmo2 || c.architecture == Architecture::kPhi3;
+  // transformers' defaults: 1e-5 for OLMo 2, Phi-3 and Mixtral (Olmo2Config, Phi3Config,
+  // MixtralConfig), 1e-6 for the others; rope_theta 1e6 for Mixtral, 10000 for the others.
+  const bool eps_1e5 = c.architecture == Architecture::kOlmo2 ||
+                       c.architecture == Architecture::kPhi3 ||
+                       c.architecture == Architecture::kMixtral;
   const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, eps_1e5 ? 1e-5 : 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
-  c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, 10000.0);
+  const double theta = c.architecture == Architecture::kMixtral ? 1e6 : 10000.0;
+  c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, theta);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2;
   if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
+  if (c.architecture == Architecture::kQwen3Moe) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kOlmo2) {
     c.qk_norm = QkNorm::kFullWidth;
     c.norm_placement = NormPlacement::kPost;
@@ -205,6 +218,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   parse_partial_rotary(f, c);
   parse_rope_scaling(f, c);
   apply_sliding_window(f, c);
+  parse_moe_config(f, c);
   c.bos_token_ids = token_ids(f, "bos_token_id");
   c.eos_token_ids = token_ids(f, "eos_token_id");
   if (!generation_json.empty()) {
@@ -265,6 +279,7 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "qk_norm=" << static_cast<int>(c.qk_norm) << "\n";
   // Written only for OLMo 2, so that the other architectures' texts keep their bytes.
   if (c.norm_placement == NormPlacement::kPost) os << "norm_placement=post\n";
+  write_moe_config(os, c.moe);  // MoE architectures only, for the same reason
   os << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
      << "eos_token_ids=" << ids(c.eos_token_ids) << "\n";
   return os.str();

@@ -9,7 +9,17 @@
 
 namespace detinfer::model {
 
-enum class Architecture : std::uint8_t { kLlama, kMistral, kQwen2, kQwen3, kOlmo2, kPhi3 };
+enum class Architecture : std::uint8_t {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kOlmo2,
+  kPhi3,
+  // Mixture of experts (ModelConfig::moe).
+  kQwen3Moe,
+  kMixtral,
+};
 const char* to_string(Architecture a);  // the Hugging Face class name
 
 // config.json's rope_scaling (docs/numerics.md, "RoPE table"; transformers'
@@ -48,6 +58,18 @@ enum class NormPlacement : std::uint8_t {
           // sublayer's output, before the residual add; no norm on the inputs
 };
 
+// A mixture-of-experts MLP (Qwen3-MoE, Mixtral; docs/numerics.md, "Mixture of experts").
+struct MoeConfig {
+  std::int64_t num_experts = 0;        // 0: a dense model (every other member unused)
+  std::int64_t experts_per_tok = 0;    // top-k, in [1, num_experts]
+  std::int64_t intermediate_size = 0;  // each expert's (moe_intermediate_size; Mixtral:
+                                       // intermediate_size)
+  bool norm_topk_prob = false;         // renormalize the k weights (Mixtral: always)
+  // Per layer: 1 = the MLP is the sparse block, 0 = a dense MLP of the model's
+  // intermediate_size (Qwen3-MoE's mlp_only_layers / decoder_sparse_step).
+  std::vector<std::uint8_t> sparse_layers;
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   std::int64_t vocab_size = 0;
@@ -75,6 +97,7 @@ struct ModelConfig {
   // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up] rows) per
   // layer instead of q/k/v_proj and gate/up_proj; split by rows at load.
   bool fused_projections = false;
+  MoeConfig moe;  // num_experts 0 unless the architecture is a mixture of experts
   core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
@@ -83,6 +106,11 @@ struct ModelConfig {
 // The dimensions of each head RoPE rotates (the rest pass through unchanged).
 inline std::int64_t rope_dims(const ModelConfig& c) {
   return c.partial_rotary_dim > 0 ? c.partial_rotary_dim : c.head_dim;
+}
+
+// Whether layer l's MLP is the mixture-of-experts block.
+inline bool is_moe_layer(const ModelConfig& c, std::int64_t l) {
+  return c.moe.num_experts > 0 && c.moe.sparse_layers.at(static_cast<std::size_t>(l)) != 0;
 }
 
 // Parses config.json (and generation_config.json, which overrides bos/eos, when

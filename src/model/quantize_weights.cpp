@@ -18,6 +18,9 @@ bool is_linear_kind(WeightKind kind) {
     case WeightKind::kDown:
     case WeightKind::kQkv:
     case WeightKind::kGateUp:
+    case WeightKind::kExpertGate:  // (not kRouter: the router stays in its float type)
+    case WeightKind::kExpertUp:
+    case WeightKind::kExpertDown:
       return true;
     default:
       return false;

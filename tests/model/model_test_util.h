@@ -75,6 +75,12 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
     case devtools::TinyArch::kPhi3:
       o.partial_rotary_factor = 0.75;  // as Phi-4-mini: 12 of 16 dims rotate
       break;
+    case devtools::TinyArch::kQwen3Moe:  // 8 experts, top-2, moe_intermediate 32
+      o.head_dim = 32;
+      break;
+    case devtools::TinyArch::kMixtral:  // 8 experts of `intermediate`, top-2
+      o.intermediate = 48;
+      break;
   }
   return o;
 }

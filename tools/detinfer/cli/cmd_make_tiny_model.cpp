@@ -45,8 +45,19 @@ const detinfer_cli::RegisterCommand kRegister(
     "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<MakeTinyOptions>();
-      sub.add_option("--arch", o->arch, "llama | mistral | qwen2 | qwen3 | olmo2 | phi3")
-          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"}))
+      sub.add_option("--arch", o->arch,
+                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | qwen3_moe | mixtral")
+          ->check(CLI::IsMember(
+              {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3", "qwen3_moe", "mixtral"}))
+          ->capture_default_str();
+      sub.add_option("--num-experts", o->model.num_experts,
+                     "qwen3_moe, mixtral: num_experts / num_local_experts")
+          ->capture_default_str();
+      sub.add_option("--experts-per-tok", o->model.experts_per_tok,
+                     "qwen3_moe, mixtral: num_experts_per_tok (top-k)")
+          ->capture_default_str();
+      sub.add_option("--moe-intermediate", o->model.moe_intermediate,
+                     "qwen3_moe: moe_intermediate_size (mixtral experts use --intermediate)")
           ->capture_default_str();
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
           ->check(CLI::IsMember({"f32", "bf16", "f16"}))
