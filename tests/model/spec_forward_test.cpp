@@ -3,8 +3,9 @@
 // chunked dot and sum, its own exp from the page's pseudo-code, the RoPE table from glibc
 // as the page defines it) equals the canonical model's logits bit for bit, for every
 // supported architecture (OLMo 2's post-norms and full-width q/k norm, Phi-3's fused
-// projections and partial rotary included), weight dtype, tied and untied heads, llama3
-// RoPE scaling, and prompts that span more than one 64-key attention chunk.
+// projections and partial rotary, Qwen3-MoE's and Mixtral's sparse blocks included), weight dtype,
+// tied and untied heads, llama3 RoPE scaling, and prompts that span more than one 64-key attention
+// chunk.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -108,6 +109,8 @@ class SpecModel {
     eps_ = static_cast<float>(c["rms_norm_eps"].get<double>());
     scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
     tied_ = c.value("tie_word_embeddings", false);
+    top_k_ = c.value("num_experts_per_tok", 0);
+    norm_topk_ = arch_ == "MixtralForCausalLM" || c.value("norm_topk_prob", false);
     // "RoPE table": d = r = int(head_dim * partial_rotary_factor).
     rot_ = static_cast<std::int64_t>(static_cast<double>(head_dim_) *
                                      c.value("partial_rotary_factor", 1.0));
@@ -183,6 +186,12 @@ class SpecModel {
     if (post) o = rms_norm(o, w(p + "post_attention_layernorm.weight"), hidden_);
     for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + o[i];
     h = post ? x : rms_norm(x, w(p + "post_attention_layernorm.weight"), hidden_);
+    for (const char* router : {"mlp.gate.weight", "block_sparse_moe.gate.weight"}) {
+      if (!has(p + router)) continue;
+      const Vec d = sparse_mlp(h, p + router);  // "Mixture of experts"
+      for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+      return;
+    }
     Vec g, u;
     if (has(p + "mlp.gate_up_proj.weight")) {  // Phi-3: rows [gate | up]
       const Vec gu = linear(h, p + "mlp.gate_up_proj");
@@ -197,6 +206,44 @@ class SpecModel {
     Vec d = linear(a, p + "mlp.down_proj");
     if (post) d = rms_norm(d, w(p + "post_feedforward_layernorm.weight"), hidden_);
     for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+  }
+
+  // "Mixture of experts": router softmax, top-k (ties to the lowest index), optional
+  // renormalization, outputs combined in ascending expert index.
+  Vec sparse_mlp(const Vec& h, const std::string& router) {
+    const Vec z = linear(h, router.substr(0, router.size() - 7));  // minus ".weight"
+    const auto n = static_cast<std::int64_t>(z.size());
+    float m = z[0];
+    for (std::int64_t e = 1; e < n; ++e) m = z[e] > m ? z[e] : m;
+    Vec p(n);
+    for (std::int64_t e = 0; e < n; ++e) p[e] = exp_f32(z[e] - m);
+    const float den = sum(p.data(), n);
+    for (std::int64_t e = 0; e < n; ++e) p[e] = p[e] / den;
+    std::vector<bool> chosen(n, false);
+    for (std::int64_t r = 0; r < top_k_; ++r) {
+      std::int64_t best = -1;
+      for (std::int64_t e = 0; e < n; ++e)
+        if (!chosen[e] && (best < 0 || p[e] > p[best])) best = e;
+      chosen[best] = true;
+    }
+    float s = 0.0f;
+    for (std::int64_t e = 0; e < n; ++e) s = chosen[e] ? s + p[e] : s;
+    const bool mixtral = arch_ == "MixtralForCausalLM";
+    const std::string base =
+        router.substr(0, router.size() - 11) + "experts.";  // minus gate.weight
+    Vec acc(hidden_, 0.0f);
+    for (std::int64_t e = 0; e < n; ++e) {
+      if (!chosen[e]) continue;
+      const float wt = norm_topk_ ? p[e] / s : p[e];
+      const std::string ex = base + std::to_string(e) + ".";
+      const Vec g = linear(h, ex + (mixtral ? "w1" : "gate_proj"));
+      const Vec u = linear(h, ex + (mixtral ? "w3" : "up_proj"));
+      Vec a(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+      const Vec y = linear(a, ex + (mixtral ? "w2" : "down_proj"));
+      for (std::int64_t i = 0; i < hidden_; ++i) acc[i] = acc[i] + wt * y[i];
+    }
+    return acc;
   }
 
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
@@ -283,6 +330,8 @@ class SpecModel {
   std::int64_t rot_ = 0;
   float eps_ = 0, scale_ = 0;
   bool tied_ = false;
+  std::int64_t top_k_ = 0;
+  bool norm_topk_ = false;
   std::vector<double> inv_;
 };
 
@@ -300,11 +349,14 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
                             SpecCase{devtools::TinyArch::kQwen2, core::DType::kF32, false},
                             SpecCase{devtools::TinyArch::kQwen3, core::DType::kBF16, false},
                             SpecCase{devtools::TinyArch::kOlmo2, core::DType::kBF16, false},
-                            SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true}}) {
+                            SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true},
+                            SpecCase{devtools::TinyArch::kQwen3Moe, core::DType::kBF16, false},
+                            SpecCase{devtools::TinyArch::kMixtral, core::DType::kF16, true}}) {
     const std::string dir = testing::scratch_dir("spec");
     devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;
-    o.vocab = 200;  // no tokenizer needed
+    o.vocab = 200;                                                         // no tokenizer needed
+    if (c.arch == devtools::TinyArch::kQwen3Moe) o.mlp_only_layers = {1};  // a dense layer too
     devtools::make_tiny_model(o);
     const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
     const Vec want = SpecModel(dir).logits(tokens);
