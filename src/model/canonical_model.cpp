@@ -53,7 +53,10 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         biases_(layers_.size()),
         moe_block_(config_, *backend_) {
     for (std::int64_t li = 0; li < config_.num_layers; ++li) {
-      if (is_moe_layer(config_, li)) layers_[static_cast<std::size_t>(li)].moe = new_moe_weights();
+      if (is_moe_layer(config_, li)) {
+        layers_[static_cast<std::size_t>(li)].moe =
+            std::make_unique<MoeWeights>(config_.moe.num_experts);
+      }
     }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
@@ -69,8 +72,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       }
       if (l.moe) resident += static_cast<std::int64_t>(l.moe->bytes());
     }
+    std::int64_t unrouted = 0;  // experts a decode row is not routed to
+    for (const Layer& l : layers_) {
+      if (l.moe)
+        unrouted += static_cast<std::int64_t>(l.moe->unrouted_bytes(config_.moe.experts_per_tok));
+    }
     // A kept embedding table only serves row lookups (lm_head is packed separately).
-    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
+    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()), unrouted);
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
@@ -85,32 +93,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   BackendBuffer upload_f32(const WeightSpec& s, core::DType dtype, const void* data) {
     const std::vector<float> v = to_f32(s, dtype, data);
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
-  }
-
-  std::unique_ptr<MoeWeights> new_moe_weights() const {
-    auto m = std::make_unique<MoeWeights>();
-    const auto n = static_cast<std::size_t>(config_.moe.num_experts);
-    m->gate.resize(n);
-    m->up.resize(n);
-    m->down.resize(n);
-    return m;
-  }
-
-  // The MoE member of a router or expert tensor (nullptr for other kinds).
-  static std::unique_ptr<BackendLinear>* moe_slot(const WeightSpec& s, Layer& l) {
-    const auto e = static_cast<std::size_t>(s.expert);
-    switch (s.kind) {
-      case WeightKind::kRouter:
-        return &l.moe->router;
-      case WeightKind::kExpertGate:
-        return &l.moe->gate.at(e);
-      case WeightKind::kExpertUp:
-        return &l.moe->up.at(e);
-      case WeightKind::kExpertDown:
-        return &l.moe->down.at(e);
-      default:
-        return nullptr;
-    }
   }
 
   void take(const WeightSpec& s, core::DType dtype, const void* data) override {
@@ -194,7 +176,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kExpertGate:
       case WeightKind::kExpertUp:
       case WeightKind::kExpertDown:
-        *moe_slot(s, *l) = pack(nullptr);
+        *l->moe->slot(s.kind, s.expert) = pack(nullptr);
         break;
     }
   }
@@ -265,7 +247,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                    [&](std::int64_t row0, std::int64_t rows) { return make(row0, rows, nullptr); });
         break;
       default:
-        if (auto* slot = moe_slot(s, *l)) {
+        if (auto* slot = l->moe ? l->moe->slot(s.kind, s.expert) : nullptr) {
           *slot = make(0, n, nullptr);
         } else {
           *linear_slot(s.kind, *l) = make(0, n, nullptr);

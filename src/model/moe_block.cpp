@@ -35,6 +35,33 @@ void route_row(const float* logits, std::int64_t num_experts, std::int64_t k, bo
   for (std::int64_t j = 0; j < k; ++j) out[j].weight = out[j].weight / sum;
 }
 
+MoeWeights::MoeWeights(std::int64_t num_experts)
+    : gate(static_cast<std::size_t>(num_experts)),
+      up(static_cast<std::size_t>(num_experts)),
+      down(static_cast<std::size_t>(num_experts)) {}
+
+std::unique_ptr<BackendLinear>* MoeWeights::slot(WeightKind kind, std::int64_t expert) {
+  const auto e = static_cast<std::size_t>(expert);
+  switch (kind) {
+    case WeightKind::kRouter:
+      return &router;
+    case WeightKind::kExpertGate:
+      return &gate.at(e);
+    case WeightKind::kExpertUp:
+      return &up.at(e);
+    case WeightKind::kExpertDown:
+      return &down.at(e);
+    default:
+      return nullptr;
+  }
+}
+
+std::size_t MoeWeights::unrouted_bytes(std::int64_t k) const {
+  const auto e = gate.size();
+  const std::size_t experts = bytes() - (router ? router->bytes() : 0);
+  return experts / e * (e - static_cast<std::size_t>(k));
+}
+
 std::size_t MoeWeights::bytes() const {
   std::size_t b = router ? router->bytes() : 0;
   for (const auto* v : {&gate, &up, &down}) {

@@ -18,6 +18,7 @@
 
 #include "model/backend.h"
 #include "model/model_config.h"
+#include "model/weight_loader.h"
 
 namespace detinfer::model {
 
@@ -37,10 +38,16 @@ void route_row(const float* logits, std::int64_t num_experts, std::int64_t k, bo
 
 // One layer's sparse MLP, prepared for a backend.
 struct MoeWeights {
+  explicit MoeWeights(std::int64_t num_experts);
+
   std::unique_ptr<BackendLinear> router;
   std::vector<std::unique_ptr<BackendLinear>> gate, up, down;  // per expert
 
+  // The member a router or expert tensor goes to (nullptr for other kinds).
+  std::unique_ptr<BackendLinear>* slot(WeightKind kind, std::int64_t expert);
   std::size_t bytes() const;
+  // The expert bytes a row routed to k experts does not read: (E - k) / E of them.
+  std::size_t unrouted_bytes(std::int64_t k) const;
 };
 
 // Runs the block; holds the step's scratch (backend and host), grown, never shrunk.

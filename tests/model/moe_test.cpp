@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -288,6 +289,26 @@ TEST(Moe, QuantizedExpertsOnLoadAreInvariant) {
   RecordProperty("q8_0_worst_rel_l2", sci(err));
   EXPECT_GT(err, 1e-4);
   EXPECT_LE(err, 0.5);
+}
+
+// A decode step reads the router and k of the E experts of each sparse layer: the bytes
+// of the others are left out of decode_read_bytes (the bench's read bound).
+TEST(Moe, DecodeReadBytesCountOnlyRoutedExperts) {
+  const std::string dir = testing::scratch_dir("moe-bytes");
+  devtools::TinyModelOptions o = moe_options(devtools::TinyArch::kQwen3Moe, dir);
+  o.moe_intermediate = 64;  // whole 64-column panels: packed bytes = stored bytes
+  devtools::make_tiny_model(o);
+  const auto top2 = Model::load(dir, {});
+  std::ifstream in(dir + "/config.json");
+  json c = json::parse(in);
+  c["num_experts_per_tok"] = 8;  // every expert
+  std::ofstream(dir + "/config.json") << c.dump();
+  const auto all = Model::load(dir, {});
+  EXPECT_EQ(all->resident_bytes(), top2->resident_bytes());
+  // Two sparse layers (layer 1 is dense) of 8 experts of 3 x 64 x 64 f32 weights; top-2
+  // leaves 6 of 8 unread.
+  const std::int64_t experts = 8 * 3 * 64 * 64 * 4;
+  EXPECT_EQ(all->decode_read_bytes() - top2->decode_read_bytes(), 2 * experts / 8 * 6);
 }
 
 }  // namespace
