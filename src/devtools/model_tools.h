@@ -24,10 +24,11 @@ enum class TinyArch : std::uint8_t {
   kPhi3,
   kQwen3Moe,  // mixture of experts (num_experts, experts_per_tok below)
   kMixtral,
+  kQwen2Moe,  // with a shared expert (shared_expert_intermediate below)
 };
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "qwen3_moe" | "mixtral"
-// and "f32" | "bf16" | "f16";
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "qwen3_moe" | "mixtral" |
+// "qwen2_moe" and "f32" | "bf16" | "f16";
 // Error(kInvalidArgument) otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
 core::DType parse_weight_dtype(const std::string& name);
@@ -54,8 +55,9 @@ struct TinyModelOptions {
   std::int64_t num_experts = 8;
   std::int64_t experts_per_tok = 2;
   std::int64_t moe_intermediate = 32;
-  bool norm_topk_prob = true;                 // qwen3_moe only (Mixtral always normalizes)
-  std::vector<std::int64_t> mlp_only_layers;  // qwen3_moe only: dense layers
+  bool norm_topk_prob = true;                    // qwen3_moe only (Mixtral always normalizes)
+  std::vector<std::int64_t> mlp_only_layers;     // qwen3_moe, qwen2_moe: dense layers
+  std::int64_t shared_expert_intermediate = 48;  // qwen2_moe only
 
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
   std::uint64_t seed = 0;

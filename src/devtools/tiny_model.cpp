@@ -40,7 +40,9 @@ void make_dirs(const std::string& dir) {
   }
 }
 
-bool is_moe(TinyArch a) { return a == TinyArch::kQwen3Moe || a == TinyArch::kMixtral; }
+bool is_moe(TinyArch a) {
+  return a == TinyArch::kQwen3Moe || a == TinyArch::kMixtral || a == TinyArch::kQwen2Moe;
+}
 
 // The MoE options are checked for MoE architectures only (written to config.json as given
 // otherwise, so that hostile-config tests can start from any value the loader refuses).
@@ -56,6 +58,7 @@ void check_moe_options(const TinyModelOptions& o) {
   in("experts_per_tok", o.experts_per_tok, 1, o.num_experts);
   in("moe_intermediate", o.moe_intermediate, 1, 1 << 17);
   for (const std::int64_t l : o.mlp_only_layers) in("mlp_only_layers", l, 0, o.layers - 1);
+  in("shared_expert_intermediate", o.shared_expert_intermediate, 1, 1 << 17);
 }
 
 void check_options(const TinyModelOptions& o) {
@@ -113,6 +116,8 @@ const char* arch_class(TinyArch a) {
       return "Qwen3MoeForCausalLM";
     case TinyArch::kMixtral:
       return "MixtralForCausalLM";
+    case TinyArch::kQwen2Moe:
+      return "Qwen2MoeForCausalLM";
   }
   return "?";
 }
@@ -135,13 +140,17 @@ const char* model_type(TinyArch a) {
       return "qwen3_moe";
     case TinyArch::kMixtral:
       return "mixtral";
+    case TinyArch::kQwen2Moe:
+      return "qwen2_moe";
   }
   return "?";
 }
 
 // Qwen3MoeConfig's / MixtralConfig's expert fields.
 void add_moe_fields(const TinyModelOptions& o, nlohmann::json& c) {
-  if (o.arch == TinyArch::kQwen3Moe) {
+  if (o.arch == TinyArch::kQwen2Moe)
+    c["shared_expert_intermediate_size"] = o.shared_expert_intermediate;
+  if (o.arch == TinyArch::kQwen3Moe || o.arch == TinyArch::kQwen2Moe) {
     c["num_experts"] = o.num_experts;
     c["num_experts_per_tok"] = o.experts_per_tok;
     c["moe_intermediate_size"] = o.moe_intermediate;
@@ -201,7 +210,7 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
     c["sliding_window"] =
         o.sliding_window != 0 ? nlohmann::json(o.sliding_window) : nlohmann::json(nullptr);
   }
-  if (o.arch == TinyArch::kQwen2 || qwen3) {
+  if (o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen2Moe || qwen3) {
     c["use_sliding_window"] = false;
     c["sliding_window"] = o.max_positions;
   }
@@ -219,17 +228,20 @@ model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_
   c.num_kv_heads = o.kv_heads;
   c.head_dim = head_dim;
   c.tie_word_embeddings = o.tie_word_embeddings;
-  c.attention_bias = o.arch == TinyArch::kQwen2;
+  c.attention_bias = o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen2Moe;
   if (o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kQwen3Moe)
     c.qk_norm = model::QkNorm::kPerHead;
   if (is_moe(o.arch)) {
-    c.architecture = o.arch == TinyArch::kMixtral ? model::Architecture::kMixtral
-                                                  : model::Architecture::kQwen3Moe;
+    c.architecture = o.arch == TinyArch::kMixtral    ? model::Architecture::kMixtral
+                     : o.arch == TinyArch::kQwen2Moe ? model::Architecture::kQwen2Moe
+                                                     : model::Architecture::kQwen3Moe;
+    if (o.arch == TinyArch::kQwen2Moe)
+      c.moe.shared_intermediate_size = o.shared_expert_intermediate;
     c.moe.num_experts = o.num_experts;
     c.moe.experts_per_tok = o.experts_per_tok;
     c.moe.intermediate_size = o.arch == TinyArch::kMixtral ? o.intermediate : o.moe_intermediate;
     c.moe.sparse_layers.assign(static_cast<std::size_t>(o.layers), 1);
-    if (o.arch == TinyArch::kQwen3Moe) {
+    if (o.arch != TinyArch::kMixtral) {
       for (const std::int64_t l : o.mlp_only_layers)
         c.moe.sparse_layers[static_cast<std::size_t>(l)] = 0;
     }
@@ -304,8 +316,9 @@ TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "phi3") return TinyArch::kPhi3;
   if (name == "qwen3_moe") return TinyArch::kQwen3Moe;
   if (name == "mixtral") return TinyArch::kMixtral;
+  if (name == "qwen2_moe") return TinyArch::kQwen2Moe;
   fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
-       "' (llama, mistral, qwen2, qwen3, olmo2, phi3, qwen3_moe, mixtral)");
+       "' (llama, mistral, qwen2, qwen3, olmo2, phi3, qwen3_moe, mixtral, qwen2_moe)");
 }
 
 core::DType parse_weight_dtype(const std::string& name) {

@@ -170,12 +170,17 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
-      case WeightKind::kRouter:  // kept in its stored float type (llama.cpp's rule too)
-        l->moe->router = backend_->make_linear(data, kd, s.shape[0], s.shape[1], nullptr);
+      case WeightKind::kRouter:  // kept in their stored float type (llama.cpp's rule too)
+      case WeightKind::kSharedGate:
+        *l->moe->slot(s.kind, s.expert) =
+            backend_->make_linear(data, kd, s.shape[0], s.shape[1], nullptr);
         break;
       case WeightKind::kExpertGate:
       case WeightKind::kExpertUp:
       case WeightKind::kExpertDown:
+      case WeightKind::kSharedExpertGate:
+      case WeightKind::kSharedExpertUp:
+      case WeightKind::kSharedExpertDown:
         *l->moe->slot(s.kind, s.expert) = pack(nullptr);
         break;
     }

@@ -124,6 +124,10 @@ class FastModel final : public TransformerBase, private WeightSink {
       case WeightKind::kExpertGate:
       case WeightKind::kExpertUp:
       case WeightKind::kExpertDown:
+      case WeightKind::kSharedGate:
+      case WeightKind::kSharedExpertGate:
+      case WeightKind::kSharedExpertUp:
+      case WeightKind::kSharedExpertDown:
         fail(ErrorCode::kUnsupported, "fast mode does not implement mixture of experts");
     }
   }

@@ -67,17 +67,20 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "phi3") name = "Phi3ForCausalLM";
     if (mt == "qwen3_moe") name = "Qwen3MoeForCausalLM";
     if (mt == "mixtral") name = "MixtralForCausalLM";
+    if (mt == "qwen2_moe") name = "Qwen2MoeForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
-  for (Architecture a : {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2,
-                         Architecture::kQwen3, Architecture::kOlmo2, Architecture::kPhi3,
-                         Architecture::kQwen3Moe, Architecture::kMixtral}) {
+  for (Architecture a :
+       {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3,
+        Architecture::kOlmo2, Architecture::kPhi3, Architecture::kQwen3Moe, Architecture::kMixtral,
+        Architecture::kQwen2Moe}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-       "Olmo2ForCausalLM, Phi3ForCausalLM, Qwen3MoeForCausalLM, MixtralForCausalLM)");
+       "Olmo2ForCausalLM, Phi3ForCausalLM, Qwen3MoeForCausalLM, MixtralForCausalLM, "
+       "Qwen2MoeForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
@@ -92,7 +95,9 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
   }
   // Llama, Qwen3 and OLMo 2 put attention_bias on o_proj as well; only Qwen2's q/k/v-only
   // biases are implemented.
-  if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
+  const bool qkv_bias =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen2Moe;
+  if (!qkv_bias && f.boolean_or("attention_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
   }
@@ -105,7 +110,7 @@ void apply_sliding_window(Fields& f, ModelConfig& c) {
     applies = f.has("sliding_window");
   }
   if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3 ||
-      c.architecture == Architecture::kQwen3Moe) {
+      c.architecture == Architecture::kQwen3Moe || c.architecture == Architecture::kQwen2Moe) {
     applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
   }
   if (!applies) return;
@@ -164,6 +169,8 @@ const char* to_string(Architecture a) {
       return "Qwen3MoeForCausalLM";
     case Architecture::kMixtral:
       return "MixtralForCausalLM";
+    case Architecture::kQwen2Moe:
+      return "Qwen2MoeForCausalLM";
   }
   return "?";
 }
@@ -206,7 +213,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   const double theta = c.architecture == Architecture::kMixtral ? 1e6 : 10000.0;
   c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, theta);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
-  c.attention_bias = c.architecture == Architecture::kQwen2;
+  c.attention_bias =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen2Moe;
   if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kQwen3Moe) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kOlmo2) {

@@ -19,6 +19,7 @@ enum class Architecture : std::uint8_t {
   // Mixture of experts (ModelConfig::moe).
   kQwen3Moe,
   kMixtral,
+  kQwen2Moe,  // with a shared expert (MoeConfig::shared_intermediate_size)
 };
 const char* to_string(Architecture a);  // the Hugging Face class name
 
@@ -65,6 +66,9 @@ struct MoeConfig {
   std::int64_t intermediate_size = 0;  // each expert's (moe_intermediate_size; Mixtral:
                                        // intermediate_size)
   bool norm_topk_prob = false;         // renormalize the k weights (Mixtral: always)
+  // Qwen2-MoE: the shared expert's width (shared_expert_intermediate_size), whose output is
+  // added to every row through a sigmoid gate; 0 = no shared expert.
+  std::int64_t shared_intermediate_size = 0;
   // Per layer: 1 = the MLP is the sparse block, 0 = a dense MLP of the model's
   // intermediate_size (Qwen3-MoE's mlp_only_layers / decoder_sparse_step).
   std::vector<std::uint8_t> sparse_layers;

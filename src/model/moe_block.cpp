@@ -51,6 +51,14 @@ std::unique_ptr<BackendLinear>* MoeWeights::slot(WeightKind kind, std::int64_t e
       return &up.at(e);
     case WeightKind::kExpertDown:
       return &down.at(e);
+    case WeightKind::kSharedGate:
+      return &shared_gate;
+    case WeightKind::kSharedExpertGate:
+      return &shared_gate_proj;
+    case WeightKind::kSharedExpertUp:
+      return &shared_up;
+    case WeightKind::kSharedExpertDown:
+      return &shared_down;
     default:
       return nullptr;
   }
@@ -58,21 +66,33 @@ std::unique_ptr<BackendLinear>* MoeWeights::slot(WeightKind kind, std::int64_t e
 
 std::size_t MoeWeights::unrouted_bytes(std::int64_t k) const {
   const auto e = gate.size();
-  const std::size_t experts = bytes() - (router ? router->bytes() : 0);
+  std::size_t experts = 0;
+  for (const auto* v : {&gate, &up, &down}) {
+    for (const auto& p : *v) experts += p ? p->bytes() : 0;
+  }
   return experts / e * (e - static_cast<std::size_t>(k));
 }
 
 std::size_t MoeWeights::bytes() const {
-  std::size_t b = router ? router->bytes() : 0;
+  std::size_t b = 0;
+  for (const auto* p : {&router, &shared_gate, &shared_gate_proj, &shared_up, &shared_down}) {
+    b += *p ? (*p)->bytes() : 0;
+  }
   for (const auto* v : {&gate, &up, &down}) {
     for (const auto& p : *v) b += p ? p->bytes() : 0;
   }
   return b;
 }
 
+float sigmoid_f32(float z) {
+  const float t = kernels::exp_f32(-z);
+  return 1.0f / (1.0f + t);
+}
+
 void MoeBlock::reserve(std::int64_t m) {
   if (m <= rows_) return;
-  const std::int64_t h = c_.hidden_size, e = c_.moe.num_experts, inter = c_.moe.intermediate_size;
+  const std::int64_t h = c_.hidden_size, e = c_.moe.num_experts;
+  const std::int64_t inter = std::max(c_.moe.intermediate_size, c_.moe.shared_intermediate_size);
   auto grow = [&](BackendBuffer& b, std::int64_t floats) {
     b = be_.alloc(static_cast<std::size_t>(floats) * sizeof(float));
   };
@@ -84,6 +104,7 @@ void MoeBlock::reserve(std::int64_t m) {
   host_logits_.resize(static_cast<std::size_t>(m * e));
   for (std::vector<float>* v : {&host_h_, &host_in_, &host_y_, &acc_}) v->resize(mh);
   probs_.resize(static_cast<std::size_t>(e));
+  host_gate_.resize(static_cast<std::size_t>(m));
   routes_.resize(static_cast<std::size_t>(m * c_.moe.experts_per_tok));
   expert_rows_.reserve(static_cast<std::size_t>(m));
   rows_ = m;
@@ -112,6 +133,7 @@ void MoeBlock::run(const MoeWeights& w, const float* h, std::int64_t m, float* o
   std::fill(acc_.begin(), acc_.begin() + m * hid, 0.0f);
   // Experts in ascending index: each row's terms are added in ascending expert index.
   for (std::int64_t e = 0; e < ne; ++e) run_expert(w, e, m);
+  if (w.shared_gate) run_shared(w, h, m);
   be_.upload(out, acc_.data(), static_cast<std::size_t>(m * hid) * sizeof(float));
 }
 
@@ -148,6 +170,22 @@ void MoeBlock::run_expert(const MoeWeights& w, std::int64_t e, std::int64_t m) {
     const float* y = host_y_.data() + j * hid;
     // Two roundings (the product, then the sum): -ffp-contract=off keeps them apart.
     for (std::int64_t i = 0; i < hid; ++i) acc[i] = acc[i] + weight * y[i];
+  }
+}
+
+void MoeBlock::run_shared(const MoeWeights& w, const float* h, std::int64_t m) {
+  const std::int64_t hid = c_.hidden_size, inter = c_.moe.shared_intermediate_size;
+  be_.linear(*w.shared_gate, h, hid, m, logits_.as<float>(), 1);
+  be_.download(host_gate_.data(), logits_.data(), static_cast<std::size_t>(m) * sizeof(float));
+  be_.mlp_gate_up(*w.shared_gate_proj, *w.shared_up, h, m, g_.as<float>(), u_.as<float>(),
+                  a_.as<float>());
+  be_.linear(*w.shared_down, a_.as<float>(), inter, m, y_.as<float>(), hid);
+  be_.download(host_y_.data(), y_.data(), static_cast<std::size_t>(m * hid) * sizeof(float));
+  for (std::int64_t r = 0; r < m; ++r) {
+    const float s = sigmoid_f32(host_gate_[static_cast<std::size_t>(r)]);
+    float* acc = acc_.data() + r * hid;
+    const float* y = host_y_.data() + r * hid;
+    for (std::int64_t i = 0; i < hid; ++i) acc[i] = acc[i] + s * y[i];  // after the experts
   }
 }
 

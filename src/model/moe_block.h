@@ -36,12 +36,18 @@ struct ExpertRoute {
 void route_row(const float* logits, std::int64_t num_experts, std::int64_t k, bool normalize,
                float* probs, ExpertRoute* out);
 
+// Qwen2-MoE's shared-expert gate: sigmoid(z) = 1 / (1 + exp_f32(-z)), binary32, each step
+// rounded (docs/numerics.md, "Mixture of experts").
+float sigmoid_f32(float z);
+
 // One layer's sparse MLP, prepared for a backend.
 struct MoeWeights {
   explicit MoeWeights(std::int64_t num_experts);
 
   std::unique_ptr<BackendLinear> router;
   std::vector<std::unique_ptr<BackendLinear>> gate, up, down;  // per expert
+  // Qwen2-MoE: the shared expert and its [1][hidden] gate (null without one).
+  std::unique_ptr<BackendLinear> shared_gate, shared_gate_proj, shared_up, shared_down;
 
   // The member a router or expert tensor goes to (nullptr for other kinds).
   std::unique_ptr<BackendLinear>* slot(WeightKind kind, std::int64_t expert);
@@ -65,12 +71,15 @@ class MoeBlock {
  private:
   // Runs expert e on the rows routed to it and adds w_e * y_e into acc_.
   void run_expert(const MoeWeights& w, std::int64_t e, std::int64_t m);
+  // Qwen2-MoE: adds sigmoid(shared_gate . h) * shared_expert(h) into acc_ for every row.
+  void run_shared(const MoeWeights& w, const float* h, std::int64_t m);
 
   const ModelConfig& c_;
   Backend& be_;
   std::int64_t rows_ = 0;
   BackendBuffer logits_, in_, g_, u_, a_, y_;  // backend scratch
   std::vector<float> host_logits_, host_h_, host_in_, host_y_, acc_, probs_;
+  std::vector<float> host_gate_;           // the shared expert's gate logits, one per row
   std::vector<ExpertRoute> routes_;        // [m][k]
   std::vector<std::int64_t> expert_rows_;  // the rows routed to the current expert
 };

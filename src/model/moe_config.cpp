@@ -33,7 +33,8 @@ void parse_sparse_layers(core::ObjectReader& f, ModelConfig& c) {
 }  // namespace
 
 bool is_moe_architecture(Architecture a) {
-  return a == Architecture::kQwen3Moe || a == Architecture::kMixtral;
+  return a == Architecture::kQwen3Moe || a == Architecture::kMixtral ||
+         a == Architecture::kQwen2Moe;
 }
 
 void parse_moe_config(core::ObjectReader& f, ModelConfig& c) {
@@ -48,14 +49,19 @@ void parse_moe_config(core::ObjectReader& f, ModelConfig& c) {
     m.norm_topk_prob = true;
     m.sparse_layers.assign(static_cast<std::size_t>(c.num_layers), 1);
   } else {
-    // Qwen3MoeConfig's defaults.
-    if (f.has("shared_expert_intermediate_size")) {
+    // Qwen3MoeConfig's / Qwen2MoeConfig's defaults; only Qwen2-MoE has the shared expert.
+    const bool qwen2 = c.architecture == Architecture::kQwen2Moe;
+    if (!qwen2 && f.has("shared_expert_intermediate_size")) {
       fail(ErrorCode::kUnsupported, f.path_of("shared_expert_intermediate_size"),
            ": shared experts are not supported for ", to_string(c.architecture));
     }
-    m.num_experts = f.integer_or("num_experts", 1, kMaxExperts, 128);
-    m.experts_per_tok = f.integer_or("num_experts_per_tok", 1, kMaxExperts, 8);
-    m.intermediate_size = f.integer_or("moe_intermediate_size", 1, kMaxDim, 768);
+    if (qwen2) {
+      m.shared_intermediate_size =
+          f.integer_or("shared_expert_intermediate_size", 1, kMaxDim, 5632);
+    }
+    m.num_experts = f.integer_or("num_experts", 1, kMaxExperts, qwen2 ? 60 : 128);
+    m.experts_per_tok = f.integer_or("num_experts_per_tok", 1, kMaxExperts, qwen2 ? 4 : 8);
+    m.intermediate_size = f.integer_or("moe_intermediate_size", 1, kMaxDim, qwen2 ? 1408 : 768);
     m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
     parse_sparse_layers(f, c);
   }
@@ -76,6 +82,9 @@ void write_moe_config(std::ostream& os, const MoeConfig& m) {
      << "moe_intermediate_size=" << m.intermediate_size << "\n"
      << "moe_norm_topk_prob=" << (m.norm_topk_prob ? 1 : 0) << "\n"
      << "moe_sparse_layers=" << layers << "\n";
+  // Qwen2-MoE only, so that the other MoE texts keep their bytes.
+  if (m.shared_intermediate_size != 0)
+    os << "moe_shared_intermediate_size=" << m.shared_intermediate_size << "\n";
 }
 
 }  // namespace detinfer::model

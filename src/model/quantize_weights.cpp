@@ -21,6 +21,9 @@ bool is_linear_kind(WeightKind kind) {
     case WeightKind::kExpertGate:  // (not kRouter: the router stays in its float type)
     case WeightKind::kExpertUp:
     case WeightKind::kExpertDown:
+    case WeightKind::kSharedExpertGate:  // (not kSharedGate: one row, kept float)
+    case WeightKind::kSharedExpertUp:
+    case WeightKind::kSharedExpertDown:
       return true;
     default:
       return false;

@@ -22,7 +22,8 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
 
 // The sparse MLP of layer l: the router and each expert's three projections, named as
 // the published checkpoints name them (Qwen3-MoE: mlp.gate, mlp.experts.E.{gate,up,down}_proj;
-// Mixtral: block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}).
+// Mixtral: block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}; Qwen2-MoE: as
+// Qwen3-MoE, and mlp.shared_expert_gate, mlp.shared_expert.{gate,up,down}_proj).
 void add_moe_weights(const ModelConfig& c, std::int64_t l, std::vector<WeightSpec>& w) {
   const std::int64_t h = c.hidden_size, inter = c.moe.intermediate_size;
   const bool mixtral = c.architecture == Architecture::kMixtral;
@@ -38,6 +39,14 @@ void add_moe_weights(const ModelConfig& c, std::int64_t l, std::vector<WeightSpe
     w.push_back({q + up + ".weight", WeightKind::kExpertUp, l, {inter, h}, e});
     w.push_back({q + down + ".weight", WeightKind::kExpertDown, l, {h, inter}, e});
   }
+  const std::int64_t shared = c.moe.shared_intermediate_size;
+  if (shared == 0) return;
+  w.push_back({p + "shared_expert_gate.weight", WeightKind::kSharedGate, l, {1, h}});
+  w.push_back(
+      {p + "shared_expert.gate_proj.weight", WeightKind::kSharedExpertGate, l, {shared, h}});
+  w.push_back({p + "shared_expert.up_proj.weight", WeightKind::kSharedExpertUp, l, {shared, h}});
+  w.push_back(
+      {p + "shared_expert.down_proj.weight", WeightKind::kSharedExpertDown, l, {h, shared}});
 }
 
 }  // namespace

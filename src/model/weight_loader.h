@@ -46,6 +46,12 @@ enum class WeightKind : std::uint8_t {
   kExpertGate,  // Qwen3-MoE experts.E.gate_proj, Mixtral experts.E.w1
   kExpertUp,    // Qwen3-MoE experts.E.up_proj, Mixtral experts.E.w3
   kExpertDown,  // Qwen3-MoE experts.E.down_proj, Mixtral experts.E.w2
+  // Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate:
+  // [1][hidden], a sigmoid of it scales the shared expert's output).
+  kSharedGate,
+  kSharedExpertGate,
+  kSharedExpertUp,
+  kSharedExpertDown,
 };
 
 struct WeightSpec {

@@ -81,6 +81,10 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
     case devtools::TinyArch::kMixtral:  // 8 experts of `intermediate`, top-2
       o.intermediate = 48;
       break;
+    case devtools::TinyArch::kQwen2Moe:  // q/k/v biases, a shared expert of 48, GQA 4:1
+      o.kv_heads = 1;
+      o.norm_topk_prob = false;  // Qwen2MoeConfig's default
+      break;
   }
   return o;
 }

@@ -60,9 +60,14 @@ TEST(MoeHostile, ConfigsAreClearErrors) {
   EXPECT_EQ(qwen_error([](json& c) { c["shared_expert_intermediate_size"] = 64; },
                        "shared_expert_intermediate_size"),
             ErrorCode::kUnsupported);
-  EXPECT_EQ(qwen_error([](json& c) { c["architectures"] = {"Qwen2MoeForCausalLM"}; },
-                       "Qwen2MoeForCausalLM"),
+  EXPECT_EQ(qwen_error([](json& c) { c["architectures"] = {"DeepseekV3ForCausalLM"}; },
+                       "DeepseekV3ForCausalLM"),
             ErrorCode::kUnsupported);
+  const std::string q2 = moe_dir(devtools::TinyArch::kQwen2Moe, "cfg2");
+  EXPECT_EQ(testing::config_error(
+                q2, [](json& c) { c["shared_expert_intermediate_size"] = 0; },
+                "shared_expert_intermediate_size"),
+            ErrorCode::kCorrupt);
   EXPECT_EQ(mixtral_error([](json& c) { c["num_local_experts"] = 0; }, "num_local_experts"),
             ErrorCode::kCorrupt);
   EXPECT_EQ(mixtral_error([](json& c) { c["num_experts_per_tok"] = 9; }, "num_experts_per_tok"),
@@ -128,6 +133,13 @@ TEST(MoeHostile, MissingOrMisshapenExpertsAreClearErrors) {
                             return true;
                           }),
                ErrorCode::kCorrupt, router);
+  const std::string shared = "model.layers.1.mlp.shared_expert_gate.weight";
+  expect_names(load_error(devtools::TinyArch::kQwen2Moe,
+                          [&](devtools::TensorEntry& t) {
+                            if (t.name == shared) t.shape = {64};  // 1-D
+                            return true;
+                          }),
+               ErrorCode::kCorrupt, shared);
   // A dense checkpoint under a MoE config: the router is missing.
   const std::string qrouter = "model.layers.0.mlp.gate.weight";
   expect_names(load_error(devtools::TinyArch::kQwen3Moe,

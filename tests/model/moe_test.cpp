@@ -8,6 +8,8 @@
 // route to other experts), chunking and threads; hostile configs and files are clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -48,7 +50,7 @@ devtools::TinyModelOptions moe_options(devtools::TinyArch arch, const std::strin
                                        std::uint64_t seed = 5) {
   devtools::TinyModelOptions o = testing::tiny_options(arch, core::DType::kF32, dir, seed);
   o.layers = 3;
-  if (arch == devtools::TinyArch::kQwen3Moe) o.mlp_only_layers = {1};  // one dense layer
+  if (arch != devtools::TinyArch::kMixtral) o.mlp_only_layers = {1};  // one dense layer
   return o;
 }
 
@@ -119,6 +121,28 @@ TEST(Moe, MixtralFortyPositionsWithin1e5AndRoutingMatters) {
       moe_model(devtools::TinyArch::kMixtral, "mixtral-ref"),
       {Ablation::kNoNormTopk, Ablation::kTop1, Ablation::kReversedWeights},
       {"no_norm_topk_prob", "top1", "reversed_weights"});
+}
+
+TEST(Moe, Qwen2MoeSharedExpertFortyPositionsWithin1e5) {
+  expect_matches_and_ablations_matter(
+      moe_model(devtools::TinyArch::kQwen2Moe, "qwen2-ref"),
+      {Ablation::kNoSharedExpert, Ablation::kUngatedShared, Ablation::kTop1},
+      {"no_shared_expert", "ungated_shared_expert", "top1"});
+}
+
+// sigmoid_f32 = 1 / (1 + exp_f32(-z)): within 3e-7 relative of the exact value
+// over the range where it is neither 0 nor 1, and exactly 0 / 1 far out.
+TEST(Moe, SharedExpertSigmoidAccuracy) {
+  double worst = 0;
+  for (float z = -80.0f; z <= 40.0f; z += 0.001953125f) {
+    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(z)));
+    worst = std::max(worst, std::abs(sigmoid_f32(z) - want) / want);
+  }
+  RecordProperty("sigmoid_worst_rel_error", sci(worst));
+  EXPECT_LE(worst, 3e-7);
+  EXPECT_EQ(sigmoid_f32(0.0f), 0.5f);
+  EXPECT_EQ(sigmoid_f32(200.0f), 1.0f);
+  EXPECT_EQ(sigmoid_f32(-200.0f), 0.0f);
 }
 
 TEST(Moe, Qwen3MoeWithoutNormTopkProbMatches) {
@@ -236,7 +260,8 @@ std::vector<int> expert_rows(const std::string& dir,
 }
 
 TEST(Moe, BatchCompositionDoesNotChangeASequencesBits) {
-  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral}) {
+  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral,
+                          devtools::TinyArch::kQwen2Moe}) {
     const std::string dir = moe_model(arch, "batch", 11);
     const auto tokens = testing::test_tokens(23, 512, 9);
     for (const int threads : {1, 2}) {

@@ -6,6 +6,8 @@
 //   if norm_topk_prob (Mixtral: always): w = topk / sum(topk);
 //   out = sum over the chosen experts e of w_e * down_e(silu(gate_e(h)) * up_e(h)).
 // Qwen3-MoE layers listed in mlp_only_layers (or off decoder_sparse_step) are dense MLPs.
+// Qwen2-MoE (modeling_qwen2_moe: Qwen2MoeSparseMoeBlock) adds a shared expert to every row:
+//   out += sigmoid(shared_expert_gate(h)) * shared_expert(h); attention as Qwen2 (q/k/v biases).
 // Written from the Hugging Face modules, independent of src/model.
 #pragma once
 
@@ -26,6 +28,8 @@ class ReferenceMoe : public ReferenceModel {
     kNoNormTopk,       // the top-k probabilities are used without renormalization
     kTop1,             // only the best expert (top-1 instead of top-k)
     kReversedWeights,  // the chosen experts' weights applied in reverse rank order
+    kNoSharedExpert,   // Qwen2-MoE without its shared expert
+    kUngatedShared,    // Qwen2-MoE's shared expert added without its sigmoid gate
   };
 
   explicit ReferenceMoe(const std::string& dir, Ablation ablation = Ablation::kNone)
@@ -33,8 +37,10 @@ class ReferenceMoe : public ReferenceModel {
     std::ifstream in(dir + "/config.json");
     const nlohmann::json c = nlohmann::json::parse(in);
     mixtral_ = arch_ == "MixtralForCausalLM";
-    experts_ = mixtral_ ? c.value("num_local_experts", 8) : c.value("num_experts", 128);
-    top_k_ = c.value("num_experts_per_tok", mixtral_ ? 2 : 8);
+    qwen2_ = arch_ == "Qwen2MoeForCausalLM";
+    experts_ =
+        mixtral_ ? c.value("num_local_experts", 8) : c.value("num_experts", qwen2_ ? 60 : 128);
+    top_k_ = c.value("num_experts_per_tok", mixtral_ ? 2 : qwen2_ ? 4 : 8);
     norm_ = mixtral_ || c.value("norm_topk_prob", false);
     const int step = mixtral_ ? 1 : c.value("decoder_sparse_step", 1);
     std::vector<int> only;
@@ -59,7 +65,7 @@ class ReferenceMoe : public ReferenceModel {
       q[t] = linear(h, p + "self_attn.q_proj", qd);
       k[t] = linear(h, p + "self_attn.k_proj", kd);
       v[t] = linear(h, p + "self_attn.v_proj", kd);
-      if (!mixtral_) {
+      if (arch_ == "Qwen3MoeForCausalLM") {
         per_head_norm(q[t], heads_, w(p + "self_attn.q_norm.weight"));
         per_head_norm(k[t], kv_heads_, w(p + "self_attn.k_norm.weight"));
       }
@@ -110,6 +116,12 @@ class ReferenceMoe : public ReferenceModel {
       const auto y = expert(h, b + "experts." + std::to_string(order[r]) + ".");
       for (int i = 0; i < hidden_; ++i) out[i] += weight[r] * y[i];
     }
+    if (qwen2_ && ablation_ != Ablation::kNoSharedExpert) {
+      const double z = linear(h, b + "shared_expert_gate", 1)[0];
+      const double s = ablation_ == Ablation::kUngatedShared ? 1.0 : 1.0 / (1.0 + std::exp(-z));
+      const auto y = expert(h, b + "shared_expert.");
+      for (int i = 0; i < hidden_; ++i) out[i] += s * y[i];
+    }
     return out;
   }
 
@@ -124,7 +136,7 @@ class ReferenceMoe : public ReferenceModel {
   }
 
   Ablation ablation_;
-  bool mixtral_ = false;
+  bool mixtral_ = false, qwen2_ = false;
   int experts_ = 0, top_k_ = 0;
   bool norm_ = false;
   std::vector<bool> sparse_;

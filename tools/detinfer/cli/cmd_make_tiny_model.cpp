@@ -46,9 +46,10 @@ const detinfer_cli::RegisterCommand kRegister(
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<MakeTinyOptions>();
       sub.add_option("--arch", o->arch,
-                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | qwen3_moe | mixtral")
-          ->check(CLI::IsMember(
-              {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3", "qwen3_moe", "mixtral"}))
+                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | qwen3_moe | mixtral | "
+                     "qwen2_moe")
+          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3", "qwen3_moe",
+                                 "mixtral", "qwen2_moe"}))
           ->capture_default_str();
       sub.add_option("--num-experts", o->model.num_experts,
                      "qwen3_moe, mixtral: num_experts / num_local_experts")
@@ -57,7 +58,11 @@ const detinfer_cli::RegisterCommand kRegister(
                      "qwen3_moe, mixtral: num_experts_per_tok (top-k)")
           ->capture_default_str();
       sub.add_option("--moe-intermediate", o->model.moe_intermediate,
-                     "qwen3_moe: moe_intermediate_size (mixtral experts use --intermediate)")
+                     "qwen3_moe, qwen2_moe: moe_intermediate_size (mixtral experts use "
+                     "--intermediate)")
+          ->capture_default_str();
+      sub.add_option("--shared-expert-intermediate", o->model.shared_expert_intermediate,
+                     "qwen2_moe: shared_expert_intermediate_size")
           ->capture_default_str();
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
           ->check(CLI::IsMember({"f32", "bf16", "f16"}))
