@@ -1,4 +1,4 @@
-// Mixture of experts behind the KV-prefix cache: a tiny Qwen3-MoE and a tiny Mixtral model
+// Mixture of experts behind the KV-prefix cache: tiny Qwen3-MoE, Mixtral and Qwen2-MoE models
 // (canonical routing) give bitwise identical outputs and per-step logits digests with the
 // cache off, cold and warm, for prompts sharing prefixes of random lengths. A cache hit
 // prefills only the prompt's tail, so the tail's rows reach the experts in other batches
@@ -67,7 +67,8 @@ std::vector<GenerationResult> run(model::Model& m, const std::vector<engine::Eng
 }
 
 TEST(CacheMoe, HitAndMissGiveIdenticalOutputs) {
-  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral}) {
+  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral,
+                          devtools::TinyArch::kQwen2Moe}) {
     testing::TempDir dir;
     devtools::TinyModelOptions o;
     o.arch = arch;

@@ -195,8 +195,8 @@ TEST_P(CudaModelEmulation, CanonicalForwardEqualsCpuBitForBit) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  static const char* const kArch[] = {"llama", "mistral", "qwen2",     "qwen3",
-                                      "olmo2", "phi3",    "qwen3_moe", "mixtral"};
+  static const char* const kArch[] = {"llama", "mistral",   "qwen2",   "qwen3",    "olmo2",
+                                      "phi3",  "qwen3_moe", "mixtral", "qwen2_moe"};
   static const char* const kDtype[] = {"f32", "bf16", "f16"};
   return std::string(kArch[static_cast<int>(info.param.arch)]) + "_" +
          kDtype[static_cast<int>(info.param.dtype)];
@@ -214,7 +214,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CudaModelEmulation,
                                            // Mixture of experts: routing on the host, experts
                                            // on the backend's linear kernels.
                                            Case{devtools::TinyArch::kQwen3Moe, core::DType::kBF16},
-                                           Case{devtools::TinyArch::kMixtral, core::DType::kF32}),
+                                           Case{devtools::TinyArch::kMixtral, core::DType::kF32},
+                                           Case{devtools::TinyArch::kQwen2Moe, core::DType::kBF16}),
                          case_name);
 
 TEST(CudaModelEmulationInvariant, DeviceInvariantIgnoresCompositionAndStaysCloseToCpu) {

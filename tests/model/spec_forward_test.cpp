@@ -3,7 +3,8 @@
 // chunked dot and sum, its own exp from the page's pseudo-code, the RoPE table from glibc
 // as the page defines it) equals the canonical model's logits bit for bit, for every
 // supported architecture (OLMo 2's post-norms and full-width q/k norm, Phi-3's fused
-// projections and partial rotary, Qwen3-MoE's and Mixtral's sparse blocks included), weight dtype,
+// projections and partial rotary, Qwen3-MoE's, Mixtral's and Qwen2-MoE's sparse blocks
+// included), weight dtype,
 // tied and untied heads, llama3 RoPE scaling, and prompts that span more than one 64-key attention
 // chunk.
 #include <gtest/gtest.h>
@@ -243,6 +244,16 @@ class SpecModel {
       const Vec y = linear(a, ex + (mixtral ? "w2" : "down_proj"));
       for (std::int64_t i = 0; i < hidden_; ++i) acc[i] = acc[i] + wt * y[i];
     }
+    const std::string shared = router.substr(0, router.size() - 11) + "shared_expert";
+    if (has(shared + "_gate.weight")) {  // Qwen2-MoE: sigmoid-gated shared expert, added last
+      const float z = linear(h, shared + "_gate")[0];
+      const float sg = 1.0f / (1.0f + exp_f32(-z));
+      const Vec g = linear(h, shared + ".gate_proj"), u = linear(h, shared + ".up_proj");
+      Vec a(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+      const Vec y = linear(a, shared + ".down_proj");
+      for (std::int64_t i = 0; i < hidden_; ++i) acc[i] = acc[i] + sg * y[i];
+    }
     return acc;
   }
 
@@ -351,12 +362,14 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
                             SpecCase{devtools::TinyArch::kOlmo2, core::DType::kBF16, false},
                             SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true},
                             SpecCase{devtools::TinyArch::kQwen3Moe, core::DType::kBF16, false},
-                            SpecCase{devtools::TinyArch::kMixtral, core::DType::kF16, true}}) {
+                            SpecCase{devtools::TinyArch::kMixtral, core::DType::kF16, true},
+                            SpecCase{devtools::TinyArch::kQwen2Moe, core::DType::kBF16, true}}) {
     const std::string dir = testing::scratch_dir("spec");
     devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;
-    o.vocab = 200;                                                         // no tokenizer needed
-    if (c.arch == devtools::TinyArch::kQwen3Moe) o.mlp_only_layers = {1};  // a dense layer too
+    o.vocab = 200;  // no tokenizer needed
+    if (c.arch == devtools::TinyArch::kQwen3Moe || c.arch == devtools::TinyArch::kQwen2Moe)
+      o.mlp_only_layers = {1};  // a dense layer too
     devtools::make_tiny_model(o);
     const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
     const Vec want = SpecModel(dir).logits(tokens);
