@@ -59,7 +59,8 @@ enum class NormPlacement : std::uint8_t {
           // sublayer's output, before the residual add; no norm on the inputs
 };
 
-// A mixture-of-experts MLP (Qwen3-MoE, Mixtral; docs/numerics.md, "Mixture of experts").
+// A mixture-of-experts MLP (Qwen3-MoE, Mixtral, Qwen2-MoE; docs/numerics.md, "Mixture of
+// experts").
 struct MoeConfig {
   std::int64_t num_experts = 0;        // 0: a dense model (every other member unused)
   std::int64_t experts_per_tok = 0;    // top-k, in [1, num_experts]

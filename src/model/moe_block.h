@@ -1,4 +1,4 @@
-// The mixture-of-experts MLP of Qwen3-MoE and Mixtral in canonical numerics
+// The mixture-of-experts MLP of Qwen3-MoE, Mixtral and Qwen2-MoE in canonical numerics
 // (docs/numerics.md, "Mixture of experts"), written over the Backend seam:
 //
 // 1. router logits = linear(h, router) on the backend (the canonical linear);
@@ -8,7 +8,8 @@
 //    gathered in row order: the canonical kernels give every row the same bits for any
 //    number of rows, so a row's result does not depend on which other rows share the step;
 // 4. the outputs are combined per row in ascending expert index: acc = +0, then
-//    acc = acc + w_e * y_e (two roundings) for each chosen expert e.
+//    acc = acc + w_e * y_e (two roundings) for each chosen expert e;
+// 5. Qwen2-MoE: then acc = acc + sigmoid(shared_gate . h) * shared_expert(h), every row.
 #pragma once
 
 #include <cstdint>
