@@ -3,6 +3,7 @@
 // bits; device-invariant: tensor cores). Every op treats rows independently, so a row's
 // result does not depend on which other rows (chunks, sequences) share the step, nor on
 // the thread count.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -96,6 +97,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   void take(const WeightSpec& s, core::DType dtype, const void* data) override {
+    if (take_moe(s, dtype, data)) return;
     const core::DType kd = dtype;
     const auto li = static_cast<std::size_t>(s.layer);
     auto pack = [&](const std::vector<float>* bias) {
@@ -170,20 +172,23 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
-      case WeightKind::kRouter:  // kept in their stored float type (llama.cpp's rule too)
-      case WeightKind::kSharedGate:
-        *l->moe->slot(s.kind, s.expert) =
-            backend_->make_linear(data, kd, s.shape[0], s.shape[1], nullptr);
-        break;
-      case WeightKind::kExpertGate:
-      case WeightKind::kExpertUp:
-      case WeightKind::kExpertDown:
-      case WeightKind::kSharedExpertGate:
-      case WeightKind::kSharedExpertUp:
-      case WeightKind::kSharedExpertDown:
-        *l->moe->slot(s.kind, s.expert) = pack(nullptr);
+      default:  // the MoE kinds (take_moe)
         break;
     }
+  }
+
+  // A router or expert tensor of a sparse layer (false for the other kinds). The routers
+  // (and Qwen2-MoE's shared-expert gate row) keep their stored float type, as llama.cpp
+  // does; the experts are linears like any other (quantized on load under weights=).
+  bool take_moe(const WeightSpec& s, core::DType dtype, const void* data) {
+    if (s.layer < 0) return false;
+    MoeWeights* moe = layers_[static_cast<std::size_t>(s.layer)].moe.get();
+    std::unique_ptr<BackendLinear>* slot = moe ? moe->slot(s.kind, s.expert) : nullptr;
+    if (slot == nullptr) return false;
+    const bool router = s.kind == WeightKind::kRouter || s.kind == WeightKind::kSharedGate;
+    *slot = router ? backend_->make_linear(data, dtype, s.shape[0], s.shape[1], nullptr)
+                   : linear_of(s, data, dtype, s.shape[0], s.shape[1], nullptr);
+    return true;
   }
 
   void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
@@ -307,7 +312,10 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       for (BackendBuffer* b : {&a.x, &a.hn, &a.tmp}) grow(*b, m * c.hidden_size);
       for (BackendBuffer* b : {&a.q, &a.attn}) grow(*b, m * qd);
       for (BackendBuffer* b : {&a.k, &a.v, &a.k_tmp}) grow(*b, m * kd);
-      for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, m * c.intermediate_size);
+      // (Not for a model whose every MLP is sparse: MoeBlock has its own.)
+      const bool dense = std::any_of(layers_.begin(), layers_.end(),
+                                     [](const Layer& l) { return l.moe == nullptr; });
+      for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, dense ? m * c.intermediate_size : 1);
       a.rows = m;
     }
     if (lr > a.logit_rows) {
