@@ -120,14 +120,7 @@ class FastModel final : public TransformerBase, private WeightSink {
         l->gate = t.narrow(0, 0, config_.intermediate_size);
         l->up = t.narrow(0, config_.intermediate_size, config_.intermediate_size);
         break;
-      case WeightKind::kRouter:  // mixture of experts: refused before loading (model_load.cpp)
-      case WeightKind::kExpertGate:
-      case WeightKind::kExpertUp:
-      case WeightKind::kExpertDown:
-      case WeightKind::kSharedGate:
-      case WeightKind::kSharedExpertGate:
-      case WeightKind::kSharedExpertUp:
-      case WeightKind::kSharedExpertDown:
+      default:  // the mixture-of-experts kinds: refused before loading (model_load.cpp)
         fail(ErrorCode::kUnsupported, "fast mode does not implement mixture of experts");
     }
   }
