@@ -168,6 +168,8 @@ struct ModelFootprint {
                                         //   buffers; not the KV pool (below)
   std::int64_t decode_read_bytes = 0;   // weight bytes a decode step reads per sequence:
                                         //   linears, lm_head, norms, one embedding row
+                                        //   (mixture of experts: the router and k experts
+                                        //   per sparse layer)
   std::int64_t kv_bytes_per_token = 0;  // K + V of one cached token over all layers
   std::int64_t kv_reserved_bytes = 0;   // the KV pool's capacity: address space, zero
                                         //   pages until a block is first used

@@ -44,6 +44,9 @@ const char* gguf_arch(Architecture a) {
       return "phi3";
     case Architecture::kGemma2:  // not written yet (issue 29: GGUF mapping missing)
     case Architecture::kGemma3:
+    case Architecture::kQwen3Moe:  // mixture of experts: not written as GGUF
+    case Architecture::kMixtral:
+    case Architecture::kQwen2Moe:
       break;
   }
   fail(ErrorCode::kUnsupported, "write_gguf_model: ", model::to_string(a),

@@ -24,11 +24,16 @@ enum class TinyArch : std::uint8_t {
   kPhi3,
   kGemma2,  // issue 29
   kGemma3,
+  kQwen3Moe,  // mixture of experts (num_experts, experts_per_tok below)
+  kMixtral,
+  kQwen2Moe,  // with a shared expert (shared_expert_intermediate below)
 };
 
-// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "gemma2" | "gemma3" and "f32"
-// | "bf16" | "f16"; Error(kInvalidArgument) otherwise.
+// Parses "llama" | "mistral" | "qwen2" | "qwen3" | "olmo2" | "phi3" | "gemma2" | "gemma3" |
+// "qwen3_moe" | "mixtral" | "qwen2_moe" and "f32" | "bf16" | "f16"; Error(kInvalidArgument)
+// otherwise.
 TinyArch parse_tiny_arch(const std::string& name);
+const char* tiny_arch_name(TinyArch arch);  // the inverse: "llama", ..., "qwen2_moe"
 core::DType parse_weight_dtype(const std::string& name);
 
 struct TinyModelOptions {
@@ -50,6 +55,15 @@ struct TinyModelOptions {
   double partial_rotary_factor = 1.0;  // phi3 only: written to config.json when not 1
   bool tie_word_embeddings = false;
   double rms_norm_eps = 1e-5;
+  // qwen3_moe, mixtral: the sparse MLP (Qwen3-MoE's experts have moe_intermediate of width;
+  // Mixtral's have `intermediate`).
+  std::int64_t num_experts = 8;
+  std::int64_t experts_per_tok = 2;
+  std::int64_t moe_intermediate = 32;
+  bool norm_topk_prob = true;                    // qwen3_moe only (Mixtral always normalizes)
+  std::vector<std::int64_t> mlp_only_layers;     // qwen3_moe, qwen2_moe: dense layers
+  std::int64_t shared_expert_intermediate = 48;  // qwen2_moe only
+
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
   std::uint64_t seed = 0;
   // gemma2 / gemma3 (issue 29): soft-caps (0 = null), query_pre_attn_scalar (0 = head_dim),

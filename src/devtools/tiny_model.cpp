@@ -40,6 +40,27 @@ void make_dirs(const std::string& dir) {
   }
 }
 
+bool is_moe(TinyArch a) {
+  return a == TinyArch::kQwen3Moe || a == TinyArch::kMixtral || a == TinyArch::kQwen2Moe;
+}
+
+// The MoE options are checked for MoE architectures only (written to config.json as given
+// otherwise, so that hostile-config tests can start from any value the loader refuses).
+void check_moe_options(const TinyModelOptions& o) {
+  if (!is_moe(o.arch)) return;
+  auto in = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi) {
+      fail(ErrorCode::kInvalidArgument, "tiny model option ", name, " = ", v, " is outside [", lo,
+           ", ", hi, "]");
+    }
+  };
+  in("num_experts", o.num_experts, 1, 4096);
+  in("experts_per_tok", o.experts_per_tok, 1, o.num_experts);
+  in("moe_intermediate", o.moe_intermediate, 1, 1 << 17);
+  for (const std::int64_t l : o.mlp_only_layers) in("mlp_only_layers", l, 0, o.layers - 1);
+  in("shared_expert_intermediate", o.shared_expert_intermediate, 1, 1 << 17);
+}
+
 void check_options(const TinyModelOptions& o) {
   auto in = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) {
@@ -71,6 +92,7 @@ void check_options(const TinyModelOptions& o) {
   if (o.partial_rotary_factor != 1.0 && o.arch != TinyArch::kPhi3) {
     fail(ErrorCode::kInvalidArgument, "tiny model: partial_rotary_factor is for phi3 only");
   }
+  check_moe_options(o);
   if (!(o.rms_norm_eps > 0.0 && o.rope_theta > 1.0)) {
     fail(ErrorCode::kInvalidArgument, "tiny model: rms_norm_eps and rope_theta must be positive");
   }
@@ -94,6 +116,12 @@ const char* arch_class(TinyArch a) {
       return "Gemma2ForCausalLM";
     case TinyArch::kGemma3:
       return "Gemma3ForCausalLM";
+    case TinyArch::kQwen3Moe:
+      return "Qwen3MoeForCausalLM";
+    case TinyArch::kMixtral:
+      return "MixtralForCausalLM";
+    case TinyArch::kQwen2Moe:
+      return "Qwen2MoeForCausalLM";
   }
   return "?";
 }
@@ -116,6 +144,12 @@ const char* model_type(TinyArch a) {
       return "gemma2";
     case TinyArch::kGemma3:
       return "gemma3_text";
+    case TinyArch::kQwen3Moe:
+      return "qwen3_moe";
+    case TinyArch::kMixtral:
+      return "mixtral";
+    case TinyArch::kQwen2Moe:
+      return "qwen2_moe";
   }
   return "?";
 }
@@ -143,6 +177,24 @@ void add_gemma_fields(const TinyModelOptions& o, std::int64_t head_dim, nlohmann
   }
 }
 
+// Qwen3MoeConfig's / MixtralConfig's expert fields.
+void add_moe_fields(const TinyModelOptions& o, nlohmann::json& c) {
+  if (o.arch == TinyArch::kQwen2Moe)
+    c["shared_expert_intermediate_size"] = o.shared_expert_intermediate;
+  if (o.arch == TinyArch::kQwen3Moe || o.arch == TinyArch::kQwen2Moe) {
+    c["num_experts"] = o.num_experts;
+    c["num_experts_per_tok"] = o.experts_per_tok;
+    c["moe_intermediate_size"] = o.moe_intermediate;
+    c["norm_topk_prob"] = o.norm_topk_prob;
+    c["decoder_sparse_step"] = 1;
+    c["mlp_only_layers"] = o.mlp_only_layers;
+  }
+  if (o.arch == TinyArch::kMixtral) {
+    c["num_local_experts"] = o.num_experts;
+    c["num_experts_per_tok"] = o.experts_per_tok;
+  }
+}
+
 nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
                            const std::vector<std::int32_t>& eos) {
   nlohmann::json c = {
@@ -166,8 +218,9 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
       {"eos_token_id", eos.empty() ? nlohmann::json(nullptr) : nlohmann::json(eos.front())},
       {"rope_scaling", nullptr},
   };
-  if (o.head_dim != 0 || o.arch == TinyArch::kQwen3) c["head_dim"] = head_dim;
-  if (o.arch == TinyArch::kLlama || o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kOlmo2 ||
+  const bool qwen3 = o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kQwen3Moe;
+  if (o.head_dim != 0 || qwen3) c["head_dim"] = head_dim;
+  if (o.arch == TinyArch::kLlama || qwen3 || o.arch == TinyArch::kOlmo2 ||
       o.arch == TinyArch::kPhi3) {
     c["attention_bias"] = false;
   }
@@ -183,11 +236,12 @@ nlohmann::json config_json(const TinyModelOptions& o, std::int64_t head_dim,
     c["original_max_position_embeddings"] = o.max_positions;
     if (o.partial_rotary_factor != 1.0) c["partial_rotary_factor"] = o.partial_rotary_factor;
   }
-  if (o.arch == TinyArch::kMistral || o.arch == TinyArch::kPhi3) {
+  add_moe_fields(o, c);
+  if (o.arch == TinyArch::kMistral || o.arch == TinyArch::kPhi3 || o.arch == TinyArch::kMixtral) {
     c["sliding_window"] =
         o.sliding_window != 0 ? nlohmann::json(o.sliding_window) : nlohmann::json(nullptr);
   }
-  if (o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen3) {
+  if (o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen2Moe || qwen3) {
     c["use_sliding_window"] = o.sliding_window != 0;
     c["sliding_window"] = o.sliding_window != 0 ? o.sliding_window : o.max_positions;
     if (o.sliding_window != 0) c["max_window_layers"] = 0;
@@ -207,8 +261,24 @@ model::ModelConfig model_config_of(const TinyModelOptions& o, std::int64_t head_
   c.num_kv_heads = o.kv_heads;
   c.head_dim = head_dim;
   c.tie_word_embeddings = o.tie_word_embeddings;
-  c.attention_bias = o.arch == TinyArch::kQwen2;
-  if (o.arch == TinyArch::kQwen3) c.qk_norm = model::QkNorm::kPerHead;
+  c.attention_bias = o.arch == TinyArch::kQwen2 || o.arch == TinyArch::kQwen2Moe;
+  if (o.arch == TinyArch::kQwen3 || o.arch == TinyArch::kQwen3Moe)
+    c.qk_norm = model::QkNorm::kPerHead;
+  if (is_moe(o.arch)) {
+    c.architecture = o.arch == TinyArch::kMixtral    ? model::Architecture::kMixtral
+                     : o.arch == TinyArch::kQwen2Moe ? model::Architecture::kQwen2Moe
+                                                     : model::Architecture::kQwen3Moe;
+    if (o.arch == TinyArch::kQwen2Moe)
+      c.moe.shared_intermediate_size = o.shared_expert_intermediate;
+    c.moe.num_experts = o.num_experts;
+    c.moe.experts_per_tok = o.experts_per_tok;
+    c.moe.intermediate_size = o.arch == TinyArch::kMixtral ? o.intermediate : o.moe_intermediate;
+    c.moe.sparse_layers.assign(static_cast<std::size_t>(o.layers), 1);
+    if (o.arch != TinyArch::kMixtral) {
+      for (const std::int64_t l : o.mlp_only_layers)
+        c.moe.sparse_layers[static_cast<std::size_t>(l)] = 0;
+    }
+  }
   if (o.arch == TinyArch::kOlmo2) {
     c.qk_norm = model::QkNorm::kFullWidth;
     c.norm_placement = model::NormPlacement::kPost;
@@ -275,6 +345,34 @@ std::string shard_name(std::int64_t i, std::int64_t n) {
 
 }  // namespace
 
+const char* tiny_arch_name(TinyArch arch) {
+  switch (arch) {
+    case TinyArch::kLlama:
+      return "llama";
+    case TinyArch::kMistral:
+      return "mistral";
+    case TinyArch::kQwen2:
+      return "qwen2";
+    case TinyArch::kQwen3:
+      return "qwen3";
+    case TinyArch::kOlmo2:
+      return "olmo2";
+    case TinyArch::kPhi3:
+      return "phi3";
+    case TinyArch::kGemma2:
+      return "gemma2";
+    case TinyArch::kGemma3:
+      return "gemma3";
+    case TinyArch::kQwen3Moe:
+      return "qwen3_moe";
+    case TinyArch::kMixtral:
+      return "mixtral";
+    case TinyArch::kQwen2Moe:
+      return "qwen2_moe";
+  }
+  return "?";
+}
+
 TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "llama") return TinyArch::kLlama;
   if (name == "mistral") return TinyArch::kMistral;
@@ -284,8 +382,12 @@ TinyArch parse_tiny_arch(const std::string& name) {
   if (name == "phi3") return TinyArch::kPhi3;
   if (name == "gemma2") return TinyArch::kGemma2;
   if (name == "gemma3") return TinyArch::kGemma3;
+  if (name == "qwen3_moe") return TinyArch::kQwen3Moe;
+  if (name == "mixtral") return TinyArch::kMixtral;
+  if (name == "qwen2_moe") return TinyArch::kQwen2Moe;
   fail(ErrorCode::kInvalidArgument, "unknown architecture '", name,
-       "' (llama, mistral, qwen2, qwen3, olmo2, phi3, gemma2, gemma3)");
+       "' (llama, mistral, qwen2, qwen3, olmo2, phi3, gemma2, gemma3, qwen3_moe, mixtral, "
+       "qwen2_moe)");
 }
 
 core::DType parse_weight_dtype(const std::string& name) {

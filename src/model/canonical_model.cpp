@@ -3,38 +3,20 @@
 // bits; device-invariant: tensor cores). Every op treats rows independently, so a row's
 // result does not depend on which other rows (chunks, sequences) share the step, nor on
 // the thread count.
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "core/check.h"
+#include "model/canonical_layer.h"
 #include "model/model_factories.h"
 #include "model/quantize_weights.h"
 #include "model/transformer_base.h"
 
 namespace detinfer::model {
 namespace {
-
-struct Layer {
-  // post_norm: post_attention_layernorm; post_ff_norm: post_feedforward_layernorm (OLMo 2,
-  // Gemma); pre_ff_norm: pre_feedforward_layernorm (Gemma).
-  BackendBuffer input_norm, post_norm, post_ff_norm, q_norm, k_norm, pre_ff_norm;
-  std::unique_ptr<BackendLinear> q, k, v, o, gate, up, down;
-};
-
-// Host copies of the biases until their weight arrives (a bias sorts before its weight).
-struct LayerBiases {
-  std::vector<float> q, k, v;
-};
-
-std::vector<float> to_f32(const WeightSpec& spec, core::DType dtype, const void* data) {
-  std::int64_t n = 1;
-  for (const std::int64_t d : spec.shape) n *= d;
-  std::vector<float> out(static_cast<std::size_t>(n));
-  widen_to_f32(dtype, data, n, out.data());
-  return out;
-}
 
 // Activations of one step, in the backend's memory; grown, never shrunk.
 struct Activations {
@@ -50,7 +32,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       : TransformerBase(config, options),
         backend_(backend != nullptr ? std::move(backend) : make_backend(options)),
         layers_(static_cast<std::size_t>(config.num_layers)),
-        biases_(layers_.size()) {
+        biases_(layers_.size()),
+        moe_block_(config_, *backend_) {
     const bool gemma = config.hidden_act != Activation::kSilu || config.norm_plus_one ||
                        config.scale_embeddings || config.attn_logit_softcapping > 0.0 ||
                        config.final_logit_softcapping > 0.0 || config.rope_local_theta > 0.0;
@@ -60,21 +43,33 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                           backend_->name(), " lacks the Gemma ops)"),
                   "backend");
     }
+    for (std::int64_t li = 0; li < config_.num_layers; ++li) {
+      if (is_moe_layer(config_, li)) {
+        layers_[static_cast<std::size_t>(li)].moe =
+            std::make_unique<MoeWeights>(config_.moe.num_experts);
+      }
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
                                               (lm_head_ ? lm_head_->bytes() : 0));
-    for (const Layer& l : layers_) {
+    for (const CanonicalLayer& l : layers_) {
       for (const BackendBuffer* b :
            {&l.input_norm, &l.post_norm, &l.post_ff_norm, &l.q_norm, &l.k_norm, &l.pre_ff_norm}) {
         resident += static_cast<std::int64_t>(b->bytes());
       }
       for (const auto* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-        resident += static_cast<std::int64_t>((*p)->bytes());
+        if (*p) resident += static_cast<std::int64_t>((*p)->bytes());
       }
+      if (l.moe) resident += static_cast<std::int64_t>(l.moe->bytes());
+    }
+    std::int64_t unrouted = 0;  // experts a decode row is not routed to
+    for (const CanonicalLayer& l : layers_) {
+      if (l.moe)
+        unrouted += static_cast<std::int64_t>(l.moe->unrouted_bytes(config_.moe.experts_per_tok));
     }
     // A kept embedding table only serves row lookups (lm_head is packed separately).
-    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()));
+    set_loaded(w, resident, static_cast<std::int64_t>(embed_.bytes()), unrouted);
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
@@ -96,6 +91,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   void take(const WeightSpec& s, core::DType dtype, const void* data) override {
+    if (take_moe(s, dtype, data)) return;
     const core::DType kd = dtype;
     const auto li = static_cast<std::size_t>(s.layer);
     auto pack = [&](const std::vector<float>* bias) {
@@ -103,8 +99,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       if (with_bias) DETINFER_INTERNAL_CHECK(!bias->empty());
       return linear_of(s, data, kd, s.shape[0], s.shape[1], with_bias ? bias->data() : nullptr);
     };
-    Layer* l = s.layer >= 0 ? &layers_[li] : nullptr;
-    LayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
+    CanonicalLayer* l = s.layer >= 0 ? &layers_[li] : nullptr;
+    CanonicalLayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
     switch (s.kind) {
       case WeightKind::kEmbed:
         embed_dtype_ = kd;
@@ -119,25 +115,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         lm_head_ = pack(nullptr);
         break;
       case WeightKind::kFinalNorm:
-        final_norm_ = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kInputNorm:
-        l->input_norm = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kPostNorm:
-        l->post_norm = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kPostFfNorm:
-        l->post_ff_norm = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kPreFfNorm:
-        l->pre_ff_norm = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kQNorm:
-        l->q_norm = upload_f32(s, dtype, data);
-        break;
       case WeightKind::kKNorm:
-        l->k_norm = upload_f32(s, dtype, data);
+        *norm_slot(s.kind, l, final_norm_) = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQBias:
         b->q = to_f32(s, dtype, data);
@@ -173,10 +157,27 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
+      default:  // the MoE kinds (take_moe)
+        break;
     }
   }
 
-  void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data, Layer& l) {
+  // A router or expert tensor of a sparse layer (false for the other kinds). The routers
+  // (and Qwen2-MoE's shared-expert gate row) keep their stored float type, as llama.cpp
+  // does; the experts are linears like any other (quantized on load under weights=).
+  bool take_moe(const WeightSpec& s, core::DType dtype, const void* data) {
+    if (s.layer < 0) return false;
+    MoeWeights* moe = layers_[static_cast<std::size_t>(s.layer)].moe.get();
+    std::unique_ptr<BackendLinear>* slot = moe ? moe->slot(s.kind, s.expert) : nullptr;
+    if (slot == nullptr) return false;
+    const bool router = s.kind == WeightKind::kRouter || s.kind == WeightKind::kSharedGate;
+    *slot = router ? backend_->make_linear(data, dtype, s.shape[0], s.shape[1], nullptr)
+                   : linear_of(s, data, dtype, s.shape[0], s.shape[1], nullptr);
+    return true;
+  }
+
+  void take_fused_native(const WeightSpec& s, core::DType dtype, const void* data,
+                         CanonicalLayer& l) {
     take_fused(s, l, [&](std::int64_t row0, std::int64_t rows) {
       const std::size_t at = static_cast<std::size_t>(row0 * s.shape[1]) * core::dtype_size(dtype);
       return linear_of(s, static_cast<const std::uint8_t*>(data) + at, dtype, rows, s.shape[1],
@@ -219,8 +220,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
           static_cast<const std::uint8_t*>(blocks) + row0 * row_bytes, f, rows, k,
           with_bias ? bias->data() : nullptr);
     };
-    Layer* l = s.layer >= 0 ? &layers_[static_cast<std::size_t>(s.layer)] : nullptr;
-    LayerBiases* b = s.layer >= 0 ? &biases_[static_cast<std::size_t>(s.layer)] : nullptr;
+    CanonicalLayer* l = s.layer >= 0 ? &layers_[static_cast<std::size_t>(s.layer)] : nullptr;
+    CanonicalLayerBiases* b = s.layer >= 0 ? &biases_[static_cast<std::size_t>(s.layer)] : nullptr;
     switch (s.kind) {
       case WeightKind::kEmbed:
       case WeightKind::kLmHead:
@@ -242,32 +243,20 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                    [&](std::int64_t row0, std::int64_t rows) { return make(row0, rows, nullptr); });
         break;
       default:
-        *linear_slot(s.kind, *l) = make(0, n, nullptr);
+        if (auto* slot = l->moe ? l->moe->slot(s.kind, s.expert) : nullptr) {
+          *slot = make(0, n, nullptr);
+        } else {
+          *linear_slot(s.kind, *l) = make(0, n, nullptr);
+        }
         break;
     }
-  }
-
-  // The layer member of an o/gate/up/down projection.
-  static std::unique_ptr<BackendLinear>* linear_slot(WeightKind kind, Layer& l) {
-    switch (kind) {
-      case WeightKind::kO:
-        return &l.o;
-      case WeightKind::kGate:
-        return &l.gate;
-      case WeightKind::kUp:
-        return &l.up;
-      default:
-        break;
-    }
-    DETINFER_INTERNAL_CHECK(kind == WeightKind::kDown);
-    return &l.down;
   }
 
   // Phi-3's fused projections, split by rows into the layer's linears: each part is a
   // contiguous run of whole rows of the [n][k] tensor, prepared (copied) like any other by
   // part(row0, rows).
   template <typename Part>
-  void take_fused(const WeightSpec& s, Layer& l, const Part& part) {
+  void take_fused(const WeightSpec& s, CanonicalLayer& l, const Part& part) {
     if (s.kind == WeightKind::kQkv) {
       const std::int64_t qd = config_.num_heads * config_.head_dim;
       const std::int64_t kd = config_.num_kv_heads * config_.head_dim;
@@ -293,14 +282,18 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       for (BackendBuffer* b : {&a.x, &a.hn, &a.tmp}) grow(*b, m * c.hidden_size);
       for (BackendBuffer* b : {&a.q, &a.attn}) grow(*b, m * qd);
       for (BackendBuffer* b : {&a.k, &a.v, &a.k_tmp}) grow(*b, m * kd);
-      for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, m * c.intermediate_size);
+      // (Not for a model whose every MLP is sparse: MoeBlock has its own.)
+      const bool dense = std::any_of(layers_.begin(), layers_.end(),
+                                     [](const CanonicalLayer& l) { return l.moe == nullptr; });
+      for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, dense ? m * c.intermediate_size : 1);
       a.rows = m;
     }
     if (lr > a.logit_rows) {
       grow(a.logits, lr * c.vocab_size);
       a.logit_rows = lr;
     }
-    std::size_t held = 0;
+    moe_block_.reserve(m);
+    std::size_t held = moe_block_.scratch_bytes();
     for (const BackendBuffer* b :
          {&a.x, &a.hn, &a.tmp, &a.q, &a.k, &a.v, &a.k_tmp, &a.attn, &a.g, &a.u, &a.a, &a.logits}) {
       held += b->bytes();
@@ -309,7 +302,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   // q and k RMSNorm (before RoPE): per head (rows of head_dim) or over the whole projection.
-  void qk_norm(const Layer& l, std::int64_t m) {
+  void qk_norm(const CanonicalLayer& l, std::int64_t m) {
     const ModelConfig& c = config_;
     Backend& be = *backend_;
     Activations& a = act_;
@@ -348,7 +341,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     return hn;
   }
 
-  void run_layer(const Layer& l, KvCachePool& kv, std::int64_t li, std::int64_t m) {
+  void run_layer(const CanonicalLayer& l, KvCachePool& kv, std::int64_t li, std::int64_t m) {
     const ModelConfig& c = config_;
     Backend& be = *backend_;
     Activations& a = act_;
@@ -379,6 +372,11 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     // pre_feedforward_layernorm.
     const bool sandwich = c.norm_placement == NormPlacement::kSandwich;
     const float* mlp_in = sublayer_input(sandwich ? l.pre_ff_norm : l.post_norm, m);
+    if (l.moe) {
+      moe_block_.run(*l.moe, mlp_in, m, tmp);
+      residual_add(l.post_ff_norm, tmp, m);
+      return;
+    }
     if (c.hidden_act == Activation::kGeluTanh) {
       be.mlp_gate_up_gelu(*l.gate, *l.up, mlp_in, m, a.g.as<float>(), a.u.as<float>(),
                           a.a.as<float>());
@@ -430,13 +428,14 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
 
   std::shared_ptr<Backend> backend_;
   std::set<std::string> stored_formats_;  // quantized formats of the file's tensors
-  std::vector<Layer> layers_;
-  std::vector<LayerBiases> biases_;
+  std::vector<CanonicalLayer> layers_;
+  std::vector<CanonicalLayerBiases> biases_;
   BackendBuffer embed_;
   core::DType embed_dtype_ = core::DType::kF32;
   BackendBuffer final_norm_;
   std::unique_ptr<BackendLinear> lm_head_;
   Activations act_;
+  MoeBlock moe_block_;
 };
 
 }  // namespace

@@ -52,6 +52,28 @@ class FastModel final : public TransformerBase, private WeightSink {
   }
 
  private:
+  // Where a layer's norm weight or bias goes.
+  static at::Tensor* vector_slot(WeightKind kind, Layer& l) {
+    switch (kind) {
+      case WeightKind::kInputNorm:
+        return &l.input_norm;
+      case WeightKind::kPostNorm:
+        return &l.post_norm;
+      case WeightKind::kPostFfNorm:
+        return &l.post_ff_norm;
+      case WeightKind::kQNorm:
+        return &l.q_norm;
+      case WeightKind::kKNorm:
+        return &l.k_norm;
+      case WeightKind::kQBias:
+        return &l.q_bias;
+      case WeightKind::kKBias:
+        return &l.k_bias;
+      default:
+        return &l.v_bias;
+    }
+  }
+
   void take(const WeightSpec& s, core::DType dtype, const void* data) override {
     // Weights are widened to f32 once; libtorch's CPU bf16/f16 matmuls are slow.
     at::Tensor t = at::empty(s.shape, at::kFloat);
@@ -71,30 +93,16 @@ class FastModel final : public TransformerBase, private WeightSink {
         final_norm_ = t;
         break;
       case WeightKind::kInputNorm:
-        l->input_norm = t;
-        break;
       case WeightKind::kPostNorm:
-        l->post_norm = t;
-        break;
       case WeightKind::kPostFfNorm:
-        l->post_ff_norm = t;
+      case WeightKind::kQNorm:
+      case WeightKind::kKNorm:
+      case WeightKind::kQBias:
+      case WeightKind::kKBias:
+      case WeightKind::kVBias:
+        *vector_slot(s.kind, *l) = t;
         break;
       case WeightKind::kPreFfNorm:  // Gemma: refused by the constructor
-        break;
-      case WeightKind::kQNorm:
-        l->q_norm = t;
-        break;
-      case WeightKind::kKNorm:
-        l->k_norm = t;
-        break;
-      case WeightKind::kQBias:
-        l->q_bias = t;
-        break;
-      case WeightKind::kKBias:
-        l->k_bias = t;
-        break;
-      case WeightKind::kVBias:
-        l->v_bias = t;
         break;
       case WeightKind::kQ:
         l->q = t;
@@ -129,6 +137,8 @@ class FastModel final : public TransformerBase, private WeightSink {
         l->gate = t.narrow(0, 0, config_.intermediate_size);
         l->up = t.narrow(0, config_.intermediate_size, config_.intermediate_size);
         break;
+      default:  // the mixture-of-experts kinds: refused before loading (model_load.cpp)
+        fail(ErrorCode::kUnsupported, "fast mode does not implement mixture of experts");
     }
   }
 

@@ -90,17 +90,19 @@ void parse_gemma_fields(const nlohmann::json& j, core::ObjectReader& f, ModelCon
 void parse_sliding_layers(core::ObjectReader& f, ModelConfig& c) {
   const Architecture a = c.architecture;
   bool applies = false;
-  if (a == Architecture::kMistral || a == Architecture::kPhi3) applies = f.has("sliding_window");
-  if (a == Architecture::kQwen2 || a == Architecture::kQwen3) {
-    applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
+  const bool qwen = a == Architecture::kQwen2 || a == Architecture::kQwen3 ||
+                    a == Architecture::kQwen2Moe || a == Architecture::kQwen3Moe;
+  if (a == Architecture::kMistral || a == Architecture::kPhi3 || a == Architecture::kMixtral) {
+    applies = f.has("sliding_window");
   }
+  if (qwen) applies = f.boolean_or("use_sliding_window", false) && f.has("sliding_window");
   if (is_gemma(c)) applies = true;
   if (!applies) return;
   c.sliding_window = is_gemma(c) ? f.integer_or("sliding_window", 1, kMaxWindow, 4096)
                                  : f.integer("sliding_window", 1, kMaxWindow);
   if (is_gemma(c)) {
     c.sliding_layers = gemma_layers(f, c);
-  } else if (a == Architecture::kQwen2 || a == Architecture::kQwen3) {
+  } else if (qwen) {
     // transformers: layer i slides when i >= max_window_layers (default 28), unless
     // layer_types says otherwise.
     if (f.has("layer_types")) {

@@ -305,6 +305,12 @@ ModelConfig gguf_model_config(const GgufModel& g) {
   ModelConfig c;
   c.architecture = gguf_architecture(arch_name, where);
   const Meta m(f, where, arch_name);
+  // Mixtral-style llama files (and any other architecture) with experts: the stacked
+  // ffn_*_exps tensors are not read (mixture of experts loads from safetensors only).
+  if (m.dim_or("expert_count", 0, std::int64_t{1} << 20, 0) > 0) {
+    bad(ErrorCode::kUnsupported, where, m.key("expert_count"),
+        "> 0: mixture-of-experts GGUF files are not supported (load the safetensors folder)");
+  }
   c.max_position_embeddings = m.dim("context_length", 1, kMaxDim * 16);
   c.hidden_size = m.dim("embedding_length", 1, kMaxDim);
   c.num_layers = m.dim("block_count", 1, 1024);

@@ -12,6 +12,7 @@
 #include "core/json_parse.h"
 #include "core/log.h"
 #include "model/gemma_config.h"
+#include "model/moe_config.h"
 #include "model/rope_config.h"
 
 namespace detinfer::model {
@@ -67,17 +68,22 @@ Architecture parse_architecture(Fields& f) {
     if (mt == "phi3") name = "Phi3ForCausalLM";
     if (mt == "gemma2") name = "Gemma2ForCausalLM";
     if (mt == "gemma3_text") name = "Gemma3ForCausalLM";
+    if (mt == "qwen3_moe") name = "Qwen3MoeForCausalLM";
+    if (mt == "mixtral") name = "MixtralForCausalLM";
+    if (mt == "qwen2_moe") name = "Qwen2MoeForCausalLM";
     if (name.empty())
       fail(ErrorCode::kUnsupported, f.path(), ": unsupported model_type '", mt, "'");
   }
   for (Architecture a :
        {Architecture::kLlama, Architecture::kMistral, Architecture::kQwen2, Architecture::kQwen3,
-        Architecture::kOlmo2, Architecture::kPhi3, Architecture::kGemma2, Architecture::kGemma3}) {
+        Architecture::kOlmo2, Architecture::kPhi3, Architecture::kGemma2, Architecture::kGemma3,
+        Architecture::kQwen3Moe, Architecture::kMixtral, Architecture::kQwen2Moe}) {
     if (name == to_string(a)) return a;
   }
   fail(ErrorCode::kUnsupported, f.path(), ": unsupported architecture '", name,
        "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-       "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
+       "Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+       "Qwen3MoeForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM)");
 }
 
 void reject_unsupported(Fields& f, const ModelConfig& c) {
@@ -94,7 +100,9 @@ void reject_unsupported(Fields& f, const ModelConfig& c) {
   }
   // Llama, Qwen3 and OLMo 2 put attention_bias on o_proj as well; only Qwen2's q/k/v-only
   // biases are implemented.
-  if (c.architecture != Architecture::kQwen2 && f.boolean_or("attention_bias", false)) {
+  const bool qkv_bias =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen2Moe;
+  if (!qkv_bias && f.boolean_or("attention_bias", false)) {
     fail(ErrorCode::kUnsupported, f.path(), ": attention_bias = true is not supported for ",
          to_string(c.architecture));
   }
@@ -147,9 +155,35 @@ const char* to_string(Architecture a) {
       return "Gemma2ForCausalLM";
     case Architecture::kGemma3:
       return "Gemma3ForCausalLM";
+    case Architecture::kQwen3Moe:
+      return "Qwen3MoeForCausalLM";
+    case Architecture::kMixtral:
+      return "MixtralForCausalLM";
+    case Architecture::kQwen2Moe:
+      return "Qwen2MoeForCausalLM";
   }
   return "?";
 }
+
+namespace {
+
+// head_dim: config.json's, else hidden_size / num_attention_heads (Gemma: 256).
+void parse_head_dim(Fields& f, ModelConfig& c, bool gemma, const std::string& where) {
+  if (gemma && !f.has("head_dim")) {
+    c.head_dim = 256;  // Gemma2Config / Gemma3TextConfig default
+  } else if (f.has("head_dim")) {
+    c.head_dim = f.integer("head_dim", 2, 4096);
+  } else {
+    if (c.hidden_size % c.num_heads != 0) {
+      fail(ErrorCode::kCorrupt, where, ": hidden_size ", c.hidden_size,
+           " is not a multiple of num_attention_heads ", c.num_heads, " and head_dim is absent");
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
+}
+
+}  // namespace
 
 ModelConfig parse_model_config(const std::string& config_json, const std::string& generation_json,
                                const std::string& where) {
@@ -170,31 +204,26 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   }
   const bool gemma =
       c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
-  if (gemma && !f.has("head_dim")) {
-    c.head_dim = 256;  // Gemma2Config / Gemma3TextConfig default
-  } else if (f.has("head_dim")) {
-    c.head_dim = f.integer("head_dim", 2, 4096);
-  } else {
-    if (c.hidden_size % c.num_heads != 0) {
-      fail(ErrorCode::kCorrupt, where, ": hidden_size ", c.hidden_size,
-           " is not a multiple of num_attention_heads ", c.num_heads, " and head_dim is absent");
-    }
-    c.head_dim = c.hidden_size / c.num_heads;
-  }
-  if (c.head_dim % 2 != 0) fail(ErrorCode::kCorrupt, where, ": head_dim ", c.head_dim, " is odd");
+  parse_head_dim(f, c, gemma, where);
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxDim * 16);
-  // transformers' defaults: 1e-5 for OLMo 2 and Phi-3 (Olmo2Config, Phi3Config), 1e-6 for
-  // the others.
-  const bool eps_1e5 =
-      c.architecture == Architecture::kOlmo2 || c.architecture == Architecture::kPhi3;
+  // transformers' defaults: 1e-5 for OLMo 2, Phi-3 and Mixtral (Olmo2Config, Phi3Config,
+  // MixtralConfig), 1e-6 for the others; rope_theta 1e6 for Mixtral, 10000 for the others.
+  const bool eps_1e5 = c.architecture == Architecture::kOlmo2 ||
+                       c.architecture == Architecture::kPhi3 ||
+                       c.architecture == Architecture::kMixtral;
   const double eps = f.number_or("rms_norm_eps", 0.0, 1.0, eps_1e5 ? 1e-5 : 1e-6);
   c.rms_norm_eps = static_cast<float>(eps);
-  // Gemma3TextConfig's default base is 1e6; Gemma 2 and Gemma 3 tie by default.
-  const double theta0 = c.architecture == Architecture::kGemma3 ? 1e6 : 10000.0;
+  // Gemma3TextConfig's and MixtralConfig's default base is 1e6; Gemma 2 and Gemma 3 tie by
+  // default.
+  const double theta0 =
+      c.architecture == Architecture::kGemma3 || c.architecture == Architecture::kMixtral ? 1e6
+                                                                                          : 10000.0;
   c.rope_theta = f.number_or("rope_theta", 1.0, 1e12, theta0);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
-  c.attention_bias = c.architecture == Architecture::kQwen2;
+  c.attention_bias =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen2Moe;
   if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
+  if (c.architecture == Architecture::kQwen3Moe) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kOlmo2) {
     c.qk_norm = QkNorm::kFullWidth;
     c.norm_placement = NormPlacement::kPost;
@@ -205,6 +234,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   parse_rope_scaling(f, c);
   parse_gemma_fields(j, f, c);
   parse_sliding_layers(f, c);
+  parse_moe_config(f, c);
   c.bos_token_ids = token_ids(f, "bos_token_id");
   c.eos_token_ids = token_ids(f, "eos_token_id");
   if (!generation_json.empty()) {
@@ -256,8 +286,10 @@ std::string canonical_config_text(const ModelConfig& c) {
   // Written only for partial rotary (Phi-3), so that other texts keep their bytes.
   if (c.partial_rotary_dim != 0) os << "partial_rotary_dim=" << c.partial_rotary_dim << "\n";
   // Spec v1 capped the context at the window; written so for the architectures it did.
-  const bool capped = c.sliding_window > 0 && c.architecture != Architecture::kGemma2 &&
-                      c.architecture != Architecture::kGemma3;
+  const Architecture a = c.architecture;
+  const bool capped =
+      c.sliding_window > 0 && (a == Architecture::kMistral || a == Architecture::kQwen2 ||
+                               a == Architecture::kQwen3 || a == Architecture::kPhi3);
   os << "max_position_embeddings="
      << (capped ? std::min(c.max_position_embeddings, c.sliding_window) : c.max_position_embeddings)
      << "\n"
@@ -270,7 +302,8 @@ std::string canonical_config_text(const ModelConfig& c) {
      << "qk_norm=" << static_cast<int>(c.qk_norm) << "\n";
   // Written only for OLMo 2, so that the other architectures' texts keep their bytes.
   if (c.norm_placement == NormPlacement::kPost) os << "norm_placement=post\n";
-  os << gemma_config_text(c);  // nothing unless windows per layer or Gemma
+  os << gemma_config_text(c);   // nothing unless windows per layer or Gemma
+  write_moe_config(os, c.moe);  // MoE architectures only, for the same reason
   os << "bos_token_ids=" << ids(c.bos_token_ids) << "\n"
      << "eos_token_ids=" << ids(c.eos_token_ids) << "\n";
   return os.str();

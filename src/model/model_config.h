@@ -19,6 +19,10 @@ enum class Architecture : std::uint8_t {
   // Gemma 2 / Gemma 3 text (issue 29).
   kGemma2,
   kGemma3,
+  // Mixture of experts (ModelConfig::moe).
+  kQwen3Moe,
+  kMixtral,
+  kQwen2Moe,  // with a shared expert (MoeConfig::shared_intermediate_size)
 };
 const char* to_string(Architecture a);  // the Hugging Face class name
 
@@ -67,6 +71,22 @@ enum class Activation : std::uint8_t {
   kGeluTanh,  // Gemma: gelu_pytorch_tanh(gate) * up (docs/numerics.md "tanh")
 };
 
+// A mixture-of-experts MLP (Qwen3-MoE, Mixtral, Qwen2-MoE; docs/numerics.md, "Mixture of
+// experts").
+struct MoeConfig {
+  std::int64_t num_experts = 0;        // 0: a dense model (every other member unused)
+  std::int64_t experts_per_tok = 0;    // top-k, in [1, num_experts]
+  std::int64_t intermediate_size = 0;  // each expert's (moe_intermediate_size; Mixtral:
+                                       // intermediate_size)
+  bool norm_topk_prob = false;         // renormalize the k weights (Mixtral: always)
+  // Qwen2-MoE: the shared expert's width (shared_expert_intermediate_size), whose output is
+  // added to every row through a sigmoid gate; 0 = no shared expert.
+  std::int64_t shared_intermediate_size = 0;
+  // Per layer: 1 = the MLP is the sparse block, 0 = a dense MLP of the model's
+  // intermediate_size (Qwen3-MoE's mlp_only_layers / decoder_sparse_step).
+  std::vector<std::uint8_t> sparse_layers;
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   std::int64_t vocab_size = 0;
@@ -97,6 +117,7 @@ struct ModelConfig {
   // Phi-3: one qkv_proj ([q | k | v] rows) and one gate_up_proj ([gate | up] rows) per
   // layer instead of q/k/v_proj and gate/up_proj; split by rows at load.
   bool fused_projections = false;
+  MoeConfig moe;  // num_experts 0 unless the architecture is a mixture of experts
   core::DType weight_dtype = core::DType::kF32;
   std::vector<std::int32_t> bos_token_ids;
   std::vector<std::int32_t> eos_token_ids;  // config.json / generation_config.json
@@ -133,6 +154,11 @@ inline bool layer_is_sliding(const ModelConfig& c, std::int64_t layer) {
 // The dimensions of each head RoPE rotates (the rest pass through unchanged).
 inline std::int64_t rope_dims(const ModelConfig& c) {
   return c.partial_rotary_dim > 0 ? c.partial_rotary_dim : c.head_dim;
+}
+
+// Whether layer l's MLP is the mixture-of-experts block.
+inline bool is_moe_layer(const ModelConfig& c, std::int64_t l) {
+  return c.moe.num_experts > 0 && c.moe.sparse_layers.at(static_cast<std::size_t>(l)) != 0;
 }
 
 // Parses config.json (and generation_config.json, which overrides bos/eos, when

@@ -43,7 +43,9 @@ QuantFormat mix_format(const QuantScheme& s, const WeightSpec& spec, const Model
         return QuantFormat::kQ6_K;
       if (mix == QuantMix::kQ4KS && i < 4) return QuantFormat::kQ5_K;
       return s.base;
-    case WeightKind::kDown:  // ffn_down
+    case WeightKind::kDown:              // ffn_down
+    case WeightKind::kExpertDown:        // ffn_down_exps (llama.cpp applies the ffn_down rules)
+    case WeightKind::kSharedExpertDown:  // ffn_down_shexp (likewise)
       if (mix == QuantMix::kQ3KM) return i < n / 16 ? QuantFormat::kQ5_K : QuantFormat::kQ4_K;
       if ((mix == QuantMix::kQ4KM || mix == QuantMix::kQ5KM) && use_more_bits(i, n))
         return QuantFormat::kQ6_K;

@@ -18,6 +18,12 @@ bool is_linear_kind(WeightKind kind) {
     case WeightKind::kDown:
     case WeightKind::kQkv:
     case WeightKind::kGateUp:
+    case WeightKind::kExpertGate:  // (not kRouter: the router stays in its float type)
+    case WeightKind::kExpertUp:
+    case WeightKind::kExpertDown:
+    case WeightKind::kSharedExpertGate:  // (not kSharedGate: one row, kept float)
+    case WeightKind::kSharedExpertUp:
+    case WeightKind::kSharedExpertDown:
       return true;
     default:
       return false;

@@ -28,12 +28,12 @@ TransformerBase::TransformerBase(const ModelConfig& config, const ModelOptions& 
 }
 
 void TransformerBase::set_loaded(const LoadedWeights& w, std::int64_t resident_bytes,
-                                 std::int64_t embed_only_bytes) {
+                                 std::int64_t embed_only_bytes, std::int64_t unrouted_bytes) {
   fingerprint_ = w.fingerprint;
   weight_bytes_ = w.weight_bytes;
   resident_bytes_ = resident_bytes;
   const std::int64_t row = config_.vocab_size > 0 ? embed_only_bytes / config_.vocab_size : 0;
-  decode_read_bytes_ = resident_bytes - embed_only_bytes + row;
+  decode_read_bytes_ = resident_bytes - embed_only_bytes + row - unrouted_bytes;
   load_stats_.fingerprint_seconds = w.fingerprint_seconds;
   config_.weight_dtype = w.embed_dtype;
 }

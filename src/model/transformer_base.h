@@ -39,8 +39,10 @@ class TransformerBase : public Model {
   virtual void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) = 0;
   // embed_only_bytes: resident bytes of an embedding table that only serves row lookups
   // (0 when the table is also the lm_head); a decode step reads one row of it.
+  // unrouted_bytes: resident weight bytes one decode row does not read (mixture of experts:
+  // the experts it is not routed to, (E - k) / E of each sparse layer's experts).
   void set_loaded(const LoadedWeights& w, std::int64_t resident_bytes,
-                  std::int64_t embed_only_bytes = 0);
+                  std::int64_t embed_only_bytes = 0, std::int64_t unrouted_bytes = 0);
 
   // Bytes of the buffers a forward pass keeps between steps (activations), for
   // resident_bytes(); set by run() when it grows them.

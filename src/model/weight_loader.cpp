@@ -20,6 +20,35 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
+// The sparse MLP of layer l: the router and each expert's three projections, named as
+// the published checkpoints name them (Qwen3-MoE: mlp.gate, mlp.experts.E.{gate,up,down}_proj;
+// Mixtral: block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}; Qwen2-MoE: as
+// Qwen3-MoE, and mlp.shared_expert_gate, mlp.shared_expert.{gate,up,down}_proj).
+void add_moe_weights(const ModelConfig& c, std::int64_t l, std::vector<WeightSpec>& w) {
+  const std::int64_t h = c.hidden_size, inter = c.moe.intermediate_size;
+  const bool mixtral = c.architecture == Architecture::kMixtral;
+  const std::string p =
+      "model.layers." + std::to_string(l) + (mixtral ? ".block_sparse_moe." : ".mlp.");
+  w.push_back({p + "gate.weight", WeightKind::kRouter, l, {c.moe.num_experts, h}});
+  const char* gate = mixtral ? "w1" : "gate_proj";
+  const char* up = mixtral ? "w3" : "up_proj";
+  const char* down = mixtral ? "w2" : "down_proj";
+  for (std::int64_t e = 0; e < c.moe.num_experts; ++e) {
+    const std::string q = p + "experts." + std::to_string(e) + ".";
+    w.push_back({q + gate + ".weight", WeightKind::kExpertGate, l, {inter, h}, e});
+    w.push_back({q + up + ".weight", WeightKind::kExpertUp, l, {inter, h}, e});
+    w.push_back({q + down + ".weight", WeightKind::kExpertDown, l, {h, inter}, e});
+  }
+  const std::int64_t shared = c.moe.shared_intermediate_size;
+  if (shared == 0) return;
+  w.push_back({p + "shared_expert_gate.weight", WeightKind::kSharedGate, l, {1, h}});
+  w.push_back(
+      {p + "shared_expert.gate_proj.weight", WeightKind::kSharedExpertGate, l, {shared, h}});
+  w.push_back({p + "shared_expert.up_proj.weight", WeightKind::kSharedExpertUp, l, {shared, h}});
+  w.push_back(
+      {p + "shared_expert.down_proj.weight", WeightKind::kSharedExpertDown, l, {h, shared}});
+}
+
 }  // namespace
 
 std::vector<WeightSpec> required_weights(const ModelConfig& c) {
@@ -65,13 +94,15 @@ std::vector<WeightSpec> required_weights(const ModelConfig& c) {
       add("self_attn.q_norm.weight", WeightKind::kQNorm, {full ? q : c.head_dim});
       add("self_attn.k_norm.weight", WeightKind::kKNorm, {full ? kv : c.head_dim});
     }
-    if (c.fused_projections) {
+    if (is_moe_layer(c, l)) {
+      add_moe_weights(c, l, w);
+    } else if (c.fused_projections) {
       add("mlp.gate_up_proj.weight", WeightKind::kGateUp, {2 * inter, h});
     } else {
       add("mlp.gate_proj.weight", WeightKind::kGate, {inter, h});
       add("mlp.up_proj.weight", WeightKind::kUp, {inter, h});
     }
-    add("mlp.down_proj.weight", WeightKind::kDown, {h, inter});
+    if (!is_moe_layer(c, l)) add("mlp.down_proj.weight", WeightKind::kDown, {h, inter});
   }
   std::sort(w.begin(), w.end(),
             [](const WeightSpec& a, const WeightSpec& b) { return a.name < b.name; });

@@ -42,6 +42,17 @@ enum class WeightKind : std::uint8_t {
   kQkv,        // Phi-3 qkv_proj: [q | k | v] rows
   kGateUp,     // Phi-3 gate_up_proj: [gate | up] rows
   kPreFfNorm,  // pre_feedforward_layernorm (Gemma 2 / 3: the MLP's input norm)
+  // Mixture of experts (WeightSpec::expert names the expert).
+  kRouter,      // [num_experts][hidden]: Qwen3-MoE mlp.gate, Mixtral block_sparse_moe.gate
+  kExpertGate,  // Qwen3-MoE experts.E.gate_proj, Mixtral experts.E.w1
+  kExpertUp,    // Qwen3-MoE experts.E.up_proj, Mixtral experts.E.w3
+  kExpertDown,  // Qwen3-MoE experts.E.down_proj, Mixtral experts.E.w2
+  // Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate:
+  // [1][hidden], a sigmoid of it scales the shared expert's output).
+  kSharedGate,
+  kSharedExpertGate,
+  kSharedExpertUp,
+  kSharedExpertDown,
 };
 
 struct WeightSpec {
@@ -49,6 +60,7 @@ struct WeightSpec {
   WeightKind kind = WeightKind::kEmbed;
   std::int64_t layer = -1;  // -1 for model-level tensors
   std::vector<std::int64_t> shape;
+  std::int64_t expert = -1;  // the expert of kExpert* tensors, else -1
 };
 
 // The tensors `config` needs, with their expected shapes, sorted by name.

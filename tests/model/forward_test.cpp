@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/reference_forward.h"
+#include "model/reference_moe.h"
 #include "model/reference_olmo2.h"
 #include "model/reference_phi3.h"
 
@@ -100,6 +101,9 @@ class ForwardVsReference : public ::testing::TestWithParam<Case> {};
 std::unique_ptr<ReferenceModel> reference_for(devtools::TinyArch arch, const std::string& dir) {
   if (arch == devtools::TinyArch::kOlmo2) return std::make_unique<testing::ReferenceOlmo2>(dir);
   if (arch == devtools::TinyArch::kPhi3) return std::make_unique<testing::ReferencePhi3>(dir);
+  if (arch == devtools::TinyArch::kQwen3Moe || arch == devtools::TinyArch::kMixtral ||
+      arch == devtools::TinyArch::kQwen2Moe)
+    return std::make_unique<testing::ReferenceMoe>(dir);
   return std::make_unique<ReferenceModel>(dir);
 }
 
@@ -115,6 +119,10 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
   std::vector<float> canonical;
   for (NumericsMode mode : {NumericsMode::kCanonical, NumericsMode::kFast}) {
     if (mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
+    const bool moe = c.arch == devtools::TinyArch::kQwen3Moe ||
+                     c.arch == devtools::TinyArch::kMixtral ||
+                     c.arch == devtools::TinyArch::kQwen2Moe;
+    if (mode == NumericsMode::kFast && moe) continue;  // fast mode refuses MoE (moe_test)
     auto model = model::Model::load(dir, {mode, 1, {}});
     Runner runner(*model);
     const auto got = runner.run_chunked(tokens, tokens.size());
@@ -148,7 +156,9 @@ std::vector<Case> all_cases() {
   std::vector<Case> v;
   for (devtools::TinyArch a :
        {devtools::TinyArch::kLlama, devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2,
-        devtools::TinyArch::kQwen3, devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3}) {
+        devtools::TinyArch::kQwen3, devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3,
+        devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral,
+        devtools::TinyArch::kQwen2Moe}) {
     for (core::DType d : {core::DType::kF32, core::DType::kBF16, core::DType::kF16})
       v.push_back({a, d});
   }
@@ -156,9 +166,8 @@ std::vector<Case> all_cases() {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  static const char* const kArch[] = {"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"};
   static const char* const kDtype[] = {"f32", "bf16", "f16"};
-  return std::string(kArch[static_cast<int>(info.param.arch)]) + "_" +
+  return std::string(devtools::tiny_arch_name(info.param.arch)) + "_" +
          kDtype[static_cast<int>(info.param.dtype)];
 }
 
@@ -204,7 +213,10 @@ TEST_P(CanonicalInvariance, ChunkingDecodeBatchingAndThreadsGiveTheSameBits) {
 INSTANTIATE_TEST_SUITE_P(AllArchs, CanonicalInvariance,
                          ::testing::Values(devtools::TinyArch::kLlama, devtools::TinyArch::kMistral,
                                            devtools::TinyArch::kQwen2, devtools::TinyArch::kQwen3,
-                                           devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3));
+                                           devtools::TinyArch::kOlmo2, devtools::TinyArch::kPhi3,
+                                           devtools::TinyArch::kQwen3Moe,
+                                           devtools::TinyArch::kMixtral,
+                                           devtools::TinyArch::kQwen2Moe));
 
 TEST(Forward, LastRowOnlyMatchesAllLogits) {
   const std::string dir = scratch_dir("last");

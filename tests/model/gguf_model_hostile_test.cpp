@@ -118,6 +118,15 @@ TEST_F(GgufHostileModel, UnsupportedArchitecture) {
                  {ErrorCode::kUnsupported, "general.architecture", "gemma2"});
 }
 
+// Mixture-of-experts GGUF files (llama.cpp writes Mixtral as llama with expert_count and
+// stacked ffn_*_exps tensors; Qwen3-MoE as qwen3moe) are refused before any tensor is read.
+TEST_F(GgufHostileModel, MixtureOfExpertsIsRefused) {
+  expect_refused(edited(meta("llama.expert_count", testing::set_u32(8))),
+                 {ErrorCode::kUnsupported, "llama.expert_count", "mixture-of-experts"});
+  expect_refused(edited(meta("general.architecture", testing::set_string("qwen3moe"))),
+                 {ErrorCode::kUnsupported, "general.architecture", "qwen3moe"});
+}
+
 // A quantized type without kernels (Q8_1 here; Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and Q2_K..Q6_K
 // load: session_gguf_tests, session_gguf_kquant_tests).
 TEST_F(GgufHostileModel, UnsupportedQuantizedTensorNamesTensorAndType) {

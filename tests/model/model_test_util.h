@@ -82,6 +82,16 @@ inline devtools::TinyModelOptions tiny_options(devtools::TinyArch arch, core::DT
       o.attn_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 50.0 : 0.0;
       o.final_logit_softcapping = arch == devtools::TinyArch::kGemma2 ? 30.0 : 0.0;
       break;
+    case devtools::TinyArch::kQwen3Moe:  // 8 experts, top-2, moe_intermediate 32
+      o.head_dim = 32;
+      break;
+    case devtools::TinyArch::kMixtral:  // 8 experts of `intermediate`, top-2
+      o.intermediate = 48;
+      break;
+    case devtools::TinyArch::kQwen2Moe:  // q/k/v biases, a shared expert of 48, GQA 4:1
+      o.kv_heads = 1;
+      o.norm_topk_prob = false;  // Qwen2MoeConfig's default
+      break;
   }
   return o;
 }

@@ -7,7 +7,8 @@
 // RoPE scaling, and prompts that span more than one 64-key attention chunk. Gemma 2 / 3
 // (issue 29): the page's tanh, GeGLU, (1 + w) norms, embedding scale, soft-capping,
 // sliding windows folded from the first visible key (a 66-key window over 70 tokens: two
-// chunks), Gemma 3's local RoPE table and linear scaling on its global layers.
+// chunks), Gemma 3's local RoPE table and linear scaling on its global layers. Mixture of
+// experts: Qwen3-MoE's, Mixtral's and Qwen2-MoE's sparse blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -137,6 +138,8 @@ class SpecModel {
     tied_ = c.value("tie_word_embeddings", false);
     gemma_ = arch_ == "Gemma2ForCausalLM" || arch_ == "Gemma3ForCausalLM";
     if (gemma_) read_gemma(c);
+    top_k_ = c.value("num_experts_per_tok", 0);
+    norm_topk_ = arch_ == "MixtralForCausalLM" || c.value("norm_topk_prob", false);
     // "RoPE table": d = r = int(head_dim * partial_rotary_factor).
     rot_ = static_cast<std::int64_t>(static_cast<double>(head_dim_) *
                                      c.value("partial_rotary_factor", 1.0));
@@ -236,6 +239,12 @@ class SpecModel {
     if (post) o = rms_norm(o, w(p + "post_attention_layernorm.weight"), hidden_);
     for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + o[i];
     h = post ? x : rms_norm(x, w(p + "post_attention_layernorm.weight"), hidden_);
+    for (const char* router : {"mlp.gate.weight", "block_sparse_moe.gate.weight"}) {
+      if (!has(p + router)) continue;
+      const Vec d = sparse_mlp(h, p + router);  // "Mixture of experts"
+      for (std::int64_t i = 0; i < hidden_; ++i) x[i] = x[i] + d[i];
+      return;
+    }
     Vec g, u;
     if (has(p + "mlp.gate_up_proj.weight")) {  // Phi-3: rows [gate | up]
       const Vec gu = linear(h, p + "mlp.gate_up_proj");
@@ -312,6 +321,54 @@ class SpecModel {
     const std::uint32_t half = (1u << (drop - 1)) - 1;
     b = (b + half + ((b >> drop) & 1)) & ~((1u << drop) - 1);
     return from_bits(b);
+  }
+
+  // "Mixture of experts": router softmax, top-k (ties to the lowest index), optional
+  // renormalization, outputs combined in ascending expert index.
+  Vec sparse_mlp(const Vec& h, const std::string& router) {
+    const Vec z = linear(h, router.substr(0, router.size() - 7));  // minus ".weight"
+    const auto n = static_cast<std::int64_t>(z.size());
+    float m = z[0];
+    for (std::int64_t e = 1; e < n; ++e) m = z[e] > m ? z[e] : m;
+    Vec p(n);
+    for (std::int64_t e = 0; e < n; ++e) p[e] = exp_f32(z[e] - m);
+    const float den = sum(p.data(), n);
+    for (std::int64_t e = 0; e < n; ++e) p[e] = p[e] / den;
+    std::vector<bool> chosen(n, false);
+    for (std::int64_t r = 0; r < top_k_; ++r) {
+      std::int64_t best = -1;
+      for (std::int64_t e = 0; e < n; ++e)
+        if (!chosen[e] && (best < 0 || p[e] > p[best])) best = e;
+      chosen[best] = true;
+    }
+    float s = 0.0f;
+    for (std::int64_t e = 0; e < n; ++e) s = chosen[e] ? s + p[e] : s;
+    const bool mixtral = arch_ == "MixtralForCausalLM";
+    const std::string base =
+        router.substr(0, router.size() - 11) + "experts.";  // minus gate.weight
+    Vec acc(hidden_, 0.0f);
+    for (std::int64_t e = 0; e < n; ++e) {
+      if (!chosen[e]) continue;
+      const float wt = norm_topk_ ? p[e] / s : p[e];
+      const std::string ex = base + std::to_string(e) + ".";
+      const Vec g = linear(h, ex + (mixtral ? "w1" : "gate_proj"));
+      const Vec u = linear(h, ex + (mixtral ? "w3" : "up_proj"));
+      Vec a(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+      const Vec y = linear(a, ex + (mixtral ? "w2" : "down_proj"));
+      for (std::int64_t i = 0; i < hidden_; ++i) acc[i] = acc[i] + wt * y[i];
+    }
+    const std::string shared = router.substr(0, router.size() - 11) + "shared_expert";
+    if (has(shared + "_gate.weight")) {  // Qwen2-MoE: sigmoid-gated shared expert, added last
+      const float z = linear(h, shared + "_gate")[0];
+      const float sg = 1.0f / (1.0f + exp_f32(-z));
+      const Vec g = linear(h, shared + ".gate_proj"), u = linear(h, shared + ".up_proj");
+      Vec a(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) a[i] = (g[i] / (1.0f + exp_f32(-g[i]))) * u[i];
+      const Vec y = linear(a, shared + ".down_proj");
+      for (std::int64_t i = 0; i < hidden_; ++i) acc[i] = acc[i] + sg * y[i];
+    }
+    return acc;
   }
 
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
@@ -405,6 +462,8 @@ class SpecModel {
   std::int64_t rot_ = 0;
   float eps_ = 0, scale_ = 0;
   bool tied_ = false;
+  std::int64_t top_k_ = 0;
+  bool norm_topk_ = false;
   std::vector<double> inv_;
   // Gemma.
   bool gemma_ = false, gemma3_ = false;
@@ -430,7 +489,10 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
                             SpecCase{devtools::TinyArch::kPhi3, core::DType::kF16, true},
                             SpecCase{devtools::TinyArch::kGemma2, core::DType::kBF16, true},
                             SpecCase{devtools::TinyArch::kGemma3, core::DType::kF16, true},
-                            SpecCase{devtools::TinyArch::kGemma3, core::DType::kF32, true}}) {
+                            SpecCase{devtools::TinyArch::kGemma3, core::DType::kF32, true},
+                            SpecCase{devtools::TinyArch::kQwen3Moe, core::DType::kBF16, false},
+                            SpecCase{devtools::TinyArch::kMixtral, core::DType::kF16, true},
+                            SpecCase{devtools::TinyArch::kQwen2Moe, core::DType::kBF16, true}}) {
     const std::string dir = testing::scratch_dir("spec");
     devtools::TinyModelOptions o = testing::tiny_options(c.arch, c.dtype, dir, 21);
     o.tie_word_embeddings = c.tied;
@@ -453,6 +515,8 @@ TEST(SpecForward, LogitsFromTheDocumentEqualTheCanonicalModelBitForBit) {
       o.linear_rope_factor = 2.0;
       o.rope_local_base_freq = 50.0;
     }
+    if (c.arch == devtools::TinyArch::kQwen3Moe || c.arch == devtools::TinyArch::kQwen2Moe)
+      o.mlp_only_layers = {1};  // a dense layer too
     devtools::make_tiny_model(o);
     const std::vector<std::int32_t> tokens = testing::test_tokens(70, o.vocab, 4);
     const Vec want = SpecModel(dir).logits(tokens);

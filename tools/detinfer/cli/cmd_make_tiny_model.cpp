@@ -46,8 +46,23 @@ const detinfer_cli::RegisterCommand kRegister(
     [](CLI::App& sub, int& exit_code) {
       auto o = std::make_shared<MakeTinyOptions>();
       sub.add_option("--arch", o->arch,
-                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | gemma2 | gemma3")
-          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3"}))
+                     "llama | mistral | qwen2 | qwen3 | olmo2 | phi3 | gemma2 | gemma3 | "
+                     "qwen3_moe | mixtral | qwen2_moe")
+          ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3", "gemma2",
+                                 "gemma3", "qwen3_moe", "mixtral", "qwen2_moe"}))
+          ->capture_default_str();
+      sub.add_option("--num-experts", o->model.num_experts,
+                     "qwen3_moe, mixtral: num_experts / num_local_experts")
+          ->capture_default_str();
+      sub.add_option("--experts-per-tok", o->model.experts_per_tok,
+                     "qwen3_moe, mixtral: num_experts_per_tok (top-k)")
+          ->capture_default_str();
+      sub.add_option("--moe-intermediate", o->model.moe_intermediate,
+                     "qwen3_moe, qwen2_moe: moe_intermediate_size (mixtral experts use "
+                     "--intermediate)")
+          ->capture_default_str();
+      sub.add_option("--shared-expert-intermediate", o->model.shared_expert_intermediate,
+                     "qwen2_moe: shared_expert_intermediate_size")
           ->capture_default_str();
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
           ->check(CLI::IsMember({"f32", "bf16", "f16"}))
