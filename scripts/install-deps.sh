@@ -13,6 +13,7 @@ PACKAGES=(
   nodejs
   prometheus haproxy
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-setuptools python3-venv
+  python3-wheel
 )
 
 missing=()
