@@ -345,32 +345,9 @@ std::string shard_name(std::int64_t i, std::int64_t n) {
 
 }  // namespace
 
+// The --arch names are config.json's model_type, but Gemma 3's ("gemma3_text").
 const char* tiny_arch_name(TinyArch arch) {
-  switch (arch) {
-    case TinyArch::kLlama:
-      return "llama";
-    case TinyArch::kMistral:
-      return "mistral";
-    case TinyArch::kQwen2:
-      return "qwen2";
-    case TinyArch::kQwen3:
-      return "qwen3";
-    case TinyArch::kOlmo2:
-      return "olmo2";
-    case TinyArch::kPhi3:
-      return "phi3";
-    case TinyArch::kGemma2:
-      return "gemma2";
-    case TinyArch::kGemma3:
-      return "gemma3";
-    case TinyArch::kQwen3Moe:
-      return "qwen3_moe";
-    case TinyArch::kMixtral:
-      return "mixtral";
-    case TinyArch::kQwen2Moe:
-      return "qwen2_moe";
-  }
-  return "?";
+  return arch == TinyArch::kGemma3 ? "gemma3" : model_type(arch);
 }
 
 TinyArch parse_tiny_arch(const std::string& name) {
