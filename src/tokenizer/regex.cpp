@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "core/check.h"
+#include "tokenizer/unicode_classes.h"
 
 namespace detinfer::tokenizer {
 
@@ -41,6 +42,17 @@ struct JitStack {
   JitStack& operator=(const JitStack&) = delete;
 };
 
+// The Unicode version of the PCRE2 library's property tables ("14.0.0" for 10.42).
+const std::string& pcre2_unicode_version() {
+  static const std::string version = [] {
+    PCRE2_UCHAR buf[64] = {};
+    return pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, buf) > 0
+               ? std::string(reinterpret_cast<const char*>(buf))
+               : std::string();
+  }();
+  return version;
+}
+
 std::string pcre2_message(int rc) {
   PCRE2_UCHAR buf[256];
   pcre2_get_error_message(rc, buf, sizeof(buf));
@@ -52,8 +64,26 @@ Regex::Regex(const std::string& pattern, bool literal, std::string_view what) : 
   int err = 0;
   PCRE2_SIZE off = 0;
   const std::uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   opts, &err, &off, nullptr);
+  auto compile = [&](const std::string& p) {
+    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(), opts, &err, &off,
+                         nullptr);
+  };
+  // General categories as Unicode 16.0 defines them (unicode_classes.h), not PCRE2's.
+  const std::string pinned =
+      literal ? pattern : pin_unicode_categories(pattern, pcre2_unicode_version());
+  pcre2_code* code = compile(pinned);
+  if (code == nullptr && pinned != pattern) {
+    // Report the error at the offset of the pattern as written; a pattern that compiles
+    // only unpinned is refused rather than matched with other tables.
+    const int pinned_err = err;
+    pcre2_code* plain = compile(pattern);
+    if (plain != nullptr) {
+      pcre2_code_free(plain);
+      fail(ErrorCode::kUnsupported, what, ": regex '", pattern,
+           "' does not compile with its Unicode categories spelled out: ",
+           pcre2_message(pinned_err));
+    }
+  }
   if (code == nullptr) {
     fail(ErrorCode::kCorrupt, what, ": regex '", pattern, "' does not compile at offset ", off,
          ": ", pcre2_message(err));

@@ -41,7 +41,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureCases,
                          ::testing::Values("byte_level", "byte_level_ignore_merges",
                                            "byte_level_nfc", "gpt2_style", "split_behaviors",
                                            "sentencepiece", "sentencepiece_metaspace",
-                                           "sentencepiece_metaspace_split"));
+                                           "sentencepiece_metaspace_split",
+                                           "byte_level_unicode16"));
 
 // byte_level.json: ids 0..255 are the bytes in GPT-2 order ('H' = 39, 'I' = 40, ' ' = 220
 // ('Ġ'), '\n' = 198 ('Ċ')), then one id per merge in rank order: 256 "Ġt", 257 "he",
