@@ -118,7 +118,7 @@ struct LogitsRequest {
   std::vector<std::int32_t> tokens;  // the prompt: positions 0..T-1
   NumericsMode mode = NumericsMode::kCanonical;
   int threads = 1;
-  std::optional<model::QuantScheme> weights;  // ModelOptions::weights (quantize on load)
+  std::optional<model::QuantScheme> weights{};  // ModelOptions::weights (quantize on load)
 };
 
 struct LogitsResult {
