@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/json_parse.h"
+#include "devtools/gguf_convert_families.h"
 #include "devtools/gguf_tokenizer_writer.h"
 #include "devtools/gguf_writer.h"
 #include "devtools/model_tools.h"
@@ -33,6 +34,7 @@ const char* gguf_arch(Architecture a) {
   switch (a) {
     case Architecture::kLlama:
     case Architecture::kMistral:  // llama.cpp writes Mistral models as llama
+    case Architecture::kMixtral:  // and Mixtral's, with llama.expert_count
       return "llama";
     case Architecture::kQwen2:
       return "qwen2";
@@ -42,15 +44,17 @@ const char* gguf_arch(Architecture a) {
       return "olmo2";
     case Architecture::kPhi3:
       return "phi3";
-    case Architecture::kGemma2:  // not written yet (issue 29: GGUF mapping missing)
+    case Architecture::kGemma2:
+      return "gemma2";
     case Architecture::kGemma3:
-    case Architecture::kQwen3Moe:  // mixture of experts: not written as GGUF
-    case Architecture::kMixtral:
+      return "gemma3";
+    case Architecture::kQwen3Moe:
+      return "qwen3moe";
     case Architecture::kQwen2Moe:
-      break;
+      return "qwen2moe";
   }
   fail(ErrorCode::kUnsupported, "write_gguf_model: ", model::to_string(a),
-       " is not written as GGUF (llama, mistral, qwen2, qwen3, olmo2, phi3)");
+       " is not written as GGUF");
 }
 
 std::uint32_t ggml_type_of(core::DType d) {
@@ -175,7 +179,10 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
   w.add_u32(a + ".attention.head_count_kv", static_cast<std::uint32_t>(c.num_kv_heads));
   w.add_f32(a + ".rope.freq_base", static_cast<float>(c.rope_theta));
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  if (c.head_dim * c.num_heads != c.hidden_size || c.architecture == Architecture::kQwen3) {
+  const bool gemma =
+      c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
+  if (c.head_dim * c.num_heads != c.hidden_size || c.architecture == Architecture::kQwen3 ||
+      gemma) {
     w.add_u32(a + ".attention.key_length", static_cast<std::uint32_t>(c.head_dim));
     w.add_u32(a + ".attention.value_length", static_cast<std::uint32_t>(c.head_dim));
   }
@@ -191,6 +198,7 @@ void add_metadata(GgufWriter& w, const model::ModelConfig& c, core::DType dtype,
     fail(ErrorCode::kUnsupported, "write_gguf_model: rope_scaling ", c.rope_scaling.type,
          " is not written");
   }
+  gguf_families::add_metadata(w, c, a);
   if (o.tokenizer && add_folder_tokenizer(w, dir, c)) {
     add_sampling_defaults(w, dir);
     return;  // the ids below are written with the tokenizer
@@ -215,11 +223,15 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
                                        std::uint32_t& type) {
   std::vector<std::uint8_t> out(t.data(), t.data() + static_cast<std::size_t>(t.info->size()));
   type = ggml_type_of(t.info->dtype);
-  if (spec.shape.size() == 1 && t.info->dtype != core::DType::kF32) {
-    // 1-D tensors (norms, biases) as F32, widened exactly, as llama.cpp's converter writes
-    // them (its CPU ops take no bf16/f16 norm weights).
-    std::vector<float> f(static_cast<std::size_t>(spec.shape[0]));
-    model::widen_to_f32(t.info->dtype, t.data(), spec.shape[0], f.data());
+  if (gguf_families::stored_as_f32(spec)) {
+    // 1-D tensors (norms, biases) and routers as F32, widened exactly, as llama.cpp's
+    // converter writes them (its CPU ops take no bf16/f16 norm weights); Gemma's norms as
+    // 1 + w.
+    const std::int64_t n =
+        static_cast<std::int64_t>(t.info->size() / core::dtype_size(t.info->dtype));
+    std::vector<float> f(static_cast<std::size_t>(n));
+    model::widen_to_f32(t.info->dtype, t.data(), n, f.data());
+    if (c.norm_plus_one && model::is_norm_kind(spec.kind)) gguf_families::add_one(t.info->dtype, f);
     out.resize(f.size() * sizeof(float));
     std::memcpy(out.data(), f.data(), out.size());
     type = ggml_type_of(core::DType::kF32);
@@ -236,8 +248,9 @@ std::vector<std::uint8_t> stored_bytes(const model::TensorRef& t, const model::W
     kernels::quantize_rows(*q, f.data(), rows, k, out.data());
     type = model::ggml_type_of(*q);
   }
-  const bool llama =
-      c.architecture == Architecture::kLlama || c.architecture == Architecture::kMistral;
+  const bool llama = c.architecture == Architecture::kLlama ||
+                     c.architecture == Architecture::kMistral ||
+                     c.architecture == Architecture::kMixtral;
   if (!llama || (spec.kind != model::WeightKind::kQ && spec.kind != model::WeightKind::kK)) {
     return out;
   }
@@ -297,7 +310,10 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
   const model::TensorStore store = model::TensorStore::open(hf_dir);
   const std::vector<model::WeightSpec> specs = model::required_weights(c);
   std::vector<ExtraTensor> extra = rope_factor_tensors(c);
-  const auto n = static_cast<std::int64_t>(specs.size());
+  // One tensor per spec, the experts of a layer's projection stacked into one.
+  const std::vector<std::vector<const model::WeightSpec*>> tensors =
+      gguf_families::written_tensors(specs);
+  const auto n = static_cast<std::int64_t>(tensors.size());
   const std::int64_t splits = o.splits;
   if (splits < 1 || splits > n) {
     fail(ErrorCode::kInvalidArgument, "write_gguf_model: splits = ", splits, " is outside [1, ", n,
@@ -319,13 +335,15 @@ std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::
                    std::move(t.bytes));
     }
     for (std::int64_t i = s * n / splits; i < (s + 1) * n / splits; ++i) {
-      const model::WeightSpec& spec = specs[static_cast<std::size_t>(i)];
-      const model::TensorRef& t = store.get(spec.name);
-      std::vector<std::uint64_t> dims(spec.shape.rbegin(), spec.shape.rend());
+      const auto& parts = tensors[static_cast<std::size_t>(i)];
       std::uint32_t type = 0;
-      std::vector<std::uint8_t> bytes = stored_bytes(t, spec, c, o, type);
-      w.add_tensor(model::gguf_tensor_name(spec.name, c.architecture), dims, type,
-                   std::move(bytes));
+      std::vector<std::uint8_t> bytes;
+      for (const model::WeightSpec* spec : parts) {  // experts: expert 0's rows first
+        const std::vector<std::uint8_t> b = stored_bytes(store.get(spec->name), *spec, c, o, type);
+        bytes.insert(bytes.end(), b.begin(), b.end());
+      }
+      w.add_tensor(model::gguf_tensor_name(parts.front()->name, c.architecture),
+                   gguf_families::written_dims(parts), type, std::move(bytes));
     }
     written.push_back(splits == 1 ? out_path : split_path(out_path, s, splits));
     w.write(written.back());

@@ -108,6 +108,14 @@ void GgufWriter::add_i32_array(const std::string& key, const std::vector<std::in
   add_raw(key, GgufType::kArray, b);
 }
 
+void GgufWriter::add_bool_array(const std::string& key, const std::vector<bool>& v) {
+  std::vector<std::uint8_t> b;
+  put_u32(b, static_cast<std::uint32_t>(GgufType::kBool));
+  put_u64(b, v.size());
+  for (const bool x : v) b.push_back(x ? 1 : 0);
+  add_raw(key, GgufType::kArray, b);
+}
+
 void GgufWriter::add_tensor(const std::string& name, const std::vector<std::uint64_t>& dims,
                             std::uint32_t type, std::vector<std::uint8_t> data) {
   tensors_.push_back({name, dims, type, std::move(data)});

@@ -26,6 +26,7 @@ class GgufWriter {
   void add_string_array(const std::string& key, const std::vector<std::string>& v);
   void add_f32_array(const std::string& key, const std::vector<float>& v);
   void add_i32_array(const std::string& key, const std::vector<std::int32_t>& v);
+  void add_bool_array(const std::string& key, const std::vector<bool>& v);
   // A value given as its type and its encoded bytes (for tests of unusual encodings).
   void add_raw(const std::string& key, model::GgufType type, const std::vector<std::uint8_t>& v);
 

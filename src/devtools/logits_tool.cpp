@@ -10,6 +10,7 @@ LogitsResult compute_logits(const LogitsRequest& request) {
   model::ModelOptions options;
   options.mode = request.mode;
   options.threads = request.threads;
+  options.weights = request.weights;
   const std::unique_ptr<model::Model> model = model::Model::load(request.model_dir, options);
   const model::ModelConfig& c = model->config();
   const auto t = static_cast<std::int64_t>(request.tokens.size());

@@ -86,12 +86,13 @@ struct TinyModelOptions {
 void make_tiny_model(const TinyModelOptions& options);
 
 // Writes the Hugging Face model folder `hf_dir` (f32, bf16 or f16 safetensors; llama,
-// mistral, qwen2, qwen3, olmo2 or phi3; no rope scaling, linear, or phi3's longrope) as
-// GGUF the way llama.cpp's converter does: its tensor names and metadata keys, the tensors
-// in their stored type, llama Q/K rows permuted, phi3's longrope factors as F32 tensors
-// (docs/gguf.md). `splits` > 1 writes out_path's stem + -0000N-of-0000M.gguf shards
-// (split.no / split.count / split.tensors.count, as gguf-split writes them).
-// Returns the files written. Tests and demos only.
+// mistral, qwen2, qwen3, olmo2, phi3, gemma2, gemma3, qwen3_moe, mixtral or qwen2_moe; no
+// rope scaling, linear, or phi3's longrope) as GGUF the way llama.cpp's converter does: its
+// tensor names and metadata keys, the tensors in their stored type, llama / Mixtral Q/K
+// rows permuted, phi3's longrope factors as F32 tensors, Gemma's norms as 1 + w, the
+// experts stacked into 3-D tensors (docs/gguf.md). `splits` > 1 writes out_path's stem +
+// -0000N-of-0000M.gguf shards (split.no / split.count / split.tensors.count, as gguf-split writes
+// them). Returns the files written. Tests and demos only.
 std::vector<std::string> write_gguf_model(const std::string& hf_dir, const std::string& out_path,
                                           std::int64_t splits = 1);
 
@@ -117,6 +118,7 @@ struct LogitsRequest {
   std::vector<std::int32_t> tokens;  // the prompt: positions 0..T-1
   NumericsMode mode = NumericsMode::kCanonical;
   int threads = 1;
+  std::optional<model::QuantScheme> weights{};  // ModelOptions::weights (quantize on load)
 };
 
 struct LogitsResult {

@@ -83,8 +83,9 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
  private:
   BackendBuffer upload_f32(const WeightSpec& s, core::DType dtype, const void* data) {
     std::vector<float> v = to_f32(s, dtype, data);
-    // Gemma: every RMSNorm weight (the only f32 uploads) is applied as float(1 + w).
-    if (config_.norm_plus_one) {
+    // Gemma: every RMSNorm weight (the only f32 uploads) is applied as float(1 + w) (GGUF:
+    // stored so already).
+    if (config_.norm_plus_one && !s.norm_plus_one_applied) {
       for (float& x : v) x = 1.0f + x;
     }
     return backend_->upload_new(v.data(), v.size() * sizeof(float));
@@ -101,6 +102,10 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     };
     CanonicalLayer* l = s.layer >= 0 ? &layers_[li] : nullptr;
     CanonicalLayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
+    if (is_norm_kind(s.kind)) {
+      *norm_slot(s.kind, l, final_norm_) = upload_f32(s, dtype, data);
+      return;
+    }
     switch (s.kind) {
       case WeightKind::kEmbed:
         embed_dtype_ = kd;
@@ -113,15 +118,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kLmHead:
         lm_head_ = pack(nullptr);
-        break;
-      case WeightKind::kFinalNorm:
-      case WeightKind::kInputNorm:
-      case WeightKind::kPostNorm:
-      case WeightKind::kPostFfNorm:
-      case WeightKind::kPreFfNorm:
-      case WeightKind::kQNorm:
-      case WeightKind::kKNorm:
-        *norm_slot(s.kind, l, final_norm_) = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQBias:
         b->q = to_f32(s, dtype, data);
@@ -157,7 +153,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
-      default:  // the MoE kinds (take_moe)
+      default:  // the norms (above) and the MoE kinds (take_moe)
         break;
     }
   }

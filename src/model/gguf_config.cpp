@@ -5,88 +5,35 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "model/gguf_internal.h"
 #include "model/gguf_model.h"
+#include "model/moe_config.h"
 #include "model/rope_table.h"
 
 namespace detinfer::model {
 namespace {
 
-constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;  // as model_config.cpp
-
-[[noreturn]] void bad(ErrorCode code, const std::string& where, const std::string& key,
-                      const std::string& what) {
-  throw Error(code, str_cat(where, ": GGUF metadata '", key, "' ", what), key);
-}
-
-// Reads the metadata of one architecture, naming `where` in every error.
-class Meta {
- public:
-  Meta(const GgufFile& f, std::string where, std::string arch)
-      : f_(f), where_(std::move(where)), prefix_(std::move(arch) + ".") {}
-  std::string key(const char* k) const { return prefix_ + k; }
-
-  std::int64_t dim(const char* k, std::int64_t lo, std::int64_t hi) const {
-    return check_range(k, guarded([&] { return f_.get_uint(key(k)); }), lo, hi);
-  }
-  std::int64_t dim_or(const char* k, std::int64_t lo, std::int64_t hi, std::int64_t def) const {
-    const auto v = guarded([&] { return f_.find_uint(key(k)); });
-    return v ? check_range(k, *v, lo, hi) : def;
-  }
-  double number(const char* k, double lo, double hi) const {
-    return check_range(k, guarded([&] { return f_.get_float(key(k)); }), lo, hi);
-  }
-  std::optional<double> number_opt(const char* k, double lo, double hi) const {
-    const auto v = guarded([&] { return f_.find_float(key(k)); });
-    if (v) check_range(k, *v, lo, hi);
-    return v;
-  }
-  std::optional<std::string> string_opt(const char* k) const {
-    return guarded([&] { return f_.find_string(key(k)); });
-  }
-  const std::string& where() const { return where_; }
-
-  // Runs a GgufFile getter, prefixing its error with the file (code and field kept).
-  template <typename F>
-  auto guarded(F&& get) const -> decltype(get()) {
-    try {
-      return get();
-    } catch (const Error& e) {
-      throw Error(e.code(), where_ + ": " + e.message(), e.field());
-    }
-  }
-
- private:
-  template <typename T>
-  T check_range(const char* k, T v, T lo, T hi) const {
-    if (!(v >= lo && v <= hi)) {
-      bad(ErrorCode::kCorrupt, where_, key(k),
-          str_cat("= ", v, " is outside [", lo, ", ", hi, "]"));
-    }
-    return v;
-  }
-  std::int64_t check_range(const char* k, std::uint64_t v, std::int64_t lo, std::int64_t hi) const {
-    if (v > static_cast<std::uint64_t>(hi) || static_cast<std::int64_t>(v) < lo) {
-      bad(ErrorCode::kCorrupt, where_, key(k),
-          str_cat("= ", v, " is outside [", lo, ", ", hi, "]"));
-    }
-    return static_cast<std::int64_t>(v);
-  }
-
-  const GgufFile& f_;
-  std::string where_;
-  std::string prefix_;
-};
+using gguf_internal::bad;
+using gguf_internal::kMaxDim;
+using gguf_internal::Meta;
 
 Architecture gguf_architecture(const std::string& name, const std::string& where) {
   // GGUF files of Mistral models say "llama": the same computation (a sliding window, if
-  // any, is not in the metadata).
-  if (name == "llama") return Architecture::kLlama;
-  if (name == "qwen2") return Architecture::kQwen2;
-  if (name == "qwen3") return Architecture::kQwen3;
-  if (name == "olmo2") return Architecture::kOlmo2;
-  if (name == "phi3") return Architecture::kPhi3;
+  // any, is not in the metadata); so do Mixtral's (llama with {arch}.expert_count > 0).
+  static const std::pair<const char*, Architecture> kNames[] = {
+      {"llama", Architecture::kLlama},       {"qwen2", Architecture::kQwen2},
+      {"qwen3", Architecture::kQwen3},       {"olmo2", Architecture::kOlmo2},
+      {"phi3", Architecture::kPhi3},         {"gemma2", Architecture::kGemma2},
+      {"gemma3", Architecture::kGemma3},     {"qwen3moe", Architecture::kQwen3Moe},
+      {"qwen2moe", Architecture::kQwen2Moe},
+  };
+  for (const auto& [n, a] : kNames) {
+    if (name == n) return a;
+  }
   bad(ErrorCode::kUnsupported, where, "general.architecture",
-      str_cat("= '", name, "' is not supported (supported: llama, qwen2, qwen3, olmo2, phi3)"));
+      str_cat("= '", name,
+              "' is not supported (supported: llama, qwen2, qwen3, olmo2, phi3, gemma2, gemma3, "
+              "qwen3moe, qwen2moe)"));
 }
 
 void read_heads(const Meta& m, ModelConfig& c) {
@@ -305,11 +252,12 @@ ModelConfig gguf_model_config(const GgufModel& g) {
   ModelConfig c;
   c.architecture = gguf_architecture(arch_name, where);
   const Meta m(f, where, arch_name);
-  // Mixtral-style llama files (and any other architecture) with experts: the stacked
-  // ffn_*_exps tensors are not read (mixture of experts loads from safetensors only).
-  if (m.dim_or("expert_count", 0, std::int64_t{1} << 20, 0) > 0) {
+  // llama files with experts are Mixtral's; the dense architectures take no experts.
+  const bool experts = m.dim_or("expert_count", 0, std::int64_t{1} << 20, 0) > 0;
+  if (experts && c.architecture == Architecture::kLlama) c.architecture = Architecture::kMixtral;
+  if (experts && !is_moe_architecture(c.architecture)) {
     bad(ErrorCode::kUnsupported, where, m.key("expert_count"),
-        "> 0: mixture-of-experts GGUF files are not supported (load the safetensors folder)");
+        str_cat("> 0: ", arch_name, " files with experts are not supported"));
   }
   c.max_position_embeddings = m.dim("context_length", 1, kMaxDim * 16);
   c.hidden_size = m.dim("embedding_length", 1, kMaxDim);
@@ -321,13 +269,17 @@ ModelConfig gguf_model_config(const GgufModel& g) {
   read_sliding_window(m, c);
   read_vocab(m, g, c);
   c.tie_word_embeddings = g.find("output.weight").first == nullptr;
-  c.attention_bias = c.architecture == Architecture::kQwen2;
   if (c.architecture == Architecture::kQwen3) c.qk_norm = QkNorm::kPerHead;
   if (c.architecture == Architecture::kOlmo2) {  // q/k norms over the whole projection
     c.qk_norm = QkNorm::kFullWidth;
     c.norm_placement = NormPlacement::kPost;
   }
   c.fused_projections = c.architecture == Architecture::kPhi3;
+  const Architecture a = c.architecture;
+  if (a == Architecture::kQwen3Moe) c.qk_norm = QkNorm::kPerHead;
+  c.attention_bias = a == Architecture::kQwen2 || a == Architecture::kQwen2Moe;
+  gguf_internal::read_gemma_metadata(m, c);
+  gguf_internal::read_moe_metadata(m, g, c);
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "model/gguf_internal.h"
 #include "model/rope_config.h"
 #include "model/weight_loader.h"
 
@@ -125,12 +126,18 @@ std::string gguf_tensor_name(const std::string& hf, Architecture arch) {
   if (hf.compare(0, prefix.size(), prefix) != 0) return "";
   std::string rest;
   const std::string layer = layer_name(hf, prefix.size(), &rest);
-  if (arch == Architecture::kOlmo2) {  // norms on the sublayer outputs (llama.cpp's names)
+  // Norms on the sublayer outputs (OLMo 2, Gemma) and Gemma's MLP input norm: llama.cpp's
+  // names.
+  if (arch == Architecture::kOlmo2 || arch == Architecture::kGemma2 ||
+      arch == Architecture::kGemma3) {
     if (rest == "post_attention_layernorm.weight")
       return "blk." + layer + ".post_attention_norm.weight";
     if (rest == "post_feedforward_layernorm.weight")
       return "blk." + layer + ".post_ffw_norm.weight";
+    if (rest == "pre_feedforward_layernorm.weight") return "blk." + layer + ".ffn_norm.weight";
   }
+  const std::string moe = gguf_internal::moe_tensor_name(rest, layer);
+  if (!moe.empty()) return moe;
   static const std::pair<const char*, const char*> kNames[] = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},

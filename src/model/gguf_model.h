@@ -52,8 +52,9 @@ class GgufModel {
   std::map<std::string, std::pair<const GgufTensor*, std::size_t>> by_name_;  // -> file index
 };
 
-// GGUF metadata -> ModelConfig for general.architecture llama (Mistral files too), qwen2,
-// qwen3, olmo2 and phi3. A missing required key is Error(kNotFound), a contradicting or
+// GGUF metadata -> ModelConfig for general.architecture llama (Mistral files too; Mixtral
+// with llama.expert_count > 0), qwen2, qwen3, olmo2, phi3, gemma2, gemma3, qwen3moe and
+// qwen2moe (docs/gguf.md). A missing required key is Error(kNotFound), a contradicting or
 // malformed one kCorrupt, an architecture or feature detinfer does not implement
 // kUnsupported; each names the key or tensor. The tensor directory gives the vocab size and
 // tied embeddings, and phi3's longrope factors are read from the tensors
@@ -61,9 +62,10 @@ class GgufModel {
 ModelConfig gguf_model_config(const GgufModel& model);
 
 // The GGUF tensor name of a Hugging Face one ("model.layers.3.self_attn.q_proj.weight" ->
-// "blk.3.attn_q.weight") in a model of architecture `arch` (OLMo 2's
-// post_attention_layernorm is post_attention_norm, the others' ffn_norm); "" for a name
-// GGUF models do not have.
+// "blk.3.attn_q.weight") in a model of architecture `arch` (OLMo 2's and Gemma's
+// post_attention_layernorm is post_attention_norm, the others' ffn_norm; an expert's is
+// its layer's stacked tensor, "blk.N.ffn_gate_exps.weight"); "" for a name GGUF models do
+// not have.
 std::string gguf_tensor_name(const std::string& hf_name, Architecture arch);
 
 // The inverse of llama.cpp's converter permutation of llama Q/K rows (one head of

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "model/gguf_internal.h"
 #include "model/gguf_model.h"
 #include "model/rope_config.h"
 #include "model/weight_loader.h"
@@ -34,27 +35,6 @@ void check_split(const GgufFile& f, std::size_t i, std::size_t n, const std::str
                         " (counting from 0)"),
                 "split.no");
   }
-}
-
-TensorFormat ggml_format(std::uint32_t type) {
-  TensorFormat f;
-  f.ggml_type = type;
-  f.name = ggml_type_name(type);
-  f.is_float = true;
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::kF32:
-      f.dtype = core::DType::kF32;
-      break;
-    case GgmlType::kF16:
-      f.dtype = core::DType::kF16;
-      break;
-    case GgmlType::kBF16:
-      f.dtype = core::DType::kBF16;
-      break;
-    default:
-      f.is_float = false;
-  }
-  return f;
 }
 
 // One metadata value as canonical text (floats as exact bit patterns).
@@ -125,27 +105,67 @@ const std::uint8_t* GgufModel::data(const std::string& name) const {
   return files_[i]->data() + parsed_[i]->data_offset + it->second.first->offset;
 }
 
+namespace gguf_internal {
+
+TensorFormat ggml_format(std::uint32_t type) {
+  TensorFormat f;
+  f.ggml_type = type;
+  f.name = ggml_type_name(type);
+  f.is_float = true;
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32:
+      f.dtype = core::DType::kF32;
+      break;
+    case GgmlType::kF16:
+      f.dtype = core::DType::kF16;
+      break;
+    case GgmlType::kBF16:
+      f.dtype = core::DType::kBF16;
+      break;
+    default:
+      f.is_float = false;
+  }
+  return f;
+}
+
+bool source_tensor(const GgufModel& g, const std::string& name, SourceTensor& out) {
+  const auto [t, file] = g.find(name);
+  if (t == nullptr) return false;
+  const std::size_t idx = g.tensors().at(name).second;
+  out.name = name;
+  out.file = file;
+  out.file_offset = g.parsed(idx).data_offset + t->offset;
+  out.bytes = t->bytes;
+  out.shape.clear();
+  for (auto d = t->dims.rbegin(); d != t->dims.rend(); ++d) {
+    out.shape.push_back(static_cast<std::int64_t>(*d));
+  }
+  out.format = ggml_format(t->type);
+  return true;
+}
+
+}  // namespace gguf_internal
+
 GgufSource::GgufSource(const GgufModel& model, const ModelConfig& config)
     : model_(model),
       arch_(config.architecture),
       rope_factors_(config.architecture == Architecture::kPhi3 &&
                     config.rope_scaling.type == "longrope") {
+  const bool llama =
+      config.architecture == Architecture::kLlama || config.architecture == Architecture::kMixtral;
   for (const WeightSpec& spec : required_weights(config)) {
     const std::string name = gguf_tensor_name(spec.name, arch_);
-    const auto [t, file] = model.find(name);
-    if (t == nullptr) continue;  // stream_weights reports it
-    const std::size_t idx = model.tensors().at(name).second;
     SourceTensor s;
-    s.name = name;
-    s.file = file;
-    s.file_offset = model.parsed(idx).data_offset + t->offset;
-    s.bytes = t->bytes;
-    for (auto d = t->dims.rbegin(); d != t->dims.rend(); ++d) {
-      s.shape.push_back(static_cast<std::int64_t>(*d));
-    }
-    s.format = ggml_format(t->type);
+    const bool found = gguf_internal::expert_source(model, spec, name, config.moe.num_experts, s) ||
+                       gguf_internal::source_tensor(model, name, s);
+    if (!found) continue;  // stream_weights reports it
+    // Qwen2-MoE's shared-expert gate: the converter squeezes [1, hidden] to [hidden].
+    if (spec.kind == WeightKind::kSharedGate && s.shape == std::vector<std::int64_t>{spec.shape[1]})
+      s.shape = spec.shape;
+    // Gemma: llama.cpp's converter stores every norm weight as 1 + w (in f32).
+    s.norm_plus_one_applied = config.norm_plus_one && is_norm_kind(spec.kind);
     // llama.cpp's converter permutes the Q and K rows of llama-architecture models only.
-    if (config.architecture == Architecture::kLlama && s.shape == spec.shape) {
+    if (llama && s.shape == spec.shape) {
       if (spec.kind == WeightKind::kQ)
         s.row_order = llama_qk_row_order(config.num_heads, config.head_dim);
       if (spec.kind == WeightKind::kK) {
@@ -166,8 +186,11 @@ std::string GgufSource::name_of(const WeightSpec& spec) const {
 }
 
 std::size_t GgufSource::count_unused(const std::vector<WeightSpec>& specs) const {
-  std::set<std::string> used;
-  for (const WeightSpec& s : specs) used.insert(gguf_tensor_name(s.name, arch_));
+  std::set<std::string> used;  // the names read (an expert's: its stacked or own tensor)
+  for (const WeightSpec& s : specs) {
+    const auto it = tensors_.find(s.name);
+    used.insert(it != tensors_.end() ? it->second.name : gguf_tensor_name(s.name, arch_));
+  }
   if (rope_factors_) used.insert({"rope_factors_long.weight", "rope_factors_short.weight"});
   for (const auto& entry : model_.tensors()) {
     if (used.count(entry.first) == 0) {

@@ -37,6 +37,9 @@ struct SourceTensor {
   // gets is stored row row_order[r] (GGUF llama Q/K, whose rows converters permute).
   // Whole rows of bytes move, so this works for any element or block format.
   std::vector<std::int64_t> row_order;
+  // GGUF Gemma: a norm weight llama.cpp's converter stored as 1 + w (rounded to f32 once,
+  // exactly the factor a norm_plus_one model applies); the sink uses it as it is.
+  bool norm_plus_one_applied = false;
   const std::uint8_t* data() const { return file->data() + file_offset; }
 };
 

@@ -154,6 +154,21 @@ void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format
   take_quantized(spec, *q, data);
 }
 
+bool is_norm_kind(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::kFinalNorm:
+    case WeightKind::kInputNorm:
+    case WeightKind::kPostNorm:
+    case WeightKind::kPostFfNorm:
+    case WeightKind::kPreFfNorm:
+    case WeightKind::kQNorm:
+    case WeightKind::kKNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 // The tensors of `specs`, each present, of the expected shape and of a format the sink takes.
@@ -232,10 +247,17 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorSource& sour
     t.file->advise_sequential(t.file_offset, bytes);
     const std::uint8_t* data = t.data();
     const std::uint8_t* sink_data = sink_bytes(t, buf);
+    WeightSpec marked;  // a copy only for the (few) norms a source stored as 1 + w
+    const WeightSpec* spec = &specs[i];
+    if (t.norm_plus_one_applied) {
+      marked = specs[i];
+      marked.norm_plus_one_applied = true;
+      spec = &marked;
+    }
     if (t.format.is_float) {
-      sink.take(specs[i], t.format.dtype, sink_data);
+      sink.take(*spec, t.format.dtype, sink_data);
     } else {
-      sink.take_encoded(specs[i], t.format, sink_data, t.bytes);
+      sink.take_encoded(*spec, t.format, sink_data, t.bytes);
     }
     // Hashed right after the sink read the bytes: the pages are resident and hot, so the
     // fingerprint costs only the hashing itself, not a second read of the file. The bytes

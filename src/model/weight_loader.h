@@ -61,7 +61,13 @@ struct WeightSpec {
   std::int64_t layer = -1;  // -1 for model-level tensors
   std::vector<std::int64_t> shape;
   std::int64_t expert = -1;  // the expert of kExpert* tensors, else -1
+  // Set by stream_weights for the sink from SourceTensor::norm_plus_one_applied: a norm
+  // weight of a norm_plus_one model (Gemma) that already holds 1 + w, to be used as it is.
+  bool norm_plus_one_applied = false;
 };
+
+// Whether `kind` is an RMSNorm weight (the layer, q/k and final norms).
+bool is_norm_kind(WeightKind kind);
 
 // The tensors `config` needs, with their expected shapes, sorted by name.
 std::vector<WeightSpec> required_weights(const ModelConfig& config);

@@ -22,7 +22,7 @@ namespace {
 using devtools::TinyArch;
 using json = nlohmann::json;
 
-ModelConfig config_of(const std::string& path) { return gguf_model_config(*GgufModel::open(path)); }
+using testing::config_of;
 
 // A tiny phi3 folder (partial rotary 0.75: 12 of 16 dims, 6 factor pairs) with `edit`
 // applied to its config.json, and its GGUF.
@@ -53,14 +53,7 @@ void longrope(json& c) {
   c["original_max_position_embeddings"] = 512;
 }
 
-void expect_same_model(const testing::TinyGguf& t, std::size_t positions = 40) {
-  EXPECT_EQ(canonical_config_text(config_of(t.gguf)),
-            canonical_config_text(load_model_config(t.hf_dir)));
-  const std::vector<float> hf = testing::logits_of(t.hf_dir, positions);
-  const std::vector<float> g = testing::logits_of(t.gguf, positions);
-  ASSERT_EQ(hf.size(), g.size());
-  EXPECT_EQ(std::memcmp(hf.data(), g.data(), hf.size() * sizeof(float)), 0);
-}
+using testing::expect_same_model;
 
 TEST(GgufArch, Phi3LongropeAndPartialRotaryMatchTheFolder) {
   const auto t = phi3_gguf("g-phi3-longrope", longrope);
@@ -158,32 +151,9 @@ TEST(GgufArch, TensorNamesAndBytesAsLlamaCppWritesThem) {
 
 // ---- hostile phi3 / olmo2 files ------------------------------------------------------
 
-// `field` "" = not checked.
-void expect_refused(const std::string& path, ErrorCode code, const std::string& field,
-                    const std::string& message) {
-  try {
-    Model::load(path, {});
-    FAIL() << "loaded " << path;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    if (!field.empty()) {
-      EXPECT_EQ(e.field(), field) << e.what();
-    }
-    EXPECT_NE(e.message().find(message), std::string::npos) << e.what();
-  }
-}
-
-std::string edited(const std::string& in, const testing::GgufEdits& e) {
-  const std::string out = testing::scratch_dir("g-arch-hostile") + "/m.gguf";
-  testing::copy_gguf(in, out, e);
-  return out;
-}
-
-testing::GgufEdits tensor_edit(std::function<void(std::vector<testing::GgufTensorCopy>&)> f) {
-  testing::GgufEdits e;
-  e.tensors = std::move(f);
-  return e;
-}
+using testing::edited;
+using testing::expect_refused;
+using testing::tensor_edit;
 
 TEST(GgufArchHostile, Phi3LongropeErrorsNameTheKeyOrTensor) {
   const auto t = phi3_gguf("g-phi3-hostile", longrope);

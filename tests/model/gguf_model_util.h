@@ -2,17 +2,23 @@
 // with its metadata or tensors edited (hostile files made from a good one).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "detinfer/error.h"
 #include "devtools/gguf_writer.h"
 #include "devtools/model_tools.h"
 #include "model/gguf.h"
+#include "model/gguf_model.h"
 #include "model/mapped_file.h"
+#include "model/model.h"
 #include "model_test_util.h"
 
 namespace detinfer::testing {
@@ -65,7 +71,7 @@ inline MetaWriter set_string(const std::string& v) {
 
 // Copies the GGUF file `in` to `out` with `edits` applied (the file holds only string,
 // u32, i32, f32 and bool values and string, i32 and f32 arrays, as write_gguf_model writes
-// them).
+// them, and bool arrays).
 inline void copy_gguf(const std::string& in, const std::string& out, const GgufEdits& edits) {
   const model::MappedFile file(in);
   const model::GgufFile f = model::parse_gguf(file.data(), file.size(), in);
@@ -82,6 +88,8 @@ inline void copy_gguf(const std::string& in, const std::string& out, const GgufE
       w.add_string_array(key, v.strings);
     if (v.type == model::GgufType::kArray && v.element == model::GgufType::kI32)
       w.add_i32_array(key, std::vector<std::int32_t>(v.ints.begin(), v.ints.end()));
+    if (v.type == model::GgufType::kArray && v.element == model::GgufType::kBool)
+      w.add_bool_array(key, std::vector<bool>(v.uints.begin(), v.uints.end()));
     if (v.type == model::GgufType::kArray && v.element == model::GgufType::kF32)
       w.add_f32_array(key, std::vector<float>(v.floats.begin(), v.floats.end()));
   }
@@ -112,6 +120,51 @@ inline std::vector<float> logits_of(const std::string& model, std::size_t n = 12
   r.model_dir = model;
   r.tokens = test_tokens(n, 512);
   return devtools::compute_logits(r).logits;
+}
+
+inline model::ModelConfig config_of(const std::string& path) {
+  return model::gguf_model_config(*model::GgufModel::open(path));
+}
+
+// The GGUF file's config equals the folder's (canonical text) and its logits over
+// `positions` tokens are bitwise equal to the folder's.
+inline void expect_same_model(const TinyGguf& t, std::size_t positions = 40) {
+  EXPECT_EQ(model::canonical_config_text(config_of(t.gguf)),
+            model::canonical_config_text(model::load_model_config(t.hf_dir)));
+  const std::vector<float> hf = logits_of(t.hf_dir, positions);
+  const std::vector<float> g = logits_of(t.gguf, positions);
+  ASSERT_EQ(hf.size(), g.size());
+  EXPECT_EQ(std::memcmp(hf.data(), g.data(), hf.size() * sizeof(float)), 0);
+}
+
+// Loading `path` is Error(code) naming `field` ("" = not checked), its message holding
+// `message`.
+inline void expect_refused(const std::string& path, ErrorCode code, const std::string& field,
+                           const std::string& message) {
+  try {
+    model::Model::load(path, {});
+    FAIL() << "loaded " << path;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    if (!field.empty()) {
+      EXPECT_EQ(e.field(), field) << e.what();
+    }
+    EXPECT_NE(e.message().find(message), std::string::npos) << e.what();
+  }
+}
+
+// A copy of the GGUF file `in` with `e` applied, under the scratch dir `dir`.
+inline std::string edited(const std::string& in, const GgufEdits& e,
+                          const std::string& dir = "g-arch-hostile") {
+  const std::string out = scratch_dir(dir) + "/m.gguf";
+  copy_gguf(in, out, e);
+  return out;
+}
+
+inline GgufEdits tensor_edit(std::function<void(std::vector<GgufTensorCopy>&)> f) {
+  GgufEdits e;
+  e.tensors = std::move(f);
+  return e;
 }
 
 }  // namespace detinfer::testing

@@ -41,6 +41,29 @@ void write_gguf(const MakeTinyOptions& o, const std::string& dir) {
   }
 }
 
+// The options of the Gemma and mixture-of-experts architectures.
+void add_family_options(CLI::App& sub, MakeTinyOptions& o) {
+  sub.add_option("--num-experts", o.model.num_experts,
+                 "qwen3_moe, mixtral: num_experts / num_local_experts")
+      ->capture_default_str();
+  sub.add_option("--experts-per-tok", o.model.experts_per_tok,
+                 "qwen3_moe, mixtral: num_experts_per_tok (top-k)")
+      ->capture_default_str();
+  sub.add_option("--moe-intermediate", o.model.moe_intermediate,
+                 "qwen3_moe, qwen2_moe: moe_intermediate_size (mixtral experts use "
+                 "--intermediate)")
+      ->capture_default_str();
+  sub.add_option("--shared-expert-intermediate", o.model.shared_expert_intermediate,
+                 "qwen2_moe: shared_expert_intermediate_size")
+      ->capture_default_str();
+  sub.add_option("--softcap", o.model.attn_logit_softcapping,
+                 "gemma2, gemma3: attn_logit_softcapping (0 = null; a gemma2 --gguf needs one)")
+      ->capture_default_str();
+  sub.add_option("--final-softcap", o.model.final_logit_softcapping,
+                 "gemma2, gemma3: final_logit_softcapping (0 = null)")
+      ->capture_default_str();
+}
+
 const detinfer_cli::RegisterCommand kRegister(
     "make-tiny-model", "Write a small random model (Hugging Face layout) from a seed",
     [](CLI::App& sub, int& exit_code) {
@@ -51,19 +74,7 @@ const detinfer_cli::RegisterCommand kRegister(
           ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "olmo2", "phi3", "gemma2",
                                  "gemma3", "qwen3_moe", "mixtral", "qwen2_moe"}))
           ->capture_default_str();
-      sub.add_option("--num-experts", o->model.num_experts,
-                     "qwen3_moe, mixtral: num_experts / num_local_experts")
-          ->capture_default_str();
-      sub.add_option("--experts-per-tok", o->model.experts_per_tok,
-                     "qwen3_moe, mixtral: num_experts_per_tok (top-k)")
-          ->capture_default_str();
-      sub.add_option("--moe-intermediate", o->model.moe_intermediate,
-                     "qwen3_moe, qwen2_moe: moe_intermediate_size (mixtral experts use "
-                     "--intermediate)")
-          ->capture_default_str();
-      sub.add_option("--shared-expert-intermediate", o->model.shared_expert_intermediate,
-                     "qwen2_moe: shared_expert_intermediate_size")
-          ->capture_default_str();
+      add_family_options(sub, *o);
       sub.add_option("--dtype", o->dtype, "Weight dtype: f32 | bf16 | f16")
           ->check(CLI::IsMember({"f32", "bf16", "f16"}))
           ->capture_default_str();
@@ -97,8 +108,8 @@ const detinfer_cli::RegisterCommand kRegister(
                      "Jinja file written as chat_template.jinja (default: the ChatML template "
                      "in tokenizer_config.json)");
       sub.add_option("--gguf", o->gguf,
-                     "Also write the model as this GGUF file (llama, mistral, qwen2, qwen3; "
-                     "as llama.cpp's converter writes it)");
+                     "Also write the model as this GGUF file (every --arch; as llama.cpp's "
+                     "converter writes it)");
       sub.add_option("--gguf-splits", o->gguf_splits,
                      "Write the GGUF as this many name-0000N-of-0000M.gguf shards")
           ->capture_default_str();
