@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "model/canonical_layer.h"
+#include "model/gemma_config.h"
 #include "model/model_factories.h"
 #include "model/quantize_weights.h"
 #include "model/transformer_base.h"
@@ -101,6 +102,10 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     };
     CanonicalLayer* l = s.layer >= 0 ? &layers_[li] : nullptr;
     CanonicalLayerBiases* b = s.layer >= 0 ? &biases_[li] : nullptr;
+    if (is_norm_kind(s.kind)) {
+      *norm_slot(s.kind, l, final_norm_) = upload_f32(s, dtype, data);
+      return;
+    }
     switch (s.kind) {
       case WeightKind::kEmbed:
         embed_dtype_ = kd;
@@ -113,15 +118,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
         break;
       case WeightKind::kLmHead:
         lm_head_ = pack(nullptr);
-        break;
-      case WeightKind::kFinalNorm:
-      case WeightKind::kInputNorm:
-      case WeightKind::kPostNorm:
-      case WeightKind::kPostFfNorm:
-      case WeightKind::kPreFfNorm:
-      case WeightKind::kQNorm:
-      case WeightKind::kKNorm:
-        *norm_slot(s.kind, l, final_norm_) = upload_f32(s, dtype, data);
         break;
       case WeightKind::kQBias:
         b->q = to_f32(s, dtype, data);
@@ -157,7 +153,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       case WeightKind::kGateUp:
         take_fused_native(s, dtype, data, *l);
         break;
-      default:  // the MoE kinds (take_moe)
+      default:  // the MoE kinds (take_moe); the norms (above)
         break;
     }
   }
@@ -399,7 +395,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     } else {
       be.embedding_from_linear(*lm_head_, act_.x.as<float>());
     }
-    if (c.scale_embeddings) be.scale(act_.x.as<float>(), embed_scale(), m * h);
+    if (c.scale_embeddings) be.scale(act_.x.as<float>(), gemma_embed_scale(h, embed_dtype_), m * h);
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       run_layer(layers_[static_cast<std::size_t>(li)], kv, li, m);
     }
@@ -416,14 +412,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     const std::size_t base = logits.size();
     logits.resize(base + static_cast<std::size_t>(rows * c.vocab_size));
     be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
-  }
-
-  // Gemma's embedding normalizer: sqrt(hidden_size) rounded to binary32, then to the
-  // embedding table's dtype (transformers: torch.tensor(hidden_size**0.5, dtype)).
-  float embed_scale() const {
-    auto s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
-    kernels::round_to_dtype(&s, &s, 1, embed_dtype_);  // correctly rounded sqrt: exact spec
-    return s;
   }
 
   std::shared_ptr<Backend> backend_;

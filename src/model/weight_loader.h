@@ -66,6 +66,10 @@ struct WeightSpec {
 // The tensors `config` needs, with their expected shapes, sorted by name.
 std::vector<WeightSpec> required_weights(const ModelConfig& config);
 
+// Whether `kind` is an RMSNorm weight (the final norm, a layer's norms, q/k norms): the
+// weights Gemma applies as (1 + w).
+bool is_norm_kind(WeightKind kind);
+
 // Receives each tensor once. `data` holds numel elements of `dtype`, aligned to the
 // element size, valid only during the call.
 class WeightSink {
