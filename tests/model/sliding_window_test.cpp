@@ -2,7 +2,8 @@
 // over 40 positions the canonical logits match the float64 reference of transformers'
 // masking (row t sees keys t - 8 < j <= t) within 1e-5 relative L2 and are far from full
 // causal attention; bitwise invariant to chunking and threads; positions past the window
-// are accepted (the window no longer caps the context).
+// are accepted (the window no longer caps the context). Fast mode (libtorch) masks the
+// window too (within 1e-4 of the reference).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,9 +22,9 @@ namespace {
 
 using nlohmann::json;
 
-// The tiny model of `arch` with a window of 8 (Qwen2: layers >= max_window_layers 1) and a
-// copy of it whose config has no window (the "window removed" reference).
-void check_windowed(devtools::TinyArch arch, const std::string& name) {
+// The tiny model of `arch` with a window of 8 (Qwen2: layers >= max_window_layers 1) in a
+// new scratch directory; its options.
+devtools::TinyModelOptions windowed_model(devtools::TinyArch arch, const std::string& name) {
   const std::string dir = testing::scratch_dir("window-" + name);
   devtools::TinyModelOptions o = testing::tiny_options(arch, core::DType::kF32, dir, 9);
   o.sliding_window = 8;
@@ -34,6 +35,14 @@ void check_windowed(devtools::TinyArch arch, const std::string& name) {
     c["max_window_layers"] = 1;
     std::ofstream(dir + "/config.json") << c.dump();
   }
+  return o;
+}
+
+// The windowed model against the reference, and against a copy of it whose config has no
+// window (the "window removed" reference).
+void check_windowed(devtools::TinyArch arch, const std::string& name) {
+  const devtools::TinyModelOptions o = windowed_model(arch, name);
+  const std::string& dir = o.out_dir;
   const std::string full = testing::scratch_dir("window-" + name + "-full");
   devtools::make_tiny_model([&] {
     devtools::TinyModelOptions f = o;
@@ -61,6 +70,25 @@ TEST(SlidingWindow, MistralMatchesTheReferenceMask) {
 
 TEST(SlidingWindow, Qwen2WindowsLayersFromMaxWindowLayersOn) {
   check_windowed(devtools::TinyArch::kQwen2, "qwen2");
+}
+
+// Fast mode (libtorch) masks the window too: within 1e-4 of the reference over 40
+// positions (32 past the window), in chunks of 9 and token by token.
+TEST(SlidingWindow, FastModeMasksKeysOlderThanTheWindow) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  for (const auto arch : {devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2}) {
+    const std::string name = std::string(devtools::tiny_arch_name(arch)) + "-fast";
+    const std::string dir = windowed_model(arch, name).out_dir;
+    const testing::ReferenceModel ref(dir);
+    const auto tokens = testing::test_tokens(40, ref.vocab());
+    for (const std::size_t chunk : {std::size_t{9}, std::size_t{1}}) {
+      const double err = testing::worst_rel_l2(
+          testing::prefill_logits(dir, tokens, chunk, 1, NumericsMode::kFast), ref, tokens);
+      std::printf("  %s, chunks of %zu: reference %.3e\n", name.c_str(), chunk, err);
+      ::testing::Test::RecordProperty(name + "_chunk" + std::to_string(chunk), std::to_string(err));
+      EXPECT_LE(err, 1e-4) << name << ", chunks of " << chunk;
+    }
+  }
 }
 
 }  // namespace
