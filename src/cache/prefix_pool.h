@@ -44,7 +44,8 @@ std::int64_t publish_prefix_blocks(PrefixCache& cache, const std::vector<std::in
   const std::size_t n = std::min(keys.size(), block_table.size());
   std::int64_t inserted = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (cache.contains(keys[i])) continue;
+    // A hole (-1): a sliding window's block the engine released; nothing to publish.
+    if (block_table[i] < 0 || cache.contains(keys[i])) continue;
     auto payload = std::make_shared<Bytes>(static_cast<std::size_t>(pool.block_bytes()));
     pool.export_block(block_table[i], payload->data());
     cache.insert(keys[i], std::move(payload));

@@ -1,5 +1,7 @@
 #include "engine/block_table.h"
 
+#include <algorithm>
+
 #include "model/model.h"
 
 namespace detinfer::engine {
@@ -17,7 +19,7 @@ std::vector<std::int32_t> fork_blocks(model::KvCachePool& pool,
   std::vector<std::int32_t> child;
   child.reserve(table.size());
   for (std::int64_t i = 0; i < full; ++i) {
-    pool.retain(table[i]);
+    if (table[i] >= 0) pool.retain(table[i]);
     child.push_back(table[i]);
   }
   if (tokens % bs != 0) {
@@ -32,8 +34,27 @@ std::vector<std::int32_t> fork_blocks(model::KvCachePool& pool,
 }
 
 void release_blocks(model::KvCachePool& pool, std::vector<std::int32_t>& table) {
-  for (const std::int32_t b : table) pool.release(b);
+  for (const std::int32_t b : table) {
+    if (b >= 0) pool.release(b);
+  }
   table.clear();
+}
+
+std::int64_t release_before(model::KvCachePool& pool, std::vector<std::int32_t>& table,
+                            std::int64_t first_live) {
+  std::int64_t released = 0;
+  const auto end = std::min<std::int64_t>(first_live, static_cast<std::int64_t>(table.size()));
+  for (std::int64_t i = 0; i < end; ++i) {
+    if (table[i] < 0) continue;
+    pool.release(table[i]);
+    table[i] = -1;
+    ++released;
+  }
+  return released;
+}
+
+std::int64_t live_blocks(const std::vector<std::int32_t>& table) {
+  return std::count_if(table.begin(), table.end(), [](std::int32_t b) { return b >= 0; });
 }
 
 }  // namespace detinfer::engine

@@ -320,6 +320,7 @@ void Engine::Impl::build_batch(Batch& b) {
   // speculates (one row per token fed: the verify pass). Drafts of all sequences together
   // stay within the prefill token budget, which bounds the step's rows and logits, and
   // take only blocks no sequence's next token needs (a draft never preempts).
+  release_dead_blocks();  // a sliding window's blocks no row will see again
   std::int64_t spare = make_room();
   const std::int64_t bs = pool.block_size();
   std::int64_t draft_budget = options.prefill_chunk_tokens;

@@ -85,7 +85,8 @@ class PrefixProvider {
   // When a sample finishes (multi-turn reuse, docs/chat.md): `tokens` is the prompt plus
   // the generated tokens whose K/V are in block_table, so that the next turn's prompt
   // (this prompt + the reply + a new message) finds them. Decode K/V equals prefill K/V
-  // bit for bit, so a hit stays identical to a cold run.
+  // bit for bit, so a hit stays identical to a cold run. A windowed model's table may
+  // hold holes (-1: blocks the engine released, engine_window.cpp): they are skipped.
   virtual void publish_sequence(const EngineRequest& /*request*/,
                                 const std::vector<std::int32_t>& /*tokens*/,
                                 const model::KvCachePool& /*pool*/,

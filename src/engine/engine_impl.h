@@ -76,6 +76,9 @@ struct Engine::Impl {
   std::atomic<std::int64_t> preemptions{0};  // KV admission, since the engine started
   std::atomic<std::int64_t> resumptions{0};
   std::int64_t next_order = 0;  // the next Group::order (scheduler only)
+  // Model::kv_horizon(): > 0 when every layer slides over this many keys, and the blocks
+  // no later row can see are released (engine_window.cpp).
+  std::int64_t horizon = 0;
 
   std::vector<std::unique_ptr<Group>> running;  // scheduler thread only, by Group::order
   // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
@@ -92,15 +95,29 @@ struct Engine::Impl {
         options(o),
         pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend(), m.kv_dtype()),
         vocab(m.config().vocab_size),
+        horizon(m.kv_horizon()),
         output({t, vocab, pool, observers, prefix}, [this](Group& g) { on_released(g); }) {}
 
   std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {
-    const std::int64_t bs = pool.block_size();
     const std::int64_t width = std::max(c.num_beams, c.num_return_sequences);
-    const std::int64_t per_seq = (prompt + c.max_new_tokens + bs - 1) / bs;
+    const std::int64_t per_seq = sequence_blocks(prompt, prompt + c.max_new_tokens);
     // Forks copy one partial block per sequence while the parents still hold theirs.
     return width * per_seq + width;
   }
+
+  // --- sliding windows (engine_window.cpp; docs/session.md "Sliding windows and the KV
+  // cache"). The most blocks a sequence of `total` tokens holds at once, its prompt's
+  // blocks kept while the prompt is prefilled: all of them, or with a horizon, the bound
+  // of a step's live blocks (window_blocks) when that is fewer.
+  std::int64_t sequence_blocks(std::int64_t prompt, std::int64_t total) const;
+  // The live blocks of a step of at most recompute_chunk() tokens, with the horizon.
+  std::int64_t window_blocks() const;
+  // Tokens a recompute chunk of a windowed sequence carries at most: the prefill chunk,
+  // capped at the window so that window_blocks() stays small.
+  std::int64_t recompute_chunk() const;
+  // Releases the blocks of every decoding or recomputing sequence that no row at its next
+  // position or later can see. Runs before the batch is built.
+  void release_dead_blocks();
 
   // --- scheduler (engine.cpp): admission, reservations, batch building, forward,
   // failure, shutdown. It hands each step's rows to `output`.

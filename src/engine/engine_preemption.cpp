@@ -37,7 +37,11 @@ bool preemptible(const Group& g) { return !is_beam(g) && !g.req.score_row; }
 // Blocks a request holds, shared ones (forked beams) counted once.
 std::int64_t distinct_blocks(const Group& g) {
   std::vector<std::int32_t> all;
-  for (const SeqState& s : g.seqs) all.insert(all.end(), s.blocks.begin(), s.blocks.end());
+  for (const SeqState& s : g.seqs) {
+    for (const std::int32_t b : s.blocks) {
+      if (b >= 0) all.push_back(b);  // holes (a sliding window's released blocks) hold none
+    }
+  }
   std::sort(all.begin(), all.end());
   return std::unique(all.begin(), all.end()) - all.begin();
 }
@@ -52,7 +56,8 @@ std::int64_t Engine::Impl::admission_blocks(const Group& g) const {
   if (g.seqs.empty()) return blocks_for(prompt, bs) + (g.width - 1);
   std::int64_t n = 0;  // a preempted request: every live sample's prompt + generated tokens
   for (const SeqState& s : g.seqs) {
-    if (!s.finished) n += blocks_for(prompt + static_cast<std::int64_t>(s.generated.size()), bs);
+    if (!s.finished)
+      n += sequence_blocks(prompt, prompt + static_cast<std::int64_t>(s.generated.size()));
   }
   return n;
 }
@@ -70,8 +75,10 @@ std::int64_t Engine::Impl::owed_blocks(const Group& g) const {
   for (const SeqState& s : g.seqs) {
     if (!recomputing(g, s)) continue;
     const std::int64_t total = prompt + static_cast<std::int64_t>(s.generated.size());
-    n += std::max<std::int64_t>(0,
-                                blocks_for(total, bs) - static_cast<std::int64_t>(s.blocks.size()));
+    std::int64_t rest = blocks_for(total, bs) - static_cast<std::int64_t>(s.blocks.size());
+    // A sliding window releases blocks as it goes: it never holds more than the bound.
+    if (horizon > 0) rest = std::min(rest, window_blocks() - live_blocks(s.blocks));
+    n += std::max<std::int64_t>(0, rest);
   }
   return n;
 }
@@ -186,6 +193,9 @@ void Engine::Impl::publish_computed(const Group& g, const SeqState& s) {
 
 void Engine::Impl::restore_computed(const Group& g, SeqState& s) {
   const auto total = static_cast<std::int64_t>(g.req.prompt.size() + s.generated.size());
+  // A windowed sequence longer than its bound is recomputed from its start, within the
+  // bound, rather than restored (which would take all of its blocks at once).
+  if (horizon > 0 && blocks_for(total, pool.block_size()) > window_blocks()) return;
   try {
     s.num_computed = prefix->restore_sequence(g.req, sequence_tokens(g, s, total), pool, s.blocks);
     DETINFER_INTERNAL_CHECK(s.num_computed >= 0 && s.num_computed < total &&
@@ -210,7 +220,7 @@ void Engine::Impl::add_recompute_chunks(Batch& b, std::int64_t& budget) {
       SeqState& s = g.seqs[i];
       if (!recomputing(g, s)) continue;
       const std::int64_t total = prompt + static_cast<std::int64_t>(s.generated.size());
-      const std::int64_t n = std::min(budget, total - s.num_computed);
+      const std::int64_t n = std::min({budget, total - s.num_computed, recompute_chunk()});
       ensure_blocks(pool, s.blocks, s.num_computed + n);
       model::SequenceStep st;
       st.start_pos = s.num_computed;

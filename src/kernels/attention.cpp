@@ -227,6 +227,7 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     fail(ErrorCode::kInvalidArgument, "attention: kv_dtype ", static_cast<int>(kv.kv_dtype),
          " is not f32, bf16 or f16");
   std::int64_t max_keys = 0;
+  std::int64_t min_first = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t r = 0; r < rows; ++r) {
     if (num_keys[r] < 0 || num_keys[r] > kv.num_blocks * kv.block_size)
       fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has ", num_keys[r],
@@ -235,13 +236,16 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     if (mask.first_keys != nullptr && (mask.first_keys[r] < 0 || mask.first_keys[r] > num_keys[r]))
       fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has first key ", mask.first_keys[r],
            " outside [0, ", num_keys[r], "]");
+    min_first = std::min(min_first, mask.first_keys != nullptr ? mask.first_keys[r] : 0);
   }
   const std::int64_t d = kv.head_dim;
   // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
-  // the kernels' inner loops).
+  // the kernels' inner loops). The blocks before the first key any row sees are not read
+  // (a sliding window's released blocks are -1 there).
   const std::int64_t kv_stride = kv.num_kv_heads * d;
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(max_keys));
-  for (std::int64_t b = 0, t = 0; t < max_keys; ++b) {
+  const std::int64_t first_block = min_first / kv.block_size;
+  for (std::int64_t b = first_block, t = b * kv.block_size; t < max_keys; ++b) {
     const std::int64_t block = kv.block_table[b];
     if (block < 0) fail(ErrorCode::kInvalidArgument, "attention: block_table[", b, "] = ", block);
     const std::int64_t end = std::min(max_keys, t + kv.block_size);

@@ -96,7 +96,9 @@ class KvCachePool {
 
 // One sequence's part of a forward step: new tokens at positions
 // [start_pos, start_pos + tokens.size()), whose K/V are written into the blocks of
-// block_table (which must already cover start_pos + tokens.size() tokens).
+// block_table (which must already cover start_pos + tokens.size() tokens). Entries before
+// first_live_block(model.kv_horizon(), start_pos, block_size) may be -1 (released: no row
+// of the step can see their keys); every other entry is a block of the pool.
 struct SequenceStep {
   std::vector<std::int32_t> tokens;
   std::int64_t start_pos = 0;
@@ -148,6 +150,11 @@ class Model {
   // The quantized formats the model file stored its tensors in (GGUF Q8_0, ...), sorted,
   // joined by '+' ("q4_0+q8_0"); "" when none (weights quantized on load do not count).
   virtual std::string stored_quant_formats() const { return {}; }
+  // > 0 when every layer attends through a sliding window of this many keys and the
+  // forward pass reads only the keys a row sees (canonical numerics): the engine then
+  // releases the blocks no later row can see (model_config.h kv_horizon). 0 otherwise
+  // (fast mode's attention reads every key).
+  virtual std::int64_t kv_horizon() const { return 0; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure

@@ -151,6 +151,27 @@ inline bool layer_is_sliding(const ModelConfig& c, std::int64_t layer) {
          c.sliding_layers[static_cast<std::size_t>(layer)] != 0;
 }
 
+// The keys any layer can still see (docs/session.md, "Sliding windows and the KV cache"):
+// when every layer attends through the sliding window, a row at position p >= next_pos
+// sees no key below next_pos + 1 - sliding_window, so the KV blocks wholly before it are
+// dead; this returns sliding_window then. 0 when any layer attends to every key.
+inline std::int64_t kv_horizon(const ModelConfig& c) {
+  if (c.sliding_window <= 0 || c.num_layers <= 0) return 0;
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    if (!layer_is_sliding(c, l)) return 0;
+  }
+  return c.sliding_window;
+}
+
+// The first block of a sequence's table that rows at positions >= next_pos can read with
+// keys horizon (kv_horizon): the blocks before it hold only keys below
+// next_pos + 1 - horizon. 0 when horizon is 0 (every block stays live).
+inline std::int64_t first_live_block(std::int64_t horizon, std::int64_t next_pos,
+                                     std::int64_t block_size) {
+  if (horizon <= 0 || next_pos + 1 - horizon <= 0) return 0;
+  return (next_pos + 1 - horizon) / block_size;
+}
+
 // The dimensions of each head RoPE rotates (the rest pass through unchanged).
 inline std::int64_t rope_dims(const ModelConfig& c) {
   return c.partial_rotary_dim > 0 ? c.partial_rotary_dim : c.head_dim;

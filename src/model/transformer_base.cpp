@@ -60,10 +60,14 @@ BatchPlan TransformerBase::make_plan(const std::vector<SequenceStep>& batch,
       fail(ErrorCode::kInvalidArgument, "batch sequence ", s, ": block table of ", nb,
            " blocks cannot hold ", end, " tokens");
     }
-    for (const std::int32_t b : st.block_table) {
-      if (b < 0 || b >= kv.capacity()) {
+    // Released blocks (-1) only where no row of the step can see a key.
+    const std::int64_t live = first_live_block(kv_horizon(), st.start_pos, bs);
+    for (std::int64_t i = 0; i < nb; ++i) {
+      const std::int32_t b = st.block_table[static_cast<std::size_t>(i)];
+      if ((b < 0 && !(b == -1 && i < live)) || b >= kv.capacity()) {
         fail(ErrorCode::kInvalidArgument, "batch sequence ", s, ": block id ", b,
-             " is outside the pool [0, ", kv.capacity(), ")");
+             " is outside the pool [0, ", kv.capacity(), ")",
+             b == -1 ? " (a released block that the step's rows can still see)" : "");
       }
     }
     p.seqs.push_back({p.rows, n, st.start_pos, st.block_table.data(), nb});

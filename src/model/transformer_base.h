@@ -28,6 +28,9 @@ class TransformerBase : public Model {
   std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
   core::DType kv_dtype() const override { return options_.kv_dtype; }
+  std::int64_t kv_horizon() const override {
+    return options_.mode == NumericsMode::kFast ? 0 : model::kv_horizon(config_);
+  }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
   void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,

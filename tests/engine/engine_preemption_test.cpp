@@ -388,13 +388,8 @@ TEST(EnginePreemption, CancelledWhileWaitingAfterPreemptionKeepsWhatItStreamed) 
   engine::Engine e(m, nullptr, tight_options(16));
   auto cancel = std::make_shared<CancelOnPreemption>();
   e.add_observer(cancel);
-  GenerationConfig one;
-  one.max_new_tokens = 1;
   Gate gate;
-  engine::EngineRequest blocker = request({5}, one);
-  blocker.on_token = gate.callback();
-  auto fb = e.submit(blocker);
-  gate.wait_entered();
+  auto fb = hold_engine(e, gate);
   GenerationConfig c;
   c.max_new_tokens = 40;
   c.ignore_eos = true;

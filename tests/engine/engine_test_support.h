@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,19 @@ inline engine::EngineOptions small_options() {
   o.kv_block_size = 4;
   o.kv_budget_bytes = 4096 * 4 * 32;  // 4096 blocks of 4 tokens (32 bytes per token)
   return o;
+}
+
+// Submits a one-token request whose token callback holds the engine thread in `gate`, and
+// returns once it is held: requests submitted until gate.release() are all queued before
+// the next admission, so the schedule is the same in every run.
+inline std::future<GenerationResult> hold_engine(engine::Engine& e, Gate& gate) {
+  GenerationConfig one;
+  one.max_new_tokens = 1;
+  engine::EngineRequest blocker = request({5}, one);
+  blocker.on_token = gate.callback();
+  auto f = e.submit(std::move(blocker));
+  gate.wait_entered();
+  return f;
 }
 
 inline GenerationResult run_alone(const engine::EngineRequest& r,

@@ -2,8 +2,9 @@
 // over 40 positions the canonical logits match the float64 reference of transformers'
 // masking (row t sees keys t - 8 < j <= t) within 1e-5 relative L2 and are far from full
 // causal attention; bitwise invariant to chunking and threads; positions past the window
-// are accepted (the window no longer caps the context). Fast mode (libtorch) masks the
-// window too (within 1e-4 of the reference).
+// are accepted (the window no longer caps the context); blocks released before the window
+// (holes in the block table) leave the logits' bits unchanged. Fast mode (libtorch) masks
+// the window too (within 1e-4 of the reference).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "detinfer/error.h"
 #include "devtools/model_tools.h"
 #include "model/model_test_util.h"
 #include "model/prefill_logits.h"
@@ -89,6 +91,81 @@ TEST(SlidingWindow, FastModeMasksKeysOlderThanTheWindow) {
       EXPECT_LE(err, 1e-4) << name << ", chunks of " << chunk;
     }
   }
+}
+
+// Every position's logits of `tokens` fed in chunks of `chunk` with KV blocks of 4 tokens;
+// with `holes`, the blocks no row can see any more are released before each step and
+// their table entries set to -1 (what the engine does, engine_window.cpp).
+std::vector<float> logits_with_holes(Model& m, const std::vector<std::int32_t>& tokens,
+                                     std::size_t chunk, bool holes, std::int64_t* released) {
+  KvCachePool kv(m.config(), 4, std::int64_t{4} << 20);
+  std::vector<std::int32_t> table;
+  for (std::size_t b = 0; b < (tokens.size() + 3) / 4; ++b) table.push_back(kv.allocate());
+  std::vector<float> out, step;
+  for (std::size_t at = 0; at < tokens.size(); at += chunk) {
+    const auto pos = static_cast<std::int64_t>(at);
+    const std::int64_t live = holes ? first_live_block(m.kv_horizon(), pos, 4) : 0;
+    for (std::int64_t b = 0; b < live; ++b) {
+      if (table[static_cast<std::size_t>(b)] < 0) continue;
+      kv.release(table[static_cast<std::size_t>(b)]);
+      table[static_cast<std::size_t>(b)] = -1;
+      ++*released;
+    }
+    SequenceStep s;
+    s.tokens.assign(tokens.begin() + at, tokens.begin() + std::min(tokens.size(), at + chunk));
+    s.start_pos = pos;
+    s.block_table = table;
+    s.all_logits = true;
+    step.clear();
+    m.forward({s}, kv, step);
+    out.insert(out.end(), step.begin(), step.end());
+  }
+  return out;
+}
+
+// The engine's released blocks (issue 29 item 5): when every layer slides, blocks before
+// the window are -1 in the table and the logits keep their bits, token by token and in
+// chunks, on 1 and 2 threads; a hole the rows can still see is an error; a model with a
+// global layer (Qwen2 here) or in fast mode has no horizon.
+TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
+  const std::string dir = testing::scratch_dir("window-holes");
+  devtools::TinyModelOptions o =
+      testing::tiny_options(devtools::TinyArch::kMistral, core::DType::kF32, dir, 9);
+  o.sliding_window = 8;
+  devtools::make_tiny_model(o);
+  const auto tokens = testing::test_tokens(
+      48, Model::load(dir, {NumericsMode::kCanonical, 1, {}})->config().vocab_size);
+  for (const std::int32_t threads : {1, 2}) {
+    auto m = Model::load(dir, {NumericsMode::kCanonical, threads, {}});
+    ASSERT_EQ(m->kv_horizon(), 8);
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
+      std::int64_t released = 0;
+      const std::vector<float> full = logits_with_holes(*m, tokens, chunk, false, &released);
+      EXPECT_EQ(logits_with_holes(*m, tokens, chunk, true, &released), full)
+          << "chunks of " << chunk << ", " << threads << " threads";
+      EXPECT_GE(released, 8) << "the last rows see 2 of the 12 blocks";
+    }
+  }
+  auto m = Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  KvCachePool kv(m->config(), 4, std::int64_t{1} << 20);
+  SequenceStep s;
+  s.tokens = {1};
+  s.start_pos = 12;  // sees keys 5..12: block 1 is visible
+  s.block_table = {kv.allocate(), -1, kv.allocate(), kv.allocate()};
+  std::vector<float> logits;
+  EXPECT_THROW(m->forward({s}, kv, logits), Error);
+  s.block_table[0] = -1;  // block 0 (keys 0..3) is not: a hole there is fine
+  s.block_table[1] = kv.allocate();
+  EXPECT_NO_THROW(m->forward({s}, kv, logits));
+  if (DETINFER_TEST_WITH_TORCH) {  // fast mode's attention reads every key
+    EXPECT_EQ(Model::load(dir, {NumericsMode::kFast, 1, {}})->kv_horizon(), 0);
+  }
+  const std::string qwen = testing::scratch_dir("window-holes-qwen2");
+  devtools::TinyModelOptions q =
+      testing::tiny_options(devtools::TinyArch::kQwen2, core::DType::kF32, qwen, 9);
+  q.sliding_window = 8;  // max_window_layers 0: every layer slides
+  devtools::make_tiny_model(q);
+  EXPECT_EQ(Model::load(qwen, {NumericsMode::kCanonical, 1, {}})->kv_horizon(), 8);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // a window of 8, a Qwen2 model with one windowed layer and Gemma 2 / Gemma 3 models
 // generate 10x the window with the same tokens and digests with the prefix cache off, cold
 // and warm, prefilled in chunks of 3 or at once, on 1 or 2 threads, alone or batched with
-// other requests.
+// other requests. A model whose every layer slides keeps its KV within the window.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gate.h"
 #include "detinfer/philox.h"
 #include "detinfer/session.h"
 #include "devtools/model_tools.h"
@@ -119,6 +120,77 @@ TEST(SlidingWindow, Gemma2GeneratesTenWindowsWithTheSameBits) {
 
 TEST(SlidingWindow, Gemma3GeneratesTenWindowsWithTheSameBits) {
   check_model(devtools::TinyArch::kGemma3, "gemma3");
+}
+
+// Bytes of one KV block of `tokens` tokens of the tiny model in `dir` (f32 K and V).
+std::int64_t block_bytes(const std::string& dir, std::int64_t tokens) {
+  std::ifstream in(dir + "/config.json");
+  const nlohmann::json c = nlohmann::json::parse(in);
+  const std::int64_t head_dim =
+      c.contains("head_dim") && c["head_dim"].is_number()
+          ? c["head_dim"].get<std::int64_t>()
+          : c["hidden_size"].get<std::int64_t>() / c["num_attention_heads"].get<std::int64_t>();
+  return c["num_hidden_layers"].get<std::int64_t>() * 2 *
+         c["num_key_value_heads"].get<std::int64_t>() * head_dim * 4 * tokens;
+}
+
+// Every layer slides (Mistral): the blocks no row can see are released as generation goes
+// (engine_window.cpp), so a request's KV stays within the window. With blocks of 4 tokens
+// a sequence holds at most 5 blocks (the window of 8 and a recompute chunk of 8), plus one
+// for the fork headroom: a pool of 6 blocks generates 10 windows past a 19-token prompt
+// (25 blocks without the release) with no preemption and the same bits.
+TEST(SlidingWindow, MistralKvStaysWithinTheWindow) {
+  const std::string dir = window_model(devtools::TinyArch::kMistral, "mistral-bounded");
+  const std::vector<std::int32_t> p = prompt(5, 2 * kWindow + 3);
+  DeterministicSession off = DeterministicSession::open(dir, options(256, false, 1));
+  const GenerationResult want = off.generate(p, sampled(1));
+  SessionOptions o = options(256, false, 1);
+  o.kv_block_size = 4;
+  o.kv_budget_bytes = 6 * block_bytes(dir, 4);
+  DeterministicSession small = DeterministicSession::open(dir, o);
+  ASSERT_EQ(small.stats().kv_blocks_capacity, 6);
+  expect_same(want, small.generate(p, sampled(1)), "6 blocks");
+  EXPECT_EQ(small.stats().preemptions, 0);
+  EXPECT_EQ(small.stats().kv_blocks_in_use, 0);
+}
+
+// Ten windowed requests of 3-token prompts admitted at once (behind a blocker) on a pool
+// of 16 blocks: each is admitted with 1 block and a block of headroom but decodes with up
+// to 3, so the pool runs out and requests are preempted; resumed, they recompute (or, with
+// the prefix cache, restore what their holed tables published) and every result equals
+// its run alone.
+TEST(SlidingWindow, PreemptedWindowedRequestsKeepTheBits) {
+  const std::string dir = window_model(devtools::TinyArch::kMistral, "mistral-preempted");
+  DeterministicSession off = DeterministicSession::open(dir, options(256, false, 1));
+  for (const bool prefix : {false, true}) {
+    SessionOptions o = options(256, prefix, 1);
+    o.kv_block_size = 4;
+    o.max_batch = 16;
+    o.kv_budget_bytes = 16 * block_bytes(dir, 4);
+    DeterministicSession s = DeterministicSession::open(dir, o);
+    testing::Gate gate;
+    GenerationConfig one;
+    one.max_new_tokens = 1;
+    RequestHandle blocker = s.submit(prompt(1, 2), one, gate.callback());
+    gate.wait_entered();
+    std::vector<RequestHandle> hs;
+    try {  // a refused request must fail the test, not leave the engine held
+      for (std::uint64_t i = 0; i < 10; ++i) hs.push_back(s.submit(prompt(20 + i, 3), sampled(i)));
+    } catch (...) {
+      gate.release();
+      throw;
+    }
+    gate.release();
+    blocker.get();
+    const std::string what = prefix ? "prefix cache on" : "prefix cache off";
+    for (std::uint64_t i = 0; i < 10; ++i) {
+      expect_same(off.generate(prompt(20 + i, 3), sampled(i)), hs[i].get(),
+                  what + ", request " + std::to_string(i));
+    }
+    EXPECT_GT(s.stats().preemptions, 0) << what;
+    EXPECT_EQ(s.stats().resumptions, s.stats().preemptions) << what;
+    EXPECT_EQ(s.stats().kv_blocks_in_use, 0) << what;
+  }
 }
 
 }  // namespace
