@@ -4,7 +4,7 @@
 // causal attention; bitwise invariant to chunking and threads; positions past the window
 // are accepted (the window no longer caps the context); blocks released before the window
 // (holes in the block table) leave the logits' bits unchanged. Fast mode (libtorch) masks
-// the window too (within 1e-4 of the reference).
+// the window too (within 1e-4 of the reference) and takes the released blocks.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -126,7 +126,7 @@ std::vector<float> logits_with_holes(Model& m, const std::vector<std::int32_t>& 
 // The engine's released blocks (issue 29 item 5): when every layer slides, blocks before
 // the window are -1 in the table and the logits keep their bits, token by token and in
 // chunks, on 1 and 2 threads; a hole the rows can still see is an error; a model with a
-// global layer (Qwen2 here) or in fast mode has no horizon.
+// global layer (Qwen2 here) has no horizon.
 TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
   const std::string dir = testing::scratch_dir("window-holes");
   devtools::TinyModelOptions o =
@@ -157,15 +157,29 @@ TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
   s.block_table[0] = -1;  // block 0 (keys 0..3) is not: a hole there is fine
   s.block_table[1] = kv.allocate();
   EXPECT_NO_THROW(m->forward({s}, kv, logits));
-  if (DETINFER_TEST_WITH_TORCH) {  // fast mode's attention reads every key
-    EXPECT_EQ(Model::load(dir, {NumericsMode::kFast, 1, {}})->kv_horizon(), 0);
-  }
   const std::string qwen = testing::scratch_dir("window-holes-qwen2");
   devtools::TinyModelOptions q =
       testing::tiny_options(devtools::TinyArch::kQwen2, core::DType::kF32, qwen, 9);
   q.sliding_window = 8;  // max_window_layers 0: every layer slides
   devtools::make_tiny_model(q);
   EXPECT_EQ(Model::load(qwen, {NumericsMode::kCanonical, 1, {}})->kv_horizon(), 8);
+}
+
+// Fast mode (libtorch) gathers only the window's keys of a windowed layer, so it has the
+// horizon too: the released blocks (-1) leave its logits unchanged, token by token and in
+// chunks of 5.
+TEST(SlidingWindow, FastModeTakesReleasedBlocks) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  const std::string dir = windowed_model(devtools::TinyArch::kMistral, "holes-fast").out_dir;
+  auto m = Model::load(dir, {NumericsMode::kFast, 1, {}});
+  ASSERT_EQ(m->kv_horizon(), 8);
+  const auto tokens = testing::test_tokens(48, m->config().vocab_size);
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
+    std::int64_t released = 0;
+    const std::vector<float> full = logits_with_holes(*m, tokens, chunk, false, &released);
+    EXPECT_EQ(logits_with_holes(*m, tokens, chunk, true, &released), full) << "chunks of " << chunk;
+    EXPECT_GE(released, 8);
+  }
 }
 
 }  // namespace
