@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "model/canonical_layer.h"
+#include "model/gemma_config.h"
 #include "model/model_factories.h"
 #include "model/quantize_weights.h"
 #include "model/transformer_base.h"
@@ -395,7 +396,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     } else {
       be.embedding_from_linear(*lm_head_, act_.x.as<float>());
     }
-    if (c.scale_embeddings) be.scale(act_.x.as<float>(), embed_scale(), m * h);
+    if (c.scale_embeddings) be.scale(act_.x.as<float>(), gemma_embed_scale(h, embed_dtype_), m * h);
     for (std::int64_t li = 0; li < c.num_layers; ++li) {
       run_layer(layers_[static_cast<std::size_t>(li)], kv, li, m);
     }
@@ -412,14 +413,6 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     const std::size_t base = logits.size();
     logits.resize(base + static_cast<std::size_t>(rows * c.vocab_size));
     be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
-  }
-
-  // Gemma's embedding normalizer: sqrt(hidden_size) rounded to binary32, then to the
-  // embedding table's dtype (transformers: torch.tensor(hidden_size**0.5, dtype)).
-  float embed_scale() const {
-    auto s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
-    kernels::round_to_dtype(&s, &s, 1, embed_dtype_);  // correctly rounded sqrt: exact spec
-    return s;
   }
 
   std::shared_ptr<Backend> backend_;

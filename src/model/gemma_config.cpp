@@ -1,5 +1,6 @@
 #include "model/gemma_config.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "core/check.h"
@@ -143,6 +144,12 @@ std::string gemma_config_text(const ModelConfig& c) {
     os << "query_pre_attn_scalar=" << hex_bits(c.query_pre_attn_scalar) << "\n";
   if (c.rope_local_theta > 0.0) os << "rope_local_theta=" << hex_bits(c.rope_local_theta) << "\n";
   return os.str();
+}
+
+float gemma_embed_scale(std::int64_t hidden_size, core::DType embed_dtype) {
+  auto s = static_cast<float>(std::sqrt(static_cast<double>(hidden_size)));
+  kernels::round_to_dtype(&s, &s, 1, embed_dtype);  // correctly rounded sqrt: exact spec
+  return s;
 }
 
 }  // namespace detinfer::model

@@ -24,4 +24,9 @@ void parse_sliding_layers(core::ObjectReader& f, ModelConfig& c);
 // them, so the other architectures' texts keep their bytes).
 std::string gemma_config_text(const ModelConfig& c);
 
+// Gemma's embedding normalizer: sqrt(hidden_size) rounded to binary32, then to the
+// embedding table's dtype (transformers: torch.tensor(hidden_size**0.5, dtype)). Both
+// numerics modes multiply the embedding rows by it.
+float gemma_embed_scale(std::int64_t hidden_size, core::DType embed_dtype);
+
 }  // namespace detinfer::model

@@ -49,12 +49,6 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                         " is a canonical-mode option; mode is ", to_string(options.mode)),
                 "kv_dtype");
   }
-  if (torch && config.moe.num_experts > 0) {
-    throw Error(ErrorCode::kUnsupported,
-                str_cat("mode fast (libtorch) does not implement mixture of experts (",
-                        to_string(config.architecture), "); use canonical"),
-                "mode");
-  }
   if (options.weights &&
       (options.mode != NumericsMode::kCanonical || options.device.type != Device::kCpu)) {
     throw Error(ErrorCode::kUnsupported,

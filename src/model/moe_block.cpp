@@ -41,27 +41,7 @@ MoeWeights::MoeWeights(std::int64_t num_experts)
       down(static_cast<std::size_t>(num_experts)) {}
 
 std::unique_ptr<BackendLinear>* MoeWeights::slot(WeightKind kind, std::int64_t expert) {
-  const auto e = static_cast<std::size_t>(expert);
-  switch (kind) {
-    case WeightKind::kRouter:
-      return &router;
-    case WeightKind::kExpertGate:
-      return &gate.at(e);
-    case WeightKind::kExpertUp:
-      return &up.at(e);
-    case WeightKind::kExpertDown:
-      return &down.at(e);
-    case WeightKind::kSharedGate:
-      return &shared_gate;
-    case WeightKind::kSharedExpertGate:
-      return &shared_gate_proj;
-    case WeightKind::kSharedExpertUp:
-      return &shared_up;
-    case WeightKind::kSharedExpertDown:
-      return &shared_down;
-    default:
-      return nullptr;
-  }
+  return moe_slot(*this, kind, expert);
 }
 
 std::size_t MoeWeights::unrouted_bytes(std::int64_t k) const {

@@ -41,6 +41,34 @@ void route_row(const float* logits, std::int64_t num_experts, std::int64_t k, bo
 // rounded (docs/numerics.md, "Mixture of experts").
 float sigmoid_f32(float z);
 
+// The member of a sparse MLP's weights `w` (MoeWeights here, the fast mode's tensors in
+// fast_moe.cpp: the same member names) that a router or expert tensor goes to; nullptr
+// for the other kinds.
+template <class Weights>
+auto moe_slot(Weights& w, WeightKind kind, std::int64_t expert) -> decltype(&w.router) {
+  const auto e = static_cast<std::size_t>(expert);
+  switch (kind) {
+    case WeightKind::kRouter:
+      return &w.router;
+    case WeightKind::kExpertGate:
+      return &w.gate.at(e);
+    case WeightKind::kExpertUp:
+      return &w.up.at(e);
+    case WeightKind::kExpertDown:
+      return &w.down.at(e);
+    case WeightKind::kSharedGate:
+      return &w.shared_gate;
+    case WeightKind::kSharedExpertGate:
+      return &w.shared_gate_proj;
+    case WeightKind::kSharedExpertUp:
+      return &w.shared_up;
+    case WeightKind::kSharedExpertDown:
+      return &w.shared_down;
+    default:
+      return nullptr;
+  }
+}
+
 // One layer's sparse MLP, prepared for a backend.
 struct MoeWeights {
   explicit MoeWeights(std::int64_t num_experts);

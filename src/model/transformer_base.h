@@ -28,6 +28,8 @@ class TransformerBase : public Model {
   std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
   core::DType kv_dtype() const override { return options_.kv_dtype; }
+  // Fast mode on CUDA (the split kernel) reads every key: 0. The libtorch fast model
+  // (fast_model.cpp) overrides this.
   std::int64_t kv_horizon() const override {
     return options_.mode == NumericsMode::kFast ? 0 : model::kv_horizon(config_);
   }

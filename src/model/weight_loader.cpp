@@ -120,6 +120,21 @@ constexpr std::pair<kernels::QuantFormat, GgmlType> kGgmlTypes[] = {
 };
 }  // namespace
 
+bool is_norm_kind(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::kFinalNorm:
+    case WeightKind::kInputNorm:
+    case WeightKind::kPostNorm:
+    case WeightKind::kPostFfNorm:
+    case WeightKind::kPreFfNorm:
+    case WeightKind::kQNorm:
+    case WeightKind::kKNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::optional<kernels::QuantFormat> quant_format_of(const TensorFormat& format) {
   if (format.is_float) return std::nullopt;
   for (const auto& [q, g] : kGgmlTypes)
@@ -152,21 +167,6 @@ void WeightSink::take_encoded(const WeightSpec& spec, const TensorFormat& format
          " bytes, which is not ", rows, " rows of ", k, " values in blocks of ", block);
   }
   take_quantized(spec, *q, data);
-}
-
-bool is_norm_kind(WeightKind kind) {
-  switch (kind) {
-    case WeightKind::kFinalNorm:
-    case WeightKind::kInputNorm:
-    case WeightKind::kPostNorm:
-    case WeightKind::kPostFfNorm:
-    case WeightKind::kPreFfNorm:
-    case WeightKind::kQNorm:
-    case WeightKind::kKNorm:
-      return true;
-    default:
-      return false;
-  }
 }
 
 namespace {

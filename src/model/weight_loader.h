@@ -66,7 +66,8 @@ struct WeightSpec {
   bool norm_plus_one_applied = false;
 };
 
-// Whether `kind` is an RMSNorm weight (the layer, q/k and final norms).
+// Whether `kind` is an RMSNorm weight (the final norm, a layer's norms, q/k norms): the
+// weights Gemma applies as (1 + w).
 bool is_norm_kind(WeightKind kind);
 
 // The tensors `config` needs, with their expected shapes, sorted by name.

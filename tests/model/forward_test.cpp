@@ -119,10 +119,6 @@ TEST_P(ForwardVsReference, EveryPositionWithinTolerance) {
   std::vector<float> canonical;
   for (NumericsMode mode : {NumericsMode::kCanonical, NumericsMode::kFast}) {
     if (mode == NumericsMode::kFast && !DETINFER_TEST_WITH_TORCH) continue;  // no libtorch
-    const bool moe = c.arch == devtools::TinyArch::kQwen3Moe ||
-                     c.arch == devtools::TinyArch::kMixtral ||
-                     c.arch == devtools::TinyArch::kQwen2Moe;
-    if (mode == NumericsMode::kFast && moe) continue;  // fast mode refuses MoE (moe_test)
     auto model = model::Model::load(dir, {mode, 1, {}});
     Runner runner(*model);
     const auto got = runner.run_chunked(tokens, tokens.size());

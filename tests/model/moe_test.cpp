@@ -163,20 +163,24 @@ TEST(Moe, Qwen3MoeWithoutNormTopkProbMatches) {
 // others r / 2 (exact scalings: every logit is an exact multiple of r . h). With top-2,
 // r . h > 0 ranks expert 0 first and ties 2 and 5 for the second place; r . h < 0 ties the
 // five r / 2 experts for both places. The lowest index must win every tie.
+std::string tied_router_model(devtools::TinyArch arch) {
+  const std::string dir = moe_model(arch, "tie");
+  edit_weights(dir, [](const std::string& name, std::vector<float>& v) {
+    if (name.find("gate.weight") == std::string::npos || name.find("experts") != std::string::npos)
+      return false;
+    const std::size_t h = v.size() / 8;
+    for (std::size_t e = 0; e < 8; ++e) {
+      const float scale = e == 0 ? 2.0f : (e == 2 || e == 5) ? 1.0f : 0.5f;
+      for (std::size_t i = 0; i < h; ++i) v[e * h + i] = scale * v[2 * h + i];
+    }
+    return true;
+  });
+  return dir;
+}
+
 TEST(Moe, ForcedTiesGoToTheLowestExpertIndex) {
   for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral}) {
-    const std::string dir = moe_model(arch, "tie");
-    edit_weights(dir, [](const std::string& name, std::vector<float>& v) {
-      if (name.find("gate.weight") == std::string::npos ||
-          name.find("experts") != std::string::npos)
-        return false;
-      const std::size_t h = v.size() / 8;
-      for (std::size_t e = 0; e < 8; ++e) {
-        const float scale = e == 0 ? 2.0f : (e == 2 || e == 5) ? 1.0f : 0.5f;
-        for (std::size_t i = 0; i < h; ++i) v[e * h + i] = scale * v[2 * h + i];
-      }
-      return true;
-    });
+    const std::string dir = tied_router_model(arch);
     const ReferenceMoe ref(dir);
     const auto tokens = testing::test_tokens(40, ref.vocab(), 2);
     const std::vector<float> got = testing::prefill_logits(dir, tokens, 40);
@@ -192,6 +196,42 @@ TEST(Moe, ForcedTiesGoToTheLowestExpertIndex) {
     EXPECT_LE(err, 1e-5);
     EXPECT_GT(other, 1e-3) << "the tie rule changes nothing";
     EXPECT_EQ(testing::prefill_logits(dir, tokens, 7, 2), got);
+  }
+}
+
+// Fast mode (libtorch) composes the same block: routing by canonical mode's rule (route_row
+// over libtorch's router logits), experts grouped by rows, Qwen2-MoE's gated shared expert.
+// Within 1e-4 of the float64 pass over 40 positions, in chunks of 9 and token by token
+// (libtorch's one-row paths), for each architecture and, on the router built to tie, with
+// ties to the lowest expert index (the other rule is more than 1e-3 away, above).
+TEST(Moe, FastModeWithin1e4OfTheReference) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral,
+                          devtools::TinyArch::kQwen2Moe}) {
+    const std::string name = devtools::tiny_arch_name(arch);
+    const std::string dir = moe_model(arch, "fast-" + name);
+    const ReferenceMoe ref(dir);
+    const auto tokens = testing::test_tokens(40, ref.vocab(), 6);
+    for (const std::size_t chunk : {std::size_t{9}, std::size_t{1}}) {
+      const double err = testing::worst_rel_l2(
+          testing::prefill_logits(dir, tokens, chunk, 1, NumericsMode::kFast), ref, tokens);
+      RecordProperty("fast_worst_rel_l2_" + name + "_chunk" + std::to_string(chunk), sci(err));
+      EXPECT_LE(err, 1e-4) << name << ", chunks of " << chunk;
+    }
+  }
+}
+
+TEST(Moe, FastModeBreaksTiesToTheLowestExpertIndex) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  for (const auto arch : {devtools::TinyArch::kQwen3Moe, devtools::TinyArch::kMixtral}) {
+    const std::string dir = tied_router_model(arch);
+    const ReferenceMoe ref(dir);
+    const auto tokens = testing::test_tokens(40, ref.vocab(), 2);
+    const double err = testing::worst_rel_l2(
+        testing::prefill_logits(dir, tokens, 9, 1, NumericsMode::kFast), ref, tokens);
+    RecordProperty(std::string("fast_tie_worst_rel_l2_") + devtools::tiny_arch_name(arch),
+                   sci(err));
+    EXPECT_LE(err, 1e-4) << devtools::tiny_arch_name(arch) << " on the tied router";
   }
 }
 

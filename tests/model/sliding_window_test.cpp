@@ -3,7 +3,8 @@
 // masking (row t sees keys t - 8 < j <= t) within 1e-5 relative L2 and are far from full
 // causal attention; bitwise invariant to chunking and threads; positions past the window
 // are accepted (the window no longer caps the context); blocks released before the window
-// (holes in the block table) leave the logits' bits unchanged.
+// (holes in the block table) leave the logits' bits unchanged. Fast mode (libtorch) masks
+// the window too (within 1e-4 of the reference) and takes the released blocks.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,9 +24,9 @@ namespace {
 
 using nlohmann::json;
 
-// The tiny model of `arch` with a window of 8 (Qwen2: layers >= max_window_layers 1) and a
-// copy of it whose config has no window (the "window removed" reference).
-void check_windowed(devtools::TinyArch arch, const std::string& name) {
+// The tiny model of `arch` with a window of 8 (Qwen2: layers >= max_window_layers 1) in a
+// new scratch directory; its options.
+devtools::TinyModelOptions windowed_model(devtools::TinyArch arch, const std::string& name) {
   const std::string dir = testing::scratch_dir("window-" + name);
   devtools::TinyModelOptions o = testing::tiny_options(arch, core::DType::kF32, dir, 9);
   o.sliding_window = 8;
@@ -36,6 +37,14 @@ void check_windowed(devtools::TinyArch arch, const std::string& name) {
     c["max_window_layers"] = 1;
     std::ofstream(dir + "/config.json") << c.dump();
   }
+  return o;
+}
+
+// The windowed model against the reference, and against a copy of it whose config has no
+// window (the "window removed" reference).
+void check_windowed(devtools::TinyArch arch, const std::string& name) {
+  const devtools::TinyModelOptions o = windowed_model(arch, name);
+  const std::string& dir = o.out_dir;
   const std::string full = testing::scratch_dir("window-" + name + "-full");
   devtools::make_tiny_model([&] {
     devtools::TinyModelOptions f = o;
@@ -63,6 +72,25 @@ TEST(SlidingWindow, MistralMatchesTheReferenceMask) {
 
 TEST(SlidingWindow, Qwen2WindowsLayersFromMaxWindowLayersOn) {
   check_windowed(devtools::TinyArch::kQwen2, "qwen2");
+}
+
+// Fast mode (libtorch) masks the window too: within 1e-4 of the reference over 40
+// positions (32 past the window), in chunks of 9 and token by token.
+TEST(SlidingWindow, FastModeMasksKeysOlderThanTheWindow) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  for (const auto arch : {devtools::TinyArch::kMistral, devtools::TinyArch::kQwen2}) {
+    const std::string name = std::string(devtools::tiny_arch_name(arch)) + "-fast";
+    const std::string dir = windowed_model(arch, name).out_dir;
+    const testing::ReferenceModel ref(dir);
+    const auto tokens = testing::test_tokens(40, ref.vocab());
+    for (const std::size_t chunk : {std::size_t{9}, std::size_t{1}}) {
+      const double err = testing::worst_rel_l2(
+          testing::prefill_logits(dir, tokens, chunk, 1, NumericsMode::kFast), ref, tokens);
+      std::printf("  %s, chunks of %zu: reference %.3e\n", name.c_str(), chunk, err);
+      ::testing::Test::RecordProperty(name + "_chunk" + std::to_string(chunk), std::to_string(err));
+      EXPECT_LE(err, 1e-4) << name << ", chunks of " << chunk;
+    }
+  }
 }
 
 // Every position's logits of `tokens` fed in chunks of `chunk` with KV blocks of 4 tokens;
@@ -98,7 +126,7 @@ std::vector<float> logits_with_holes(Model& m, const std::vector<std::int32_t>& 
 // The engine's released blocks (issue 29 item 5): when every layer slides, blocks before
 // the window are -1 in the table and the logits keep their bits, token by token and in
 // chunks, on 1 and 2 threads; a hole the rows can still see is an error; a model with a
-// global layer (Qwen2 here) or in fast mode has no horizon.
+// global layer (Qwen2 here) has no horizon.
 TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
   const std::string dir = testing::scratch_dir("window-holes");
   devtools::TinyModelOptions o =
@@ -129,15 +157,29 @@ TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
   s.block_table[0] = -1;  // block 0 (keys 0..3) is not: a hole there is fine
   s.block_table[1] = kv.allocate();
   EXPECT_NO_THROW(m->forward({s}, kv, logits));
-  if (DETINFER_TEST_WITH_TORCH) {  // fast mode's attention reads every key
-    EXPECT_EQ(Model::load(dir, {NumericsMode::kFast, 1, {}})->kv_horizon(), 0);
-  }
   const std::string qwen = testing::scratch_dir("window-holes-qwen2");
   devtools::TinyModelOptions q =
       testing::tiny_options(devtools::TinyArch::kQwen2, core::DType::kF32, qwen, 9);
   q.sliding_window = 8;  // max_window_layers 0: every layer slides
   devtools::make_tiny_model(q);
   EXPECT_EQ(Model::load(qwen, {NumericsMode::kCanonical, 1, {}})->kv_horizon(), 8);
+}
+
+// Fast mode (libtorch) gathers only the window's keys of a windowed layer, so it has the
+// horizon too: the released blocks (-1) leave its logits unchanged, token by token and in
+// chunks of 5.
+TEST(SlidingWindow, FastModeTakesReleasedBlocks) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  const std::string dir = windowed_model(devtools::TinyArch::kMistral, "holes-fast").out_dir;
+  auto m = Model::load(dir, {NumericsMode::kFast, 1, {}});
+  ASSERT_EQ(m->kv_horizon(), 8);
+  const auto tokens = testing::test_tokens(48, m->config().vocab_size);
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
+    std::int64_t released = 0;
+    const std::vector<float> full = logits_with_holes(*m, tokens, chunk, false, &released);
+    EXPECT_EQ(logits_with_holes(*m, tokens, chunk, true, &released), full) << "chunks of " << chunk;
+    EXPECT_GE(released, 8);
+  }
 }
 
 }  // namespace

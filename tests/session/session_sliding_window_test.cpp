@@ -2,7 +2,8 @@
 // a window of 8, a Qwen2 model with one windowed layer and Gemma 2 / Gemma 3 models
 // generate 10x the window with the same tokens and digests with the prefix cache off, cold
 // and warm, prefilled in chunks of 3 or at once, on 1 or 2 threads, alone or batched with
-// other requests. A model whose every layer slides keeps its KV within the window.
+// other requests. A model whose every layer slides keeps its KV within the window, in
+// canonical and in fast mode.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -150,6 +151,27 @@ TEST(SlidingWindow, MistralKvStaysWithinTheWindow) {
   DeterministicSession small = DeterministicSession::open(dir, o);
   ASSERT_EQ(small.stats().kv_blocks_capacity, 6);
   expect_same(want, small.generate(p, sampled(1)), "6 blocks");
+  EXPECT_EQ(small.stats().preemptions, 0);
+  EXPECT_EQ(small.stats().kv_blocks_in_use, 0);
+}
+
+// Fast mode (libtorch) reads only the window's keys too (Model::kv_horizon 8): the same
+// pool of 6 blocks generates 10 windows with no preemption and the tokens of a fast-mode
+// session whose pool never releases a block.
+TEST(SlidingWindow, FastModeKvStaysWithinTheWindow) {
+  if (!DETINFER_TEST_WITH_TORCH) GTEST_SKIP() << "no libtorch";
+  const std::string dir = window_model(devtools::TinyArch::kMistral, "mistral-fast-bounded");
+  const std::vector<std::int32_t> p = prompt(5, 2 * kWindow + 3);
+  SessionOptions o = options(256, false, 1);
+  o.mode = NumericsMode::kFast;
+  DeterministicSession big = DeterministicSession::open(dir, o);
+  const GenerationResult want = big.generate(p, sampled(1));
+  ASSERT_EQ(want.sequences[0].tokens.size(), static_cast<std::size_t>(10 * kWindow));
+  o.kv_block_size = 4;
+  o.kv_budget_bytes = 6 * block_bytes(dir, 4);
+  DeterministicSession small = DeterministicSession::open(dir, o);
+  ASSERT_EQ(small.stats().kv_blocks_capacity, 6);
+  EXPECT_EQ(small.generate(p, sampled(1)).sequences[0].tokens, want.sequences[0].tokens);
   EXPECT_EQ(small.stats().preemptions, 0);
   EXPECT_EQ(small.stats().kv_blocks_in_use, 0);
 }
