@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "model/model_factories.h"
 #include "model/model_test_util.h"
+#include "model/prefill_logits.h"
 // After the model headers: defines the CUDA keywords and includes the kernels' device code.
 #include "cuda/emulated_cuda_ops.h"
 
@@ -251,6 +252,28 @@ TEST(CudaModelEmulationWindow, CanonicalWindowedAttentionEqualsCpuBitForBit) {
       EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
       EXPECT_EQ(e.field(), "sliding_window");
     }
+  }
+}
+
+// The engine's released blocks (docs/session.md, "Sliding windows and the KV cache") on the
+// canonical CUDA kernel: with every block before the window -1 in the table, 24 positions
+// of a window-5 Mistral fed token by token and in chunks of 5 give the CPU's bits.
+TEST(CudaModelEmulationWindow, ReleasedBlocksBeforeTheWindowKeepTheCpuBits) {
+  const std::string dir = scratch_dir("cuda-emu-window-holes");
+  devtools::TinyModelOptions o =
+      tiny_options(devtools::TinyArch::kMistral, core::DType::kBF16, dir, 7);
+  o.vocab = 288;
+  o.sliding_window = 5;
+  devtools::make_tiny_model(o);
+  auto cpu = model::Model::load(dir, {NumericsMode::kCanonical, 1, {}});
+  auto gpu = emulated_cuda_model(dir, NumericsMode::kCanonical);
+  ASSERT_EQ(gpu->kv_horizon(), 5);
+  const auto tokens = test_tokens(24, cpu->config().vocab_size);
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
+    std::int64_t released = 0;
+    const std::vector<float> want = logits_with_holes(*cpu, tokens, chunk, false, &released);
+    EXPECT_EQ(logits_with_holes(*gpu, tokens, chunk, true, &released), want) << chunk;
+    EXPECT_GE(released, 3);
   }
 }
 

@@ -93,36 +93,6 @@ TEST(SlidingWindow, FastModeMasksKeysOlderThanTheWindow) {
   }
 }
 
-// Every position's logits of `tokens` fed in chunks of `chunk` with KV blocks of 4 tokens;
-// with `holes`, the blocks no row can see any more are released before each step and
-// their table entries set to -1 (what the engine does, engine_window.cpp).
-std::vector<float> logits_with_holes(Model& m, const std::vector<std::int32_t>& tokens,
-                                     std::size_t chunk, bool holes, std::int64_t* released) {
-  KvCachePool kv(m.config(), 4, std::int64_t{4} << 20);
-  std::vector<std::int32_t> table;
-  for (std::size_t b = 0; b < (tokens.size() + 3) / 4; ++b) table.push_back(kv.allocate());
-  std::vector<float> out, step;
-  for (std::size_t at = 0; at < tokens.size(); at += chunk) {
-    const auto pos = static_cast<std::int64_t>(at);
-    const std::int64_t live = holes ? first_live_block(m.kv_horizon(), pos, 4) : 0;
-    for (std::int64_t b = 0; b < live; ++b) {
-      if (table[static_cast<std::size_t>(b)] < 0) continue;
-      kv.release(table[static_cast<std::size_t>(b)]);
-      table[static_cast<std::size_t>(b)] = -1;
-      ++*released;
-    }
-    SequenceStep s;
-    s.tokens.assign(tokens.begin() + at, tokens.begin() + std::min(tokens.size(), at + chunk));
-    s.start_pos = pos;
-    s.block_table = table;
-    s.all_logits = true;
-    step.clear();
-    m.forward({s}, kv, step);
-    out.insert(out.end(), step.begin(), step.end());
-  }
-  return out;
-}
-
 // The engine's released blocks (issue 29 item 5): when every layer slides, blocks before
 // the window are -1 in the table and the logits keep their bits, token by token and in
 // chunks, on 1 and 2 threads; a hole the rows can still see is an error; a model with a
@@ -140,8 +110,9 @@ TEST(SlidingWindow, ReleasedBlocksBeforeTheWindowKeepTheBits) {
     ASSERT_EQ(m->kv_horizon(), 8);
     for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
       std::int64_t released = 0;
-      const std::vector<float> full = logits_with_holes(*m, tokens, chunk, false, &released);
-      EXPECT_EQ(logits_with_holes(*m, tokens, chunk, true, &released), full)
+      const std::vector<float> full =
+          testing::logits_with_holes(*m, tokens, chunk, false, &released);
+      EXPECT_EQ(testing::logits_with_holes(*m, tokens, chunk, true, &released), full)
           << "chunks of " << chunk << ", " << threads << " threads";
       EXPECT_GE(released, 8) << "the last rows see 2 of the 12 blocks";
     }
@@ -176,8 +147,9 @@ TEST(SlidingWindow, FastModeTakesReleasedBlocks) {
   const auto tokens = testing::test_tokens(48, m->config().vocab_size);
   for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}}) {
     std::int64_t released = 0;
-    const std::vector<float> full = logits_with_holes(*m, tokens, chunk, false, &released);
-    EXPECT_EQ(logits_with_holes(*m, tokens, chunk, true, &released), full) << "chunks of " << chunk;
+    const std::vector<float> full = testing::logits_with_holes(*m, tokens, chunk, false, &released);
+    EXPECT_EQ(testing::logits_with_holes(*m, tokens, chunk, true, &released), full)
+        << "chunks of " << chunk;
     EXPECT_GE(released, 8);
   }
 }
