@@ -42,10 +42,11 @@ void release_blocks(model::KvCachePool& pool, std::vector<std::int32_t>& table) 
 
 std::int64_t release_before(model::KvCachePool& pool, std::vector<std::int32_t>& table,
                             std::int64_t first_live) {
+  // Holes are always a prefix of the table (released front to back, copied as they are by
+  // forks): walk back from first_live to the last hole, so a step costs only what it frees.
   std::int64_t released = 0;
-  const auto end = std::min<std::int64_t>(first_live, static_cast<std::int64_t>(table.size()));
-  for (std::int64_t i = 0; i < end; ++i) {
-    if (table[i] < 0) continue;
+  for (auto i = std::min<std::int64_t>(first_live, static_cast<std::int64_t>(table.size())) - 1;
+       i >= 0 && table[i] >= 0; --i) {
     pool.release(table[i]);
     table[i] = -1;
     ++released;

@@ -25,7 +25,8 @@ void release_blocks(model::KvCachePool& pool, std::vector<std::int32_t>& table);
 
 // A sliding window's dead blocks: drops the reference to every block before entry
 // `first_live` and marks its entry -1 (a hole: the table keeps its length, so entry i
-// still covers tokens [i * block_size, (i + 1) * block_size)). Returns the blocks released.
+// still covers tokens [i * block_size, (i + 1) * block_size)). The holes of a table are
+// always a prefix of it. Returns the blocks released.
 std::int64_t release_before(model::KvCachePool& pool, std::vector<std::int32_t>& table,
                             std::int64_t first_live);
 
