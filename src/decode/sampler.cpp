@@ -29,7 +29,7 @@ TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,
                          std::uint32_t sample_index, std::uint64_t step, SamplingWorkspace& ws,
-                         const std::vector<std::uint8_t>* allowed) {
+                         const std::vector<std::uint8_t>* allowed, LogprobNeed logprob) {
   DETINFER_INTERNAL_CHECK(vocab > 0);
   const auto n = static_cast<std::size_t>(vocab);
   // The row is copied only when a penalty or the mask changes it (a temperature divides
@@ -54,6 +54,7 @@ TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::
     // Greedy: argmax of the penalized row, ties to the lowest id; its logprob (and the top
     // ones) from the row's log-softmax normalizer, never written out as a row.
     i = static_cast<std::size_t>(kernels::argmax(row, vocab));
+    if (logprob == LogprobNeed::kSkip && config.logprobs == 0) return {ws.id(i), 0.0f, {}};
     ws.normalize();
   } else {
     ws.warp(config, allowed);

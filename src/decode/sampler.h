@@ -42,11 +42,16 @@ struct TokenChoice {
 // `allowed` (constrained decoding; null = every token): a token with allowed[id] == 0 has
 // its penalized logit set to -inf before the greedy choice or the warpers, and never
 // survives as a candidate of the draw. At least one token must be allowed.
+// `logprob` kSkip (verification: only the token matters) leaves TokenChoice::logprob 0 and
+// spares greedy choices the log-softmax normalizer, a pass over the vocabulary; the token
+// is the same either way (sampling computes it while warping and ignores kSkip).
+enum class LogprobNeed : std::uint8_t { kCompute, kSkip };
 TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                          const std::vector<std::int32_t>& prompt,
                          const std::vector<std::int32_t>& generated, std::uint64_t seed,
                          std::uint32_t sample_index, std::uint64_t step, SamplingWorkspace& ws,
-                         const std::vector<std::uint8_t>* allowed = nullptr);
+                         const std::vector<std::uint8_t>* allowed = nullptr,
+                         LogprobNeed logprob = LogprobNeed::kCompute);
 // The same with a workspace of its own (allocates per call; tests and one-off callers).
 TokenChoice choose_token(const GenerationConfig& config, const float* raw, std::int64_t vocab,
                          const std::vector<std::int32_t>& prompt,

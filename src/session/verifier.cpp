@@ -58,7 +58,8 @@ struct SampleCheck {
     }
     const decode::TokenChoice c = decode::choose_token(
         config, row, vocab, transcript->prompt_tokens, history, transcript->seed,
-        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling, mask());
+        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling, mask(),
+        decode::LogprobNeed::kSkip);
     ++checked;
     const bool token_ok = c.token == s.tokens[t];
     const bool digest_ok = digest == s.step_digests[t];

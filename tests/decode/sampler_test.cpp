@@ -73,6 +73,38 @@ TEST(Sampler, GreedyLogprobWithoutTopHasTheFullLogSoftmaxBits) {
   }
 }
 
+// Verification asks for the token alone (LogprobNeed::kSkip): the same token as with the
+// logprob computed, for greedy rows with ties, penalties and a mask, and for seeded draws.
+TEST(Sampler, SkippingTheLogprobKeepsTheToken) {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const std::int64_t vocab = 2 + static_cast<std::int64_t>(seed * 613 % 3000);
+    std::vector<float> row(static_cast<std::size_t>(vocab));
+    for (std::int64_t i = 0; i < vocab; ++i) {  // coarse values: many exact ties
+      const float u = philox_uniform(seed, 1, static_cast<std::uint64_t>(i), 0);
+      row[static_cast<std::size_t>(i)] = std::floor(8.0f * u) - 4.0f;
+    }
+    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(vocab), 1);
+    allowed[static_cast<std::size_t>(seed % static_cast<std::uint64_t>(vocab))] = 0;
+    GenerationConfig c;
+    c.repetition_penalty = seed % 2 == 0 ? 1.0f : 1.5f;
+    c.temperature = seed % 3 == 0 ? 0.8f : 0.0f;
+    const std::vector<std::int32_t> prompt = {0, 1};
+    const std::vector<std::int32_t> generated = {static_cast<std::int32_t>(vocab - 1)};
+    for (const std::vector<std::uint8_t>* mask :
+         {static_cast<decltype(&allowed)>(nullptr), static_cast<decltype(&allowed)>(&allowed)}) {
+      SamplingWorkspace a, b;
+      const TokenChoice full =
+          choose_token(c, row.data(), vocab, prompt, generated, seed, 0, 7, a, mask);
+      const TokenChoice only = choose_token(c, row.data(), vocab, prompt, generated, seed, 0, 7, b,
+                                            mask, LogprobNeed::kSkip);
+      EXPECT_EQ(only.token, full.token) << "seed " << seed;
+      if (c.temperature == 0.0f) {
+        EXPECT_EQ(only.logprob, 0.0f);
+      }
+    }
+  }
+}
+
 TEST(Sampler, DrawIsAPureFunctionOfSeedStreamStep) {
   Candidates c;
   for (int i = 0; i < 50; ++i) {
