@@ -4,8 +4,9 @@
 // --repeats runs of each, interleaved. Prints one line per measurement and the same-run
 // ratio generate/verify.
 //   bench_verify [--model DIR | --shape tiny|qwen05b] [--tokens 256] [--prompt-tokens 32]
-//                [--threads 0] [--repeats 3]
-// Without --model the shape is generated (random weights) into $TMPDIR.
+//                [--threads 0] [--repeats 3] [--weights native|q8_0|q4_k_m|...]
+// --weights quantizes on load (SessionOptions::weights) for both runs. Without --model the shape is
+// generated (random weights) into $TMPDIR.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,7 @@ struct Args {
   std::int32_t prompt_tokens = 32;
   std::int32_t threads = 0;
   std::int32_t repeats = 3;
+  std::string weights = "native";
 };
 
 Args parse(int argc, char** argv) {
@@ -38,6 +40,7 @@ Args parse(int argc, char** argv) {
     if (k == "--prompt-tokens") a.prompt_tokens = std::atoi(v.c_str());
     if (k == "--threads") a.threads = std::atoi(v.c_str());
     if (k == "--repeats") a.repeats = std::max(1, std::atoi(v.c_str()));
+    if (k == "--weights") a.weights = v;
   }
   return a;
 }
@@ -60,8 +63,9 @@ double seconds(F&& f) {
 int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
-    auto session = detinfer::DeterministicSession::open(model_dir(a),
-                                                        detinfer_bench::batch1_options(a.threads));
+    detinfer::SessionOptions so = detinfer_bench::batch1_options(a.threads);
+    so.weights = a.weights;
+    auto session = detinfer::DeterministicSession::open(model_dir(a), so);
     const std::vector<std::int32_t> prompt = detinfer_bench::bench_prompt(a.prompt_tokens);
     const detinfer::GenerationConfig c = detinfer_bench::greedy_past_eos(a.tokens);
     std::vector<double> gen, ver;
@@ -80,9 +84,10 @@ int main(int argc, char** argv) {
     }
     const double g = median(gen), v = median(ver);
     std::printf(
-        "threads %d, prompt %d, tokens %d, repeats %d: generate median %.3f s (%.1f tok/s), "
-        "verify median %.3f s; same-run ratio generate/verify %.2fx\n",
-        session.threads(), a.prompt_tokens, a.tokens, a.repeats, g, a.tokens / g, v, g / v);
+        "weights %s, threads %d, prompt %d, tokens %d, repeats %d: generate median %.3f s "
+        "(%.1f tok/s), verify median %.3f s; same-run ratio generate/verify %.2fx\n",
+        a.weights.c_str(), session.threads(), a.prompt_tokens, a.tokens, a.repeats, g, a.tokens / g,
+        v, g / v);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_verify: %s\n", e.what());

@@ -74,6 +74,25 @@ TEST(VerifyCli, GeneratedTranscriptVerifiesAndATamperedOneDivergesAtItsStep) {
   EXPECT_NE(dt.out.find("step 6"), std::string::npos) << dt.out;
 }
 
+// A transcript made with weights quantized on load (--weights q8_0) is verified by a
+// session that quantizes them the same way, without a flag: the transcript names it.
+TEST(VerifyCli, QuantizedTranscriptOpensTheSameWeightFormat) {
+  const std::string model = testing::tiny_model_dir();
+  const std::string file = tmp_path("q8.json");
+  std::remove(file.c_str());
+  const auto g = run_shell(cli_path() + " generate --model " + model +
+                           " --prompt 'Check me later' --max-new-tokens 10 --ignore-eos"
+                           " --weights q8_0 --threads 1 --transcript " +
+                           file);
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto written = nlohmann::json::parse(read_all(file));
+  ASSERT_EQ(written["numerics"]["weight_format"].get<std::string>().rfind("q8_0/qspec", 0), 0u)
+      << written.dump();
+  const auto v = run_shell(cli_path() + " verify --model " + model + " --transcript " + file);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("verified"), std::string::npos) << v.out;
+}
+
 TEST(VerifyCli, UsageAndInputErrorsExitTwo) {
   const std::string model = testing::tiny_model_dir();
   const std::string file = tmp_path("t2.json");

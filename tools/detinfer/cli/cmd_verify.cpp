@@ -25,6 +25,24 @@ struct VerifyOptions {
 
 constexpr std::size_t kMaxTranscriptFileBytes = std::size_t{16} << 20;
 
+// The session the transcript was made with: its weights quantized on load when the
+// transcript's weight format names a --weights value ("q8_0/qspec1" -> q8_0). A folder that
+// refuses it (a GGUF file stored quantized records its own formats the same way) is opened
+// with its native weights; verify() then refuses a real mismatch, naming both formats.
+detinfer::DeterministicSession open_for(const std::string& model, detinfer::SessionOptions so,
+                                        const detinfer::Transcript& t) {
+  const std::size_t slash = t.weight_format.find("/qspec");
+  if (slash != std::string::npos) {
+    so.weights = t.weight_format.substr(0, slash);
+    try {
+      return detinfer::DeterministicSession::open(model, so);
+    } catch (const detinfer::Error&) {
+      so.weights = "native";
+    }
+  }
+  return detinfer::DeterministicSession::open(model, so);
+}
+
 int run_verify(const VerifyOptions& o) {
   detinfer::VerifyResult r;
   try {
@@ -41,8 +59,7 @@ int run_verify(const VerifyOptions& o) {
     }
     so.recorder.level = detinfer::RecordLevel::kOff;  // a verification is not a new record
     so.cache.prefix.enabled = false;
-    auto session = detinfer::DeterministicSession::open(o.model, so);
-    r = session.verify(t);
+    r = open_for(o.model, so, t).verify(t);
   } catch (const std::exception& e) {
     if (o.json) {
       std::cout << nlohmann::json{{"verified", false}, {"error", e.what()}}.dump() << "\n";
