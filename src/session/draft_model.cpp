@@ -136,11 +136,21 @@ void DraftModel::propose(Request& r, std::int32_t sample_index,
   const auto cached = static_cast<std::int64_t>(s.tokens.size());
   while (keep < cached && keep < n - 1 && s.tokens[keep] == text[keep]) ++keep;
   s.tokens.resize(static_cast<std::size_t>(keep));
+  // A sliding window over every layer (Model::kv_horizon W): catch-up chunks of at most W
+  // tokens, and after each one the blocks no later feed can see are released (holes, as
+  // the engine does: docs/session.md, "Sliding windows and the KV cache"). The text only
+  // grows and at least its last token is fed again, so every later feed starts at n - 1
+  // or after: a rejected draft never needs a released block.
+  const std::int64_t horizon = model_->kv_horizon();
+  const std::int64_t chunk = horizon > 0 ? std::min(kCatchUpChunk, horizon) : kCatchUpChunk;
   const float* row = nullptr;
-  for (std::int64_t at = keep; at < n; at += kCatchUpChunk) {
-    const std::int64_t end = std::min(n, at + kCatchUpChunk);
+  for (std::int64_t at = keep; at < n; at += chunk) {
+    const std::int64_t end = std::min(n, at + chunk);
     row = feed(s, std::vector<std::int32_t>(text.begin() + at, text.begin() + end), at);
     s.tokens.insert(s.tokens.end(), text.begin() + at, text.begin() + end);
+    engine::release_before(
+        pool_, s.blocks,
+        model::first_live_block(horizon, std::min(end, n - 1), pool_.block_size()));
   }
   const std::int64_t vocab = model_->config().vocab_size;
   for (std::int32_t j = 0; j < k; ++j) {

@@ -40,6 +40,8 @@ class DraftModel : public std::enable_shared_from_this<DraftModel> {
   // The drafter of one request whose prompt is `prompt`. It keeps, per sample, the draft
   // model's K/V of the text so far (reused across steps up to the first token that
   // differs) and releases it when the request's last copy of the drafter is destroyed.
+  // A draft model whose every layer slides holds only the blocks its window can still
+  // see (Model::kv_horizon), whatever the text's length.
   // It never throws: a draft it cannot make (pool full, past the draft model's context,
   // a failed forward pass) is no draft.
   Drafter drafter(std::vector<std::int32_t> prompt);

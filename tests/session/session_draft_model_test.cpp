@@ -195,6 +195,48 @@ TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
   EXPECT_EQ(draft->kv_free_blocks(), capacity);
 }
 
+// A draft model whose every layer slides (Mistral, window 8) keeps only the blocks its
+// window still sees: a pool of 6 blocks of 4 tokens drafts the model's own greedy
+// continuation at every step of a 90-token text (23 blocks without the release), and
+// gives every block back.
+TEST(DraftModel, AWindowedDraftModelHoldsOnlyItsWindow) {
+  devtools::TinyModelOptions o;
+  o.arch = devtools::TinyArch::kMistral;
+  o.out_dir = testing::test_tmp_path("draft-window-", std::to_string(getpid()));
+  o.layers = 2;
+  o.max_positions = 256;
+  o.sliding_window = 8;
+  o.seed = 29;
+  devtools::make_tiny_model(o);
+  auto reference = DeterministicSession::open(o.out_dir, tiny_options());
+  GenerationConfig greedy;
+  greedy.max_new_tokens = 90;
+  greedy.ignore_eos = true;
+  const std::vector<std::int32_t> prompt = reference.encode(kPrompt);
+  const std::vector<std::int32_t> cont =
+      reference.generate(Prompt(prompt), greedy).sequences[0].tokens;
+
+  model::ModelOptions mo;
+  const model::ModelConfig target = model::Model::load(o.out_dir, mo)->config();
+  const std::int64_t block_bytes =
+      2 * target.num_layers * target.num_kv_heads * target.head_dim * 4 * 4;  // f32 KV
+  auto draft = session::DraftModel::open(
+      o.out_dir, mo, o.out_dir, target, [&](const model::ModelConfig&) { return 6 * block_bytes; },
+      4);
+  ASSERT_EQ(draft->kv_capacity_blocks(), 6);
+  {
+    session::Drafter d = draft->drafter(prompt);
+    std::vector<std::int32_t> out;
+    for (std::size_t g = 0; g + 4 <= cont.size(); g += 3) {  // 3 of 4 drafts accepted
+      out.clear();
+      d(0, std::vector<std::int32_t>(cont.begin(), cont.begin() + g), 4, out);
+      ASSERT_EQ(out, std::vector<std::int32_t>(cont.begin() + g, cont.begin() + g + 4))
+          << "after " << g << " generated tokens";
+    }
+  }
+  EXPECT_EQ(draft->kv_free_blocks(), 6);
+}
+
 // docs/speculative.md: a draft it cannot make is an empty draft, never an error: the text
 // past the draft model's context, or a pool too small for the text.
 TEST(DraftModel, ADraftItCannotMakeIsEmpty) {
