@@ -116,8 +116,10 @@ class PackedLinear {
   // and every entry point below then compute the quantized linear (activations quantized
   // per block of 32, exact integer block dot products, the spec's fold), the same bits
   // for every ISA, thread count and M; widen_row() returns the dequantized row, exactly.
+  // `pool` (optional) decodes the panels on its threads: the same panels either way.
   static PackedLinear pack_quantized(const void* blocks, QuantFormat format, std::int64_t n,
-                                     std::int64_t k, const float* bias = nullptr);
+                                     std::int64_t k, const float* bias = nullptr,
+                                     core::ThreadPool* pool = nullptr);
 
   std::int64_t n() const;
   std::int64_t k() const;

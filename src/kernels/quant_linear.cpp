@@ -39,7 +39,7 @@ cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
 namespace cpu {
 
 QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64_t n,
-                              std::int64_t k, const float* bias) {
+                              std::int64_t k, const float* bias, core::ThreadPool* pool) {
   const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k
   const QuantFormatInfo info = quant_format_info(format);
   const std::int64_t panels = (n + kPanel - 1) / kPanel, nb = k / kQB;
@@ -57,7 +57,7 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   if (ext) out.sm.assign(cells, 0);
   if (split) out.wsum_hi.assign(cells, 0);
   if (info.has_min) out.dm.assign(cells, 0.0f);
-  for (std::int64_t j = 0; j < n; ++j) {
+  const auto decode_row = [&](std::int64_t j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
     const std::int64_t p = j / kPanel, l = j % kPanel;
     for (std::int64_t b = 0; b < nb; ++b) {
@@ -78,6 +78,14 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
       }
       if (info.has_min) out.dm[at] = s.dm;
     }
+  };
+  const auto decode_panels = [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t j = p0 * kPanel; j < std::min(n, p1 * kPanel); ++j) decode_row(j);
+  };
+  if (pool != nullptr && pool->num_threads() > 1) {
+    pool->parallel_for(panels, 1, decode_panels, 4 * pool->num_threads());
+  } else {
+    decode_panels(0, panels);
   }
   QuantPacked& v = out.view;
   v = QuantPacked{qs, out.d.data(), out.wsum.data(), format, n, k, nb, panels, bias};
@@ -93,7 +101,8 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
 }  // namespace cpu
 
 PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format, std::int64_t n,
-                                          std::int64_t k, const float* bias) {
+                                          std::int64_t k, const float* bias,
+                                          core::ThreadPool* pool) {
   if (blocks == nullptr)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::pack_quantized: null blocks");
   if (n <= 0 || k <= 0)
@@ -103,8 +112,8 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
   out.impl_ = std::make_unique<Impl>();
   Impl& im = *out.impl_;
   if (bias != nullptr) im.bias.assign(bias, bias + n);
-  im.quant =
-      cpu::pack_quant_panels(blocks, format, n, k, im.bias.empty() ? nullptr : im.bias.data());
+  im.quant = cpu::pack_quant_panels(blocks, format, n, k,
+                                    im.bias.empty() ? nullptr : im.bias.data(), pool);
   im.quantized = true;
   im.view.n = n;
   im.view.k = k;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 #include "model/canonical_layer.h"
 #include "model/gemma_config.h"
 #include "model/model_factories.h"
@@ -50,7 +51,15 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
             std::make_unique<MoeWeights>(config_.moe.num_experts);
       }
     }
+    // Quantizing on load splits each tensor's rows over the session's threads while the
+    // weights stream in (the same blocks for any thread count).
+    std::unique_ptr<core::ThreadPool> quant_pool;
+    if (options_.weights && options.threads > 1) {
+      quant_pool = std::make_unique<core::ThreadPool>(options.threads);
+      quant_pool_ = quant_pool.get();
+    }
     const LoadedWeights w = stream_weights(config_, store, *this);
+    quant_pool_ = nullptr;
     biases_.clear();
     auto resident = static_cast<std::int64_t>(embed_.bytes() + final_norm_.bytes() +
                                               (lm_head_ ? lm_head_->bytes() : 0));
@@ -189,7 +198,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     if (!options_.weights) return backend_->make_linear(w, dtype, n, k, bias);
     const std::optional<kernels::QuantFormat> f = scheme_format_for(*options_.weights, s, config_);
     DETINFER_INTERNAL_CHECK(f.has_value());
-    const std::vector<std::uint8_t> q = quantize_weights(s.name, w, dtype, n, k, *f);
+    const std::vector<std::uint8_t> q = quantize_weights(s.name, w, dtype, n, k, *f, quant_pool_);
     return backend_->make_quantized_linear(q.data(), *f, n, k, bias);
   }
 
@@ -416,7 +425,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   std::shared_ptr<Backend> backend_;
-  std::set<std::string> stored_formats_;  // quantized formats of the file's tensors
+  core::ThreadPool* quant_pool_ = nullptr;  // while loading with quantization on load
+  std::set<std::string> stored_formats_;    // quantized formats of the file's tensors
   std::vector<CanonicalLayer> layers_;
   std::vector<CanonicalLayerBiases> biases_;
   BackendBuffer embed_;

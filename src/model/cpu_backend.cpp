@@ -50,7 +50,7 @@ class CpuBackend final : public Backend {
                                                        kernels::QuantFormat format, std::int64_t n,
                                                        std::int64_t k, const float* bias) override {
     return std::make_unique<CpuLinear>(
-        kernels::PackedLinear::pack_quantized(blocks, format, n, k, bias));
+        kernels::PackedLinear::pack_quantized(blocks, format, n, k, bias, &pool_));
   }
   bool has_quantized_kernels() const override { return true; }
 

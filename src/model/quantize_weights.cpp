@@ -1,8 +1,10 @@
 #include "model/quantize_weights.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 
 namespace detinfer::model {
 
@@ -32,7 +34,7 @@ bool is_linear_kind(WeightKind kind) {
 
 std::vector<std::uint8_t> quantize_weights(const std::string& name, const void* w,
                                            core::DType dtype, std::int64_t n, std::int64_t k,
-                                           kernels::QuantFormat format) {
+                                           kernels::QuantFormat format, core::ThreadPool* pool) {
   const kernels::QuantFormatInfo info = kernels::quant_format_info(format);
   if (k % info.block_elems != 0) {
     throw Error(ErrorCode::kUnsupported,
@@ -43,18 +45,32 @@ std::vector<std::uint8_t> quantize_weights(const std::string& name, const void* 
   const std::int64_t row_bytes = kernels::quant_row_bytes(format, k);
   std::vector<std::uint8_t> out(static_cast<std::size_t>(n * row_bytes));
   constexpr std::int64_t kRowsPerChunk = 256;
-  std::vector<float> rows(static_cast<std::size_t>(std::min(n, kRowsPerChunk) * k));
+  const std::int64_t chunks = (n + kRowsPerChunk - 1) / kRowsPerChunk;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(chunks));
   const auto* src = static_cast<const std::uint8_t*>(w);
-  for (std::int64_t r0 = 0; r0 < n; r0 += kRowsPerChunk) {
-    const std::int64_t cnt = std::min(kRowsPerChunk, n - r0);
-    widen_to_f32(dtype, src + static_cast<std::size_t>(r0 * k) * core::dtype_size(dtype), cnt * k,
-                 rows.data());
-    try {
-      kernels::quantize_rows(format, rows.data(), cnt, k, out.data() + r0 * row_bytes);
-    } catch (const Error& e) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  str_cat("tensor ", name, " (rows from ", r0, "): ", e.what()), name);
+  const auto quantize = [&](std::int64_t c0, std::int64_t c1) {
+    std::vector<float> rows;  // bounded scratch: one chunk of rows
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t r0 = c * kRowsPerChunk, cnt = std::min(kRowsPerChunk, n - r0);
+      rows.resize(static_cast<std::size_t>(cnt * k));
+      widen_to_f32(dtype, src + static_cast<std::size_t>(r0 * k) * core::dtype_size(dtype), cnt * k,
+                   rows.data());
+      try {
+        kernels::quantize_rows(format, rows.data(), cnt, k, out.data() + r0 * row_bytes);
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(c)] = std::make_exception_ptr(
+            Error(ErrorCode::kInvalidArgument,
+                  str_cat("tensor ", name, " (rows from ", r0, "): ", e.what()), name));
+      }
     }
+  };
+  if (pool != nullptr && pool->num_threads() > 1 && chunks > 1) {
+    pool->parallel_for(chunks, 1, quantize);
+  } else {
+    quantize(0, chunks);
+  }
+  for (const std::exception_ptr& e : errors) {  // the first refused chunk, in row order
+    if (e) std::rethrow_exception(e);
   }
   return out;
 }

@@ -3,9 +3,11 @@
 // block decoding and the quantizer; accuracy against a float64 dequantize-then-dot.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "detinfer/error.h"
 #include "isa_test_util.h"
 #include "kernel_test_util.h"
@@ -119,6 +121,27 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
   // The variants this CPU lacks cannot run here; the ones it has were all checked above.
   if (!isa_supported(Isa::kAvx512) || !cpu::cpu_has_avx512_vnni())
     std::printf("[ note ] variants checked: %zu (this CPU lacks AVX-512 or VNNI)\n", fns.size());
+}
+
+// Decoding at load on a thread pool (PackedLinear::pack_quantized's pool): every array of
+// the panels equals the serial decode's, whatever the thread count (n not a multiple of
+// the panel width, more panels than threads).
+TEST_P(QuantFormats, PanelsDecodedOnAPoolEqualTheSerialOnes) {
+  const QuantFormat f = GetParam();
+  const std::int64_t n = 300, k = k_format(f) ? 512 : 224;
+  const std::vector<std::uint8_t> w = random_q(f, n, k, 17);
+  const cpu::QuantPanels serial = cpu::pack_quant_panels(w.data(), f, n, k, nullptr);
+  for (const int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    const cpu::QuantPanels p = cpu::pack_quant_panels(w.data(), f, n, k, nullptr, &pool);
+    const auto bytes = static_cast<std::size_t>(serial.view.panels * cpu::kPanel * k);
+    EXPECT_TRUE(std::equal(p.view.qs, p.view.qs + bytes, serial.view.qs)) << threads;
+    EXPECT_EQ(p.d, serial.d) << threads;
+    EXPECT_EQ(p.wsum, serial.wsum) << threads;
+    EXPECT_EQ(p.wsum_hi, serial.wsum_hi) << threads;
+    EXPECT_EQ(p.sm, serial.sm) << threads;
+    EXPECT_EQ(p.dm, serial.dm) << threads;
+  }
 }
 
 TEST_P(QuantFormats, WidenRowIsTheExactDequantizedRow) {

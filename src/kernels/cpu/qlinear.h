@@ -63,9 +63,11 @@ struct QuantPanels {
   }
 };
 
-// n rows of k weights in `f`'s ggml blocks decoded (ref::decode_block) into panels.
+// n rows of k weights in `f`'s ggml blocks decoded (ref::decode_block) into panels; the
+// panels split over `pool`'s threads when given (each panel's cells are its own: the
+// same bytes for any thread count).
 QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n, std::int64_t k,
-                              const float* bias);
+                              const float* bias, core::ThreadPool* pool = nullptr);
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
 
