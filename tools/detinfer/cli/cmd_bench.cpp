@@ -11,6 +11,7 @@
 #include <future>
 #include <iomanip>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -131,6 +132,46 @@ double timed_batch(detinfer::DeterministicSession& session, int batch, int promp
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Decode tokens/s of `batch` concurrent requests after --context prompts, counted from
+// the moment the last request got its first token (every sequence decoding from then on)
+// to the last token: the prompts' prefill is left out by timestamps, not by subtracting a
+// second run (at long contexts two prefills differ by more than the decode steps take).
+double timed_decode(detinfer::DeterministicSession& session, int batch, int context,
+                    int decode_tokens, detinfer_cli::CliRandom& rng,
+                    const detinfer_cli::SpeculativeFlags& speculative) {
+  detinfer::GenerationConfig c;
+  speculative.apply(c);
+  c.max_new_tokens = 1 + decode_tokens;
+  c.ignore_eos = true;
+  std::vector<std::vector<std::int32_t>> prompts;
+  for (int b = 0; b < batch; ++b) prompts.push_back(rng.tokens(context, session.vocab_size()));
+  std::mutex mu;  // events arrive on the engine thread; the lock only orders the reads
+  std::vector<Clock::time_point> token_times;
+  Clock::time_point all_decoding{};
+  int started = 0;
+  std::vector<detinfer::RequestHandle> handles;
+  for (int b = 0; b < batch; ++b) {
+    handles.push_back(session.submit(prompts[b], c, [&](const detinfer::TokenEvent& e) {
+      const Clock::time_point now = Clock::now();
+      std::lock_guard<std::mutex> lk(mu);
+      token_times.push_back(now);
+      if (e.step == 0 && ++started == batch) all_decoding = now;
+      return true;
+    }));
+  }
+  for (auto& h : handles) h.get();
+  std::lock_guard<std::mutex> lk(mu);
+  std::int64_t after = 0;
+  Clock::time_point last = all_decoding;
+  for (const Clock::time_point t : token_times) {
+    if (t <= all_decoding) continue;
+    ++after;
+    last = std::max(last, t);
+  }
+  const double secs = std::chrono::duration<double>(last - all_decoding).count();
+  return after > 0 && secs > 0 ? static_cast<double>(after) / secs : 0.0;
+}
+
 struct Row {
   std::string mode;
   int batch = 0;
@@ -178,10 +219,7 @@ void measure_mode(const BenchOptions& o, const std::string& m, const std::vector
       // Prefill: one new token each, so the time is the prompts' prefill (+1 step).
       const double tp = timed_batch(session, b, o.prompt_tokens, 1, rng, o.speculative);
       prefill.push_back(static_cast<double>(b) * o.prompt_tokens / tp);
-      // Decode: the difference between 1 and 1+D new tokens after --context prompts.
-      const double t1 = timed_batch(session, b, o.context, 1, rng, o.speculative);
-      const double t2 = timed_batch(session, b, o.context, 1 + o.decode_tokens, rng, o.speculative);
-      decode.push_back(static_cast<double>(b) * o.decode_tokens / std::max(1e-9, t2 - t1));
+      decode.push_back(timed_decode(session, b, o.context, o.decode_tokens, rng, o.speculative));
     }
     const detinfer::SessionStats after = session.stats();
     out.rows.push_back({m, b, median(prefill), median(decode), decode_step_bytes(footprint, o), 0,
