@@ -146,18 +146,23 @@ TEST(SessionDraftModel, AMismatchedOrMissingDraftModelIsAnErrorNamingTheField) {
   }
 }
 
+// The session's greedy continuation of `prompt`: n tokens, past eos.
+std::vector<std::int32_t> greedy_tokens(DeterministicSession& s,
+                                        const std::vector<std::int32_t>& prompt, std::int32_t n) {
+  GenerationConfig greedy;
+  greedy.max_new_tokens = n;
+  greedy.ignore_eos = true;
+  return s.generate(Prompt(prompt), greedy).sequences[0].tokens;
+}
+
 // The drafter on its own: it proposes the draft model's greedy continuation (checked
 // against the draft model run as a session), keeps K/V across calls, survives a rejected
 // draft (the text then differs from what it drafted) and gives every block back.
 TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
   const std::string dir = other_draft_dir();
   auto reference = DeterministicSession::open(dir, tiny_options());
-  GenerationConfig greedy;
-  greedy.max_new_tokens = 12;
-  greedy.ignore_eos = true;
   const std::vector<std::int32_t> prompt = reference.encode(kPrompt);
-  const std::vector<std::int32_t> cont =
-      reference.generate(Prompt(prompt), greedy).sequences[0].tokens;
+  const std::vector<std::int32_t> cont = greedy_tokens(reference, prompt, 12);
 
   model::ModelOptions mo;
   const model::ModelConfig target = model::Model::load(dir, mo)->config();
@@ -174,18 +179,9 @@ TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
     generated.push_back((cont[2] + 1) % static_cast<std::int32_t>(target.vocab_size));
     out.clear();
     d(0, generated, 3, out);
-    auto again = reference.generate(Prompt([&] {
-                                      std::vector<std::int32_t> p = prompt;
-                                      p.insert(p.end(), generated.begin(), generated.end());
-                                      return p;
-                                    }()),
-                                    [] {
-                                      GenerationConfig c;
-                                      c.max_new_tokens = 3;
-                                      c.ignore_eos = true;
-                                      return c;
-                                    }());
-    EXPECT_EQ(out, again.sequences[0].tokens);
+    std::vector<std::int32_t> text = prompt;
+    text.insert(text.end(), generated.begin(), generated.end());
+    EXPECT_EQ(out, greedy_tokens(reference, text, 3));
     // A second sample of the same request keeps its own state.
     out.clear();
     d(1, {}, 2, out);
@@ -209,12 +205,8 @@ TEST(DraftModel, AWindowedDraftModelHoldsOnlyItsWindow) {
   o.seed = 29;
   devtools::make_tiny_model(o);
   auto reference = DeterministicSession::open(o.out_dir, tiny_options());
-  GenerationConfig greedy;
-  greedy.max_new_tokens = 90;
-  greedy.ignore_eos = true;
   const std::vector<std::int32_t> prompt = reference.encode(kPrompt);
-  const std::vector<std::int32_t> cont =
-      reference.generate(Prompt(prompt), greedy).sequences[0].tokens;
+  const std::vector<std::int32_t> cont = greedy_tokens(reference, prompt, 90);
 
   model::ModelOptions mo;
   const model::ModelConfig target = model::Model::load(o.out_dir, mo)->config();
