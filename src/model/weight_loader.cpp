@@ -1,6 +1,7 @@
 #include "model/weight_loader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -13,6 +14,17 @@
 
 namespace detinfer::model {
 namespace {
+
+// The quantized GGUF types the canonical CPU backend reads: "Q8_0, Q4_0, ..., Q6_K".
+std::string quantized_type_names() {
+  std::string names;
+  for (const kernels::QuantFormat f : kernels::kAllQuantFormats) {
+    if (!names.empty()) names += ", ";
+    for (const char* c = kernels::to_string(f); *c != '\0'; ++c)
+      names += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  }
+  return names;
+}
 
 std::string shape_str(const std::vector<std::int64_t>& s) {
   std::string out = "[";
@@ -187,12 +199,11 @@ std::vector<const SourceTensor*> check_tensors(const std::vector<WeightSpec>& sp
            shape_str(t->shape), " but ", source.config_name(), " implies ", shape_str(s.shape));
     }
     if (!sink.accepts(t->format)) {
-      throw Error(
-          ErrorCode::kUnsupported,
-          str_cat("tensor '", t->name, "' in ", t->file->path(), " has type ", t->format.name,
-                  ", which is not supported (supported: F32, F16, BF16; Q8_0, Q4_0 "
-                  "and Q5_0 in canonical mode on the CPU)"),
-          t->name);
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat("tensor '", t->name, "' in ", t->file->path(), " has type ",
+                          t->format.name, ", which is not supported (supported: F32, F16, BF16; ",
+                          quantized_type_names(), " in canonical mode on the CPU)"),
+                  t->name);
     }
     refs.push_back(t);
   }
