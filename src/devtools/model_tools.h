@@ -36,6 +36,22 @@ TinyArch parse_tiny_arch(const std::string& name);
 const char* tiny_arch_name(TinyArch arch);  // the inverse: "llama", ..., "qwen2_moe"
 core::DType parse_weight_dtype(const std::string& name);
 
+// How a mixture-of-experts model's experts are stored (model/fused_experts.h).
+enum class FusedExperts : std::uint8_t {
+  kNone,      // one 2-D tensor per expert and projection, as the published checkpoints
+  kGateUp,    // transformers v5: mlp.experts.gate_up_proj [E, 2 * inter, hidden] + down_proj
+  kSeparate,  // 3-D mlp.experts.gate_proj / up_proj [E, inter, hidden] + down_proj
+};
+// "none" | "gate_up" | "separate"; Error(kInvalidArgument) otherwise.
+FusedExperts parse_fused_experts(const std::string& name);
+
+// Rewrites the mixture-of-experts folder `dir` (one model.safetensors, experts stored per
+// expert) with every sparse layer's experts fused as `layout` (kNone: unchanged), the same
+// bytes in the order transformers v5's conversion_mapping.py stacks them, Mixtral's router
+// renamed mlp.gate.weight as transformers v5 names it. Error(kInvalidArgument) for a dense
+// or sharded folder. Tests and demos only (the tensors are held in memory).
+void fuse_expert_tensors(const std::string& dir, FusedExperts layout);
+
 struct TinyModelOptions {
   TinyArch arch = TinyArch::kLlama;
   core::DType dtype = core::DType::kF32;
@@ -63,6 +79,9 @@ struct TinyModelOptions {
   bool norm_topk_prob = true;                    // qwen3_moe only (Mixtral always normalizes)
   std::vector<std::int64_t> mlp_only_layers;     // qwen3_moe, qwen2_moe: dense layers
   std::int64_t shared_expert_intermediate = 48;  // qwen2_moe only
+
+  // MoE, one shard: the experts stored fused (fuse_expert_tensors), as transformers v5 does.
+  FusedExperts fused_experts = FusedExperts::kNone;
 
   std::int64_t shards = 1;  // > 1 writes model-0000N-of-0000M.safetensors + index
   std::uint64_t seed = 0;

@@ -47,7 +47,11 @@ bool is_moe(TinyArch a) {
 // The MoE options are checked for MoE architectures only (written to config.json as given
 // otherwise, so that hostile-config tests can start from any value the loader refuses).
 void check_moe_options(const TinyModelOptions& o) {
-  if (!is_moe(o.arch)) return;
+  if (!is_moe(o.arch)) {
+    if (o.fused_experts != FusedExperts::kNone)
+      fail(ErrorCode::kInvalidArgument, "tiny model: fused experts need a MoE architecture");
+    return;
+  }
   auto in = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) {
       fail(ErrorCode::kInvalidArgument, "tiny model option ", name, " = ", v, " is outside [", lo,
@@ -59,6 +63,9 @@ void check_moe_options(const TinyModelOptions& o) {
   in("moe_intermediate", o.moe_intermediate, 1, 1 << 17);
   for (const std::int64_t l : o.mlp_only_layers) in("mlp_only_layers", l, 0, o.layers - 1);
   in("shared_expert_intermediate", o.shared_expert_intermediate, 1, 1 << 17);
+  if (o.fused_experts != FusedExperts::kNone && o.shards != 1) {
+    fail(ErrorCode::kInvalidArgument, "tiny model: fused experts are written to one shard");
+  }
 }
 
 void check_options(const TinyModelOptions& o) {
@@ -431,6 +438,7 @@ void make_tiny_model(const TinyModelOptions& o) {
                                   {"weight_map", weight_map}};
     write_text(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
   }
+  fuse_expert_tensors(dir, o.fused_experts);  // (kNone: nothing)
 }
 
 }  // namespace detinfer::devtools

@@ -25,7 +25,7 @@ OpenedModel open_model(const std::string& path, std::unique_ptr<GgufModel> opene
   } else {
     m.config = load_model_config(path);
     m.store = std::make_unique<TensorStore>(TensorStore::open(path));
-    m.source = std::make_unique<SafetensorsSource>(*m.store);
+    m.source = std::make_unique<SafetensorsSource>(*m.store, m.config);
   }
   return m;
 }

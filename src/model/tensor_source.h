@@ -40,6 +40,10 @@ struct SourceTensor {
   // GGUF Gemma: a norm weight llama.cpp's converter stored as 1 + w (rounded to f32 once,
   // exactly the factor a norm_plus_one model applies); the sink uses it as it is.
   bool norm_plus_one_applied = false;
+  // Empty, or the name the model fingerprint commits to instead of `name`: a view of one
+  // expert of a fused safetensors tensor (fused_experts.h) hashes as the per-expert tensor
+  // it equals, so that the fused checkpoint has the per-expert checkpoint's fingerprint.
+  std::string fingerprint_name;
   const std::uint8_t* data() const { return file->data() + file_offset; }
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/json_parse.h"
+#include "model/fused_experts.h"
 #include "model/weight_loader.h"
 
 namespace detinfer::model {
@@ -118,27 +119,34 @@ const TensorRef& TensorStore::get(const std::string& name) const {
 
 std::string TensorSource::name_of(const WeightSpec& spec) const { return spec.name; }
 
-SafetensorsSource::SafetensorsSource(const TensorStore& store) : store_(store) {
-  for (const auto& [name, ref] : store.tensors()) {
-    SourceTensor t;
-    t.name = name;
-    t.file = ref.file;
-    t.file_offset = ref.file_offset;
-    t.bytes = ref.info->size();
-    t.shape = ref.info->shape;
-    t.format.dtype = ref.info->dtype;
-    t.format.name = core::safetensors_name(ref.info->dtype);
-    tensors_.emplace(name, std::move(t));
-  }
+SourceTensor as_source_tensor(const std::string& name, const TensorRef& ref) {
+  SourceTensor t;
+  t.name = name;
+  t.file = ref.file;
+  t.file_offset = ref.file_offset;
+  t.bytes = ref.info->size();
+  t.shape = ref.info->shape;
+  t.format.dtype = ref.info->dtype;
+  t.format.name = core::safetensors_name(ref.info->dtype);
+  return t;
+}
+
+SafetensorsSource::SafetensorsSource(const TensorStore& store, const ModelConfig& config)
+    : store_(store) {
+  for (const auto& [name, ref] : store.tensors())
+    tensors_.emplace(name, as_source_tensor(name, ref));
+  add_fused_expert_views(config, store, views_, fused_);
 }
 
 const SourceTensor* SafetensorsSource::find(const WeightSpec& spec) const {
   const auto it = tensors_.find(spec.name);
-  return it == tensors_.end() ? nullptr : &it->second;
+  if (it != tensors_.end()) return &it->second;
+  const auto v = views_.find(spec.name);
+  return v == views_.end() ? nullptr : &v->second;
 }
 
 std::size_t SafetensorsSource::count_unused(const std::vector<WeightSpec>& specs) const {
-  std::set<std::string> wanted;
+  std::set<std::string> wanted = fused_;
   for (const auto& sp : specs) wanted.insert(sp.name);
   std::size_t unused = 0;
   for (const auto& entry : tensors_) unused += wanted.count(entry.first) == 0 ? 1 : 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,18 @@ class TensorStore {
   std::map<std::string, TensorRef> tensors_;
 };
 
-// A TensorStore as a TensorSource: each tensor under its own (Hugging Face) name.
+// The stored tensor `name` as a SourceTensor (the whole of it, in its own dtype).
+SourceTensor as_source_tensor(const std::string& name, const TensorRef& ref);
+
+struct ModelConfig;
+
+// A TensorStore as a TensorSource: each tensor under its own (Hugging Face) name; the
+// experts of a mixture-of-experts layer stored fused into 3-D tensors (transformers v5)
+// as views of them under their per-expert names (fused_experts.h, checked here: Error
+// naming the tensor).
 class SafetensorsSource : public TensorSource {
  public:
-  explicit SafetensorsSource(const TensorStore& store);
+  SafetensorsSource(const TensorStore& store, const ModelConfig& config);
   const SourceTensor* find(const WeightSpec& spec) const override;
   std::size_t count_unused(const std::vector<WeightSpec>& specs) const override;
   const std::string& source() const override { return store_.source(); }
@@ -59,6 +68,8 @@ class SafetensorsSource : public TensorSource {
  private:
   const TensorStore& store_;
   std::map<std::string, SourceTensor> tensors_;
+  std::map<std::string, SourceTensor> views_;  // fused experts, by per-expert name
+  std::set<std::string> fused_;                // the stored tensors views_ read
 };
 
 }  // namespace detinfer::model

@@ -274,7 +274,7 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorSource& sour
     // fingerprint costs only the hashing itself, not a second read of the file. The bytes
     // as stored (GGUF: before the rows are reordered).
     const auto t0 = std::chrono::steady_clock::now();
-    h.update_field(t.name);
+    h.update_field(t.fingerprint_name.empty() ? t.name : t.fingerprint_name);
     h.update_field(t.format.name);
     h.update_u64(t.shape.size());
     for (const std::int64_t d : t.shape) h.update_i64(d);
@@ -292,7 +292,7 @@ LoadedWeights stream_weights(const ModelConfig& config, const TensorSource& sour
 
 LoadedWeights stream_weights(const ModelConfig& config, const TensorStore& store,
                              WeightSink& sink) {
-  const SafetensorsSource source(store);
+  const SafetensorsSource source(store, config);
   return stream_weights(config, source, sink);
 }
 

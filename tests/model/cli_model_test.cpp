@@ -114,6 +114,37 @@ TEST(CliModel, LogitsWritesRawFloatsAndSidecar) {
   EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
 }
 
+// `make-tiny-model --fused-experts` stores the experts fused as transformers v5 does (after
+// writing --gguf, whose converter reads the per-expert names): `logits` of the fused folder,
+// the per-expert folder and the GGUF are the same bytes; a dense --arch is refused.
+TEST(CliModel, MakeTinyModelFusesExperts) {
+  const std::string dir = scratch_dir("cli-fused");
+  const std::string make = cli_path() + " make-tiny-model --arch mixtral --seed 3 --out " + dir;
+  auto r = run_shell(make + "/per");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_shell(make + "/fused --fused-experts gate_up --gguf " + dir + "/tiny.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string fused = read_bytes(dir + "/fused/model.safetensors");
+  EXPECT_NE(fused.find("model.layers.0.mlp.experts.gate_up_proj"), std::string::npos);
+  EXPECT_EQ(fused.find("experts.0.w1"), std::string::npos);
+  std::string bytes[3];
+  const std::string models[3] = {dir + "/per", dir + "/fused", dir + "/tiny.gguf"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = dir + "/logits-" + std::to_string(i) + ".bin";
+    r = run_shell(cli_path() + " logits --tokens 1,2,3,250,7,9 --out " + out + " --model " +
+                  models[i]);
+    ASSERT_EQ(r.exit_code, 0) << models[i] << ": " << r.err;
+    bytes[i] = read_bytes(out);
+  }
+  EXPECT_FALSE(bytes[0].empty());
+  EXPECT_EQ(bytes[1], bytes[0]);
+  EXPECT_EQ(bytes[2], bytes[0]);
+  r = run_shell(cli_path() + " make-tiny-model --arch qwen3 --fused-experts gate_up --out " + dir +
+                "/dense");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("mixture-of-experts"), std::string::npos) << r.err;
+}
+
 // `make-tiny-model --gguf` writes the model as GGUF too (and --gguf-splits a split set,
 // --gguf-quantize q8_0 quantized weights); `generate --model x.gguf` (token ids and text)
 // and `logits` (canonical and fast) give what the folder gives; the Q8_0 file what the

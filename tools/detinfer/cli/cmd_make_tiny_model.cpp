@@ -14,6 +14,7 @@ struct MakeTinyOptions {
   std::string gguf;           // also write the model as this GGUF file ("" = no)
   std::int64_t gguf_splits = 1;
   std::string gguf_quantize;  // "" = the weights as stored; a model::parse_quant_scheme name
+  std::string fused_experts = "none";
   detinfer::devtools::TinyModelOptions model;
 };
 
@@ -55,6 +56,12 @@ void add_family_options(CLI::App& sub, MakeTinyOptions& o) {
       ->capture_default_str();
   sub.add_option("--shared-expert-intermediate", o.model.shared_expert_intermediate,
                  "qwen2_moe: shared_expert_intermediate_size")
+      ->capture_default_str();
+  sub.add_option("--fused-experts", o.fused_experts,
+                 "qwen3_moe, mixtral, qwen2_moe: store the experts fused into 3-D tensors, as "
+                 "transformers v5 does (gate_up: mlp.experts.gate_up_proj + down_proj; "
+                 "separate: 3-D gate_proj, up_proj, down_proj)")
+      ->check(CLI::IsMember({"none", "gate_up", "separate"}))
       ->capture_default_str();
   sub.add_option("--softcap", o.model.attn_logit_softcapping,
                  "gemma2, gemma3: attn_logit_softcapping (0 = null; a gemma2 --gguf needs one)")
@@ -129,6 +136,9 @@ const detinfer_cli::RegisterCommand kRegister(
         }
         std::cerr << "wrote " << o->arch << " " << o->dtype << " model to " << m.out_dir << "\n";
         if (!o->gguf.empty()) write_gguf(*o, m.out_dir);
+        // After the GGUF (llama.cpp's converter reads the per-expert names).
+        detinfer::devtools::fuse_expert_tensors(
+            m.out_dir, detinfer::devtools::parse_fused_experts(o->fused_experts));
         exit_code = 0;
       });
     });
