@@ -71,7 +71,7 @@ namespace {
 [[noreturn]] void no_gemma(const Backend& b, const char* op) {
   throw Error(ErrorCode::kUnsupported,
               str_cat("backend ", b.name(), " does not implement ", op,
-                      " (Gemma 2 / Gemma 3 run on the CPU backend)"),
+                      " (the CPU and CUDA backends run Gemma 2 / Gemma 3)"),
               "backend");
 }
 }  // namespace

@@ -41,8 +41,8 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                        config.final_logit_softcapping > 0.0 || config.rope_local_theta > 0.0;
     if (gemma && !backend_->has_gemma_ops()) {
       throw Error(ErrorCode::kUnsupported,
-                  str_cat(to_string(config.architecture), " needs the CPU backend (backend ",
-                          backend_->name(), " lacks the Gemma ops)"),
+                  str_cat(to_string(config.architecture), ": backend ", backend_->name(),
+                          " lacks the Gemma ops"),
                   "backend");
     }
     for (std::int64_t li = 0; li < config_.num_layers; ++li) {

@@ -1,7 +1,8 @@
 // The CUDA backend: every op of the forward pass as one or a few kernels::cuda:: launches
 // through a CudaOps table, on device memory. Canonical mode uses the canonical kernels
 // (bitwise equal to the CPU backend); device-invariant (and fast) mode uses the
-// tensor-core linear, the fixed-tree RMSNorm and the fixed-split attention.
+// tensor-core linear, the fixed-tree RMSNorm and the fixed-split attention (with the
+// sliding window and soft-cap of kernels::AttentionMask in both attention kernels).
 //
 // A step's index arrays are staged on the device by begin_step() (one upload each):
 // tokens and positions (int32), key counts (int64), the sequences' block tables
@@ -152,7 +153,6 @@ class CudaBackend final : public Backend {
 
   void attention(const float* q, std::int64_t ldq, std::int64_t num_heads, const KvLayer& kv,
                  float scale, float* out, std::int64_t ldo) override {
-    if (!canonical_) refuse_masks(kv);  // the canonical kernel takes the mask
     for (std::size_t i = 0; i < plan_->seqs.size(); ++i) {
       const BatchPlan::Seq& s = plan_->seqs[i];
       const kernels::PagedKvView view =
@@ -171,30 +171,10 @@ class CudaBackend final : public Backend {
       const std::size_t ws =
           ops_->attention_split_workspace_bytes(s.rows, num_heads, kv.head_dim, max_keys);
       reserve(workspace_, ws);
-      ops_->attention_split(qs, ldq, s.rows, keys, max_keys, num_heads, view, scale, os, ldo,
-                            workspace_.data(), ws);
-    }
-  }
-
-  // Device-invariant mode's split kernel attends to keys [0, num_keys): a windowed layer is
-  // computed exactly while every row's keys fit the window and refused past it; soft-capped
-  // scores are refused (the canonical kernel has both, kernels::AttentionMask's rule).
-  void refuse_masks(const KvLayer& kv) const {
-    if (kv.softcap > 0.0f) {
-      throw Error(
-          ErrorCode::kUnsupported,
-          str_cat("backend ", name(), ": attention-logit soft-capping needs canonical mode"),
-          "backend");
-    }
-    if (kv.window <= 0) return;
-    for (const std::int64_t n : plan_->num_keys) {
-      if (n > kv.window) {
-        throw Error(
-            ErrorCode::kUnsupported,
-            str_cat("backend ", name(), ": a row sees ", n, " keys, past the sliding window ",
-                    kv.window, " (windowed attention needs canonical mode)"),
-            "sliding_window");
-      }
+      // The split kernel clips its fixed splits to the window and soft-caps like the
+      // canonical kernel (kernels::AttentionMask's rule).
+      ops_->attention_split(qs, ldq, s.rows, keys, max_keys, num_heads, view, scale, kv.window,
+                            kv.softcap, os, ldo, workspace_.data(), ws);
     }
   }
 
@@ -205,8 +185,10 @@ class CudaBackend final : public Backend {
     ops_->add(a, b, out, n);
   }
 
-  // --- Gemma 2 / 3 (issue 29): canonical mode (the split attention has no soft-cap) ---
-  bool has_gemma_ops() const override { return canonical_; }
+  // --- Gemma 2 / 3 (issue 29), every mode: scale, gelu and softcap are elementwise
+  // kernels (no reduction), the GeGLU's linears are linear() (tensor cores outside
+  // canonical mode), and attention() takes the window and the soft-cap in both kernels.
+  bool has_gemma_ops() const override { return true; }
   void scale(float* x, float s, std::int64_t n) override { ops_->scale(x, s, n); }
   void mlp_gate_up_gelu(const BackendLinear& wgate, const BackendLinear& wup, const float* x,
                         std::int64_t m, float* g, float* u, float* a) override {

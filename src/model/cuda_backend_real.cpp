@@ -135,11 +135,12 @@ class RealCudaOps final : public CudaOps {
   }
   void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
                        const std::int64_t* num_keys, std::int64_t max_keys, std::int64_t num_heads,
-                       const kernels::PagedKvView& kv, float scale, float* out, std::int64_t ldo,
-                       void* workspace, std::size_t workspace_bytes) override {
+                       const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                       float softcap, float* out, std::int64_t ldo, void* workspace,
+                       std::size_t workspace_bytes) override {
     bind();
-    kc::attention_split(q, ldq, rows, num_keys, max_keys, num_heads, kv, scale, out, ldo, workspace,
-                        workspace_bytes, nullptr);
+    kc::attention_split_masked(q, ldq, rows, num_keys, max_keys, num_heads, kv, scale, window,
+                               softcap, out, ldo, workspace, workspace_bytes, nullptr);
   }
 
  private:

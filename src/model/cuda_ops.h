@@ -75,11 +75,12 @@ class CudaOps {
   virtual std::size_t attention_split_workspace_bytes(std::int64_t rows, std::int64_t num_heads,
                                                       std::int64_t head_dim,
                                                       std::int64_t max_keys) = 0;
+  // kernels::cuda::attention_split_masked (window 0 and softcap 0: attention_split).
   virtual void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
                                const std::int64_t* num_keys, std::int64_t max_keys,
                                std::int64_t num_heads, const kernels::PagedKvView& kv, float scale,
-                               float* out, std::int64_t ldo, void* workspace,
-                               std::size_t workspace_bytes) = 0;
+                               std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                               void* workspace, std::size_t workspace_bytes) = 0;
 };
 
 }  // namespace detinfer::model

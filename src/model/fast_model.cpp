@@ -66,10 +66,6 @@ class FastModel final : public TransformerBase, private WeightSink {
                unrouted);
   }
 
-  // fast::attend gathers only the keys a windowed layer's rows see (from start_pos + 1 -
-  // sliding_window on): blocks wholly before them may be released, as in canonical mode.
-  std::int64_t kv_horizon() const override { return model::kv_horizon(config_); }
-
  private:
   // Where a layer's norm weight or bias goes (nullptr for the other kinds).
   static at::Tensor* vector_slot(WeightKind kind, Layer& l) {

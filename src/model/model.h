@@ -151,9 +151,9 @@ class Model {
   // joined by '+' ("q4_0+q8_0"); "" when none (weights quantized on load do not count).
   virtual std::string stored_quant_formats() const { return {}; }
   // > 0 when every layer attends through a sliding window of this many keys and the
-  // forward pass reads only the keys a row sees (canonical numerics; fast mode on the CPU,
-  // libtorch): the engine then releases the blocks no later row can see (model_config.h
-  // kv_horizon). 0 otherwise (fast mode on CUDA).
+  // forward pass reads only the keys a row sees (every mode and backend: the canonical
+  // kernels, CUDA's split kernel, libtorch's gather): the engine then releases the blocks
+  // no later row can see (model_config.h kv_horizon). 0 otherwise.
   virtual std::int64_t kv_horizon() const { return 0; }
 
   // Runs one batched step. Appends, per sequence in order, its requested logits rows

@@ -28,11 +28,10 @@ class TransformerBase : public Model {
   std::int64_t decode_read_bytes() const override { return decode_read_bytes_; }
   ModelLoadStats load_stats() const override { return load_stats_; }
   core::DType kv_dtype() const override { return options_.kv_dtype; }
-  // Fast mode on CUDA (the split kernel) reads every key: 0. The libtorch fast model
-  // (fast_model.cpp) overrides this.
-  std::int64_t kv_horizon() const override {
-    return options_.mode == NumericsMode::kFast ? 0 : model::kv_horizon(config_);
-  }
+  // Every mode reads only the keys a row sees: the canonical kernels and, on CUDA outside
+  // canonical mode, the split kernel (it skips the splits before the window); the libtorch
+  // fast model (fast_model.cpp) gathers only the window's keys.
+  std::int64_t kv_horizon() const override { return model::kv_horizon(config_); }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
   void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,

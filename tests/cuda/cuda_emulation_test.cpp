@@ -15,6 +15,7 @@
 
 #include "cuda/cuda_emulator.h"  // first: defines the CUDA keywords for the kernels
 #include "cuda/cuda_test_util.h"
+#include "cuda/emulated_attention.h"
 #include "decode/logits_processor.h"
 #include "decode/sampler.h"
 #include "detinfer/philox.h"
@@ -26,20 +27,15 @@
 namespace detinfer::kernels::cuda {
 namespace {
 
+using test::attention_threads;
+using test::Cache;
+using test::make_cache;
 using test::random_f16;
 using test::random_floats;
 using test::random_index;
+using test::run_attention;
+using test::same_bits;
 using test::to_bf16;
-
-template <typename T>
-::testing::AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0)
-      return ::testing::AssertionFailure()
-             << "first difference at " << i << ": " << got[i] << " vs " << want[i];
-  return ::testing::AssertionSuccess();
-}
 
 std::size_t chunk_bytes(std::int64_t n) { return static_cast<std::size_t>((n + 63) / 64) * 4; }
 
@@ -212,62 +208,7 @@ TEST(CudaEmulation, RopeEmbeddingAndKvWriteEqualReference) {
   }
 }
 
-// --- attention ------------------------------------------------------------------------------
-struct Cache {
-  std::vector<float> k, v;
-  std::vector<std::int32_t> table;
-  PagedKvView view;
-};
-
-// Logical K/V of `tokens` tokens placed in a randomly permuted paged pool.
-Cache make_cache(std::int64_t tokens, std::int64_t kv_heads, std::int64_t d, std::int64_t bs,
-                 std::uint64_t layout_seed) {
-  Cache c;
-  const std::int64_t blocks = (tokens + bs - 1) / bs, pool = blocks + 2, stride = kv_heads * d;
-  std::vector<std::int32_t> perm(pool);
-  std::iota(perm.begin(), perm.end(), 0);
-  for (std::int64_t i = pool - 1; i > 0; --i)
-    std::swap(perm[i], perm[random_index(layout_seed, i, i + 1)]);
-  c.table.assign(perm.begin(), perm.begin() + blocks);
-  c.k.assign(pool * bs * stride, 1e30f);
-  c.v.assign(pool * bs * stride, -1e30f);
-  const std::vector<float> lk = random_floats(tokens * stride, 60, -2.0f, 2.0f);
-  const std::vector<float> lv = random_floats(tokens * stride, 61, -2.0f, 2.0f);
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const std::int64_t at = (c.table[t / bs] * bs + t % bs) * stride;
-    std::copy_n(&lk[t * stride], stride, &c.k[at]);
-    std::copy_n(&lv[t * stride], stride, &c.v[at]);
-  }
-  c.view = PagedKvView{c.k.data(), c.v.data(), c.table.data(), blocks, bs, kv_heads, d};
-  return c;
-}
-
-unsigned attention_threads(std::int64_t d) {  // as attention.cu
-  return static_cast<unsigned>(std::max<std::int64_t>(64, (d + 31) / 32 * 32));
-}
-
-std::vector<float> run_attention(bool split, const Cache& c, std::int64_t heads,
-                                 const std::vector<std::int64_t>& keys, const std::vector<float>& q,
-                                 unsigned threads) {
-  const auto rows = static_cast<std::int64_t>(keys.size());
-  const std::int64_t d = c.view.head_dim, ld = heads * d;
-  std::vector<float> out(rows * ld, -3.0f);
-  const AttentionArgs a{q.data(), ld, keys.data(), heads, c.view, 0.125f, out.data(), ld};
-  const auto blocks = static_cast<unsigned>(rows * heads);
-  if (split) {
-    const std::int64_t max_keys = *std::max_element(keys.begin(), keys.end());
-    const std::int64_t splits = std::max<std::int64_t>(1, (max_keys + 255) / 256);
-    std::vector<float> ws(rows * heads * splits * (d + 2), 0.0f);
-    emu::launch(dim3(blocks, static_cast<unsigned>(splits)), dim3(threads), 0,
-                attention_split_kernel, a, ws.data(), splits);
-    emu::launch(dim3(blocks), dim3(threads), 0, attention_combine_kernel, a,
-                static_cast<const float*>(ws.data()), splits);
-  } else {
-    emu::launch(dim3(blocks), dim3(threads), 0, attention_kernel, a);
-  }
-  return out;
-}
-
+// --- attention (emulated_attention.h) ---------------------------------------------------------
 TEST(CudaEmulation, CanonicalAttentionEqualsReference) {
   struct Case {
     std::int64_t heads, kv_heads, d, bs;

@@ -215,6 +215,15 @@ TEST(CudaValidation, AttentionRejectsBadViews) {
     attention_split(kFake, 256, 2, keys, 1000, 4, kv, 0.125f, kFakeOut, 256, fake_ws, ws - 4,
                     nullptr);
   });
+  // The masked split kernel's window and cap are checked before any launch.
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    attention_split_masked(kFake, 256, 2, keys, 1000, 4, kv, 0.125f, -1, 0.0f, kFakeOut, 256,
+                           fake_ws, ws, nullptr);
+  });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    attention_split_masked(kFake, 256, 2, keys, 1000, 4, kv, 0.125f, 8, -2.0f, kFakeOut, 256,
+                           fake_ws, ws, nullptr);
+  });
 }
 
 TEST(CudaValidation, TensorCoreLinearNeedsAlignedMultiplesOf8) {

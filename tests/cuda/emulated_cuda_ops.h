@@ -151,9 +151,10 @@ class EmulatedCudaOps final : public model::CudaOps {
   }
   void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
                        const std::int64_t* num_keys, std::int64_t max_keys, std::int64_t num_heads,
-                       const kernels::PagedKvView& kv, float scale, float* out, std::int64_t ldo,
-                       void* workspace, std::size_t /*workspace_bytes*/) override {
-    const kc::AttentionArgs a{q, ldq, num_keys, num_heads, kv, scale, out, ldo};
+                       const kernels::PagedKvView& kv, float scale, std::int64_t window,
+                       float softcap, float* out, std::int64_t ldo, void* workspace,
+                       std::size_t /*workspace_bytes*/) override {
+    const kc::AttentionArgs a{q, ldq, num_keys, num_heads, kv, scale, out, ldo, window, softcap};
     const std::int64_t s = splits(max_keys);
     const auto row_heads = static_cast<unsigned>(rows * num_heads);
     auto* ws = static_cast<float*>(workspace);

@@ -1,5 +1,6 @@
 // Paged-KV attention on the GPU: the canonical kernel (spec v1, bitwise = the reference)
-// and the device-invariant split kernel (fixed split SIZE over keys).
+// and the device-invariant split kernel (fixed split SIZE over keys); both take
+// kernels::AttentionMask's sliding window and soft-cap.
 //
 // Both process keys in tiles of 64 that coincide with the spec's reduction chunks, so a
 // tile's exp values, its partial of the denominator (one thread, in key order) and its
@@ -86,10 +87,23 @@ void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
                      const std::int64_t* num_keys, std::int64_t max_keys, std::int64_t num_heads,
                      const PagedKvView& kv, float scale, float* out, std::int64_t ldo,
                      void* workspace, std::size_t workspace_bytes, Stream stream) {
-  const AttentionArgs a =
+  attention_split_masked(q, ldq, rows, num_keys, max_keys, num_heads, kv, scale, 0, 0.0f, out, ldo,
+                         workspace, workspace_bytes, stream);
+}
+
+void attention_split_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                            const std::int64_t* num_keys, std::int64_t max_keys,
+                            std::int64_t num_heads, const PagedKvView& kv, float scale,
+                            std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                            void* workspace, std::size_t workspace_bytes, Stream stream) {
+  AttentionArgs a =
       make_args(q, ldq, rows, num_keys, num_heads, kv, scale, out, ldo, "attention_split");
   require_ptr(workspace, "attention_split", "workspace");
   require(max_keys >= 0, "attention_split", "max_keys must be >= 0");
+  require(window >= 0, "attention_split", "window must be >= 0");
+  require(softcap >= 0.0f, "attention_split", "softcap must be >= 0");
+  a.window = window;
+  a.softcap = softcap;
   require(
       workspace_bytes >= attention_split_workspace_bytes(rows, num_heads, kv.head_dim, max_keys),
       "attention_split", "workspace smaller than attention_split_workspace_bytes()");

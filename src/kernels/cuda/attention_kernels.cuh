@@ -24,11 +24,17 @@ struct AttentionArgs {
   float scale;
   float* out;
   std::int64_t ldo;
-  // kernels::AttentionMask (canonical kernel only): > 0: a row sees its last `window`
-  // keys, folded from the first visible one; softcap > 0: scores soft-capped.
+  // kernels::AttentionMask: > 0: a row sees its last `window` keys (the canonical kernel
+  // folds them from the first visible one, the split kernel clips its fixed splits to
+  // them); softcap > 0: scores soft-capped.
   std::int64_t window = 0;
   float softcap = 0.0f;
 };
+
+// The first key a row with `keys` keys sees: max(0, keys - window) when windowed, else 0.
+__device__ __forceinline__ std::int64_t first_visible(const AttentionArgs& a, std::int64_t keys) {
+  return a.window > 0 ? dmax(0, keys - a.window) : 0;
+}
 
 // ref::kv_offset: element offset of token t's K (or V) vector of kv head h.
 __device__ __forceinline__ std::int64_t kv_offset(const PagedKvView& kv, std::int64_t t,
@@ -64,8 +70,9 @@ __device__ __forceinline__ float score(const float* qs, const PagedKvView& kv, s
   return cap > 0.0f ? explog::softcap_f32(s, cap) : s;
 }
 
-// Softmax-weighted sums over keys [a, b) in 64-key chunks from a (a: a multiple of 64 in
-// the split kernel, the first visible key in the canonical one) given the max m: thread 0
+// Softmax-weighted sums over keys [a, b) in 64-key chunks from a (the first visible key in
+// the canonical kernel; in the split kernel the split's start, or the first visible key
+// when the window starts inside the split) given the max m: thread 0
 // returns the denominator in *den, thread c < d its numerator in *num.
 __device__ void attend_range(const float* qs, const PagedKvView& kv, std::int64_t h, float scale,
                              std::int64_t a, std::int64_t b, float m, float* den, float* num,
@@ -134,7 +141,7 @@ __global__ void attention_kernel(AttentionArgs a) {
   load_q(a, rh, qs);
   // The visible keys [first, keys), renumbered from 0 for the max (its NaN rule) and the
   // chunks.
-  const std::int64_t first = a.window > 0 ? dmax(0, rh.keys - a.window) : 0;
+  const std::int64_t first = first_visible(a, rh.keys);
   const float m = block_max_of(rh.keys - first, [&](std::int64_t j) {
     return score(qs, a.kv, first + j, rh.kvh, a.scale, a.softcap);
   });
@@ -146,22 +153,26 @@ __global__ void attention_kernel(AttentionArgs a) {
   if (threadIdx.x < d) out[threadIdx.x] = dm::div_rn(num, s_den);
 }
 
-// Split record: d numerators, then the split's max and denominator.
+// Split record: d numerators, then the split's max and denominator. Split sp covers the
+// visible keys of [sp * kAttentionSplitKeys, (sp + 1) * kAttentionSplitKeys): boundaries
+// fixed in absolute key positions, so a row's splits depend only on its own key count and
+// the window. A split wholly before the window (or past the row's keys) does nothing and
+// reads no block (released blocks, -1 in the table, lie wholly before the window).
 __global__ void attention_split_kernel(AttentionArgs a, float* ws, std::int64_t splits) {
   __shared__ float qs[kMaxHeadDim];
   const RowHead rh = row_head(a, blockIdx.x);
   const std::int64_t d = a.kv.head_dim;
   const std::int64_t sp = blockIdx.y;
   float* rec = ws + (static_cast<std::int64_t>(blockIdx.x) * splits + sp) * (d + 2);
-  const std::int64_t j0 = sp * kAttentionSplitKeys;
-  const std::int64_t j1 = dmin(rh.keys, j0 + kAttentionSplitKeys);
+  const std::int64_t j0 = dmax(first_visible(a, rh.keys), sp * kAttentionSplitKeys);
+  const std::int64_t j1 = dmin(rh.keys, (sp + 1) * kAttentionSplitKeys);
   if (j0 >= j1 || !rh.valid) return;  // the combine kernel only reads splits with keys
   load_q(a, rh, qs);
   const float m = block_max_of(
-      j1 - j0, [&](std::int64_t i) { return score(qs, a.kv, j0 + i, rh.kvh, a.scale); });
+      j1 - j0, [&](std::int64_t i) { return score(qs, a.kv, j0 + i, rh.kvh, a.scale, a.softcap); });
   float den = 0.0f;
   float num = 0.0f;
-  attend_range(qs, a.kv, rh.kvh, a.scale, j0, j1, m, &den, &num);
+  attend_range(qs, a.kv, rh.kvh, a.scale, j0, j1, m, &den, &num, a.softcap);
   if (threadIdx.x < d) rec[threadIdx.x] = num;
   if (threadIdx.x == 0) {
     rec[d] = m;
@@ -169,8 +180,8 @@ __global__ void attention_split_kernel(AttentionArgs a, float* ws, std::int64_t 
   }
 }
 
-// Combines a row-head's splits in split order: out = sum_s num_s e_s / sum_s den_s e_s
-// with e_s = exp(m_s - max_s m_s).
+// Combines a row-head's splits with keys (from the one holding the first visible key) in
+// split order: out = sum_s num_s e_s / sum_s den_s e_s with e_s = exp(m_s - max_s m_s).
 __global__ void attention_combine_kernel(AttentionArgs a, const float* ws, std::int64_t splits) {
   const RowHead rh = row_head(a, blockIdx.x);
   const std::int64_t d = a.kv.head_dim;
@@ -181,13 +192,14 @@ __global__ void attention_combine_kernel(AttentionArgs a, const float* ws, std::
     for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) out[c] = v;
     return;
   }
+  const std::int64_t s0 = first_visible(a, rh.keys) / kAttentionSplitKeys;
   const float* recs = ws + static_cast<std::int64_t>(blockIdx.x) * splits * (d + 2);
-  float m = recs[d];
-  for (std::int64_t s = 1; s < used; ++s) m = fmaxf(m, recs[s * (d + 2) + d]);
+  float m = recs[s0 * (d + 2) + d];
+  for (std::int64_t s = s0 + 1; s < used; ++s) m = fmaxf(m, recs[s * (d + 2) + d]);
   for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) {
     float den = 0.0f;
     float num = 0.0f;
-    for (std::int64_t s = 0; s < used; ++s) {
+    for (std::int64_t s = s0; s < used; ++s) {
       const float* rec = recs + s * (d + 2);
       const float f = dm::exp_f32(rec[d] - m);
       den = dm::fma_rn(rec[d + 1], f, den);

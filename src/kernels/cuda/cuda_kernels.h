@@ -234,5 +234,17 @@ void attention_split(const float* q, std::int64_t ldq, std::int64_t rows,
                      const std::int64_t* num_keys, std::int64_t max_keys, std::int64_t num_heads,
                      const PagedKvView& kv, float scale, float* out, std::int64_t ldo,
                      void* workspace, std::size_t workspace_bytes, Stream stream);
+// The same with kernels::AttentionMask's rule: window > 0: row r sees keys
+// [first, num_keys[r]) with first = max(0, num_keys[r] - window); the splits keep their
+// fixed boundaries (multiples of kAttentionSplitKeys from key 0), each clipped to the
+// visible keys, and splits wholly before `first` are skipped (their blocks are never
+// read: released blocks may be -1 in the table). softcap > 0: every score becomes
+// softcap_f32(score, softcap) before the max (the canonical kernel's rule). The split
+// boundaries, and so the bits, still depend only on the row's own key count.
+void attention_split_masked(const float* q, std::int64_t ldq, std::int64_t rows,
+                            const std::int64_t* num_keys, std::int64_t max_keys,
+                            std::int64_t num_heads, const PagedKvView& kv, float scale,
+                            std::int64_t window, float softcap, float* out, std::int64_t ldo,
+                            void* workspace, std::size_t workspace_bytes, Stream stream);
 
 }  // namespace detinfer::kernels::cuda
