@@ -20,9 +20,9 @@ namespace detinfer::kernels {
 namespace {
 
 constexpr std::int64_t kChunk = 64;
-// A split task gets at least this many keys (two chunks): below, the two extra
+// A split task gets at least this many keys (eight chunks): below, the two extra
 // synchronizations cost more than the parallelism gains.
-constexpr std::int64_t kMinKeysPerPart = 128;
+constexpr std::int64_t kMinKeysPerPart = 512;
 
 // The spec's max_value(score): score[0] when it is NaN, else the largest non-NaN score
 // (mx: the NaN-ignoring maxima of `parts` key ranges, part-major).
@@ -51,11 +51,20 @@ struct Job {
   // offsets start at off + first(r)), so the kernels fold them from the first visible key.
   const std::int64_t* first_keys;
   float softcap;
+  // K transposed once for all rows (kv head h at kt + h * kt_stride), or null.
+  const float* kt;
+  std::int64_t kt_stride;
 
   std::int64_t first(std::int64_t r) const { return first_keys != nullptr ? first_keys[r] : 0; }
   cpu::AttnHeads heads(std::int64_t pair) const {
     const std::int64_t r = pair / kv_heads, h = pair % kv_heads;
-    return cpu::AttnHeads{q + r * ldq + h * group * d, group, h, kv, off + first(r), scale};
+    return cpu::AttnHeads{q + r * ldq + h * group * d,
+                          group,
+                          h,
+                          kv,
+                          off + first(r),
+                          scale,
+                          kt != nullptr ? kt + h * kt_stride : nullptr};
   }
   float* out_of(std::int64_t pair) const {
     return out + (pair / kv_heads) * ldo + (pair % kv_heads) * group * d;
@@ -117,6 +126,31 @@ void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, fl
   }
 }
 
+// Rows from which a call transposes K once for all of them (a prefill chunk), unless the
+// transposed copy would pass kMaxTransposedFloats (binary32, all kv heads).
+constexpr std::int64_t kTransposeOnceRows = 8;
+constexpr std::int64_t kMaxTransposedFloats = std::int64_t{16} << 20;  // 64 MiB
+
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+// job.kt for keys [0, keys) of every kv head, in 256-key pieces over the pool.
+void transpose_k_once(const Job& job, std::int64_t keys, float* kt, core::ThreadPool* pool) {
+  const cpu::IsaKernels& isa = cpu::active_kernels();
+  const std::int64_t pieces = (keys + kStep - 1) / kStep;
+  auto body = [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t h = t / pieces, j = t % pieces * kStep;
+      const cpu::AttnHeads a = job.heads(h);  // row 0's kv head h (first key 0 in every row)
+      isa.attn_transpose_k(a, j, std::min(keys, j + kStep), kt + h * job.kt_stride);
+    }
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(job.kv_heads * pieces, 1, body);
+  } else {
+    body(0, job.kv_heads * pieces);
+  }
+}
+
 // Tasks of `per` consecutive kv heads of a row (per divides kv_heads).
 void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::ThreadPool* pool) {
   auto body = [&](std::int64_t t0, std::int64_t t1) {
@@ -137,50 +171,93 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::Threa
   }
 }
 
-// Chunks of the pairs split into `parts` ranges each: three parallel regions.
-void run_split(const Job& job, std::int64_t pairs, std::int64_t parts, core::ThreadPool& pool) {
+// The calling thread's scratch for run_split, grown as needed and kept up to
+// kKeptScratchFloats (larger needs get a buffer of their own, in *own): a decode step calls
+// attention once per layer, and a fresh allocation of this size each time costs page
+// faults (measured: 220 per call at 8192 keys, tripling the kernel's time).
+constexpr std::int64_t kKeptScratchFloats = std::int64_t{4} << 20;  // 16 MiB
+float* workspace_floats(std::int64_t n, std::unique_ptr<float[]>* own) {
+  if (n > kKeptScratchFloats) {
+    own->reset(new float[static_cast<std::size_t>(n)]);
+    return own->get();
+  }
+  thread_local std::vector<float> buf;
+  if (buf.size() < static_cast<std::size_t>(n)) buf.resize(static_cast<std::size_t>(n));
+  return buf.data();
+}
+
+// Units of `per` consecutive kv heads of one row (per divides kv_heads), their chunks split
+// into `parts` key ranges: three parallel regions (scores, partials, fold). A task is
+// (unit, part) and runs the unit's kv heads in turns every kStep keys, so with per =
+// kv_heads it streams whole token rows of its key range (at batch 1 the threads split the
+// keys, not the kv heads: two threads reading alternate halves of the same rows each pull
+// the whole rows through their caches).
+void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_t parts,
+               core::ThreadPool& pool) {
   const std::int64_t G = job.group, d = job.d, lds = job.lds;
   const std::int64_t max_chunks = lds / kChunk - 1;  // chunks of the longest row
-  std::vector<float> S(static_cast<std::size_t>(pairs * G * lds));
-  std::vector<float> mx(static_cast<std::size_t>(pairs * parts * G));
-  std::vector<float> dp(static_cast<std::size_t>(pairs * max_chunks * G));
-  std::vector<float> np(static_cast<std::size_t>(pairs * max_chunks * G * d));
+  const std::int64_t tasks = pairs / per * parts;
+  // Every float of these is written before it is read (each chunk by the task owning it).
+  const std::int64_t sizes[] = {pairs * G * lds, pairs * parts * G, pairs * max_chunks * G};
+  std::unique_ptr<float[]> own;
+  float* S = workspace_floats(sizes[0] + sizes[1] + sizes[2] + pairs * max_chunks * G * d, &own);
+  float* mx = S + sizes[0];
+  float* dp = mx + sizes[1];
+  float* np = dp + sizes[2];
   const cpu::IsaKernels& isa = cpu::active_kernels();
-  auto range = [&](std::int64_t task, std::int64_t* c0, std::int64_t* j0, std::int64_t* j1) {
-    const std::int64_t pair = task / parts, part = task % parts, nk = job.keys(pair);
-    const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
+  // Task t: pairs [p0, p0 + per), part t % parts: chunks [c0, ...), keys [j0, j1).
+  auto range = [&](std::int64_t t, std::int64_t* p0, std::int64_t* c0, std::int64_t* j0,
+                   std::int64_t* j1) {
+    const std::int64_t part = t % parts;
+    *p0 = t / parts * per;
+    const std::int64_t nk = job.keys(*p0), chunks = (nk + kChunk - 1) / kChunk;
     *c0 = chunks * part / parts;
     *j0 = *c0 * kChunk;
     *j1 = std::min(nk, chunks * (part + 1) / parts * kChunk);
   };
-  pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
-    const std::unique_ptr<float[]> kt(
-        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(d, G))]);
+  auto S_of = [&](std::int64_t pair) { return S + pair * G * lds; };
+  pool.parallel_for(tasks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    const std::unique_ptr<float[]> buf(
+        new float[static_cast<std::size_t>(cpu::attention_scratch_floats(d, G) + G)]);
+    float* tmp = buf.get() + cpu::attention_scratch_floats(d, G);
     for (std::int64_t t = t0; t < t1; ++t) {
-      std::int64_t c0, j0, j1;
-      range(t, &c0, &j0, &j1);
-      float* m = &mx[static_cast<std::size_t>(t * G)];
-      std::fill(m, m + G, -std::numeric_limits<float>::infinity());
-      if (j0 < j1) {
-        float* Sp = &S[static_cast<std::size_t>(t / parts * G * lds)];
-        isa.attn_scores(job.heads(t / parts), j0, j1, Sp, lds, m, kt.get());
-        job.cap(Sp, j0, j1, m);
+      std::int64_t p0, c0, j0, j1;
+      range(t, &p0, &c0, &j0, &j1);
+      const std::int64_t part = t % parts;
+      for (std::int64_t i = 0; i < per; ++i) {
+        float* m = &mx[static_cast<std::size_t>(((p0 + i) * parts + part) * G)];
+        std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+      }
+      for (std::int64_t j = j0; j < j1; j += kStep) {
+        const std::int64_t je = std::min(j1, j + kStep);
+        for (std::int64_t i = 0; i < per; ++i) {
+          float* m = &mx[static_cast<std::size_t>(((p0 + i) * parts + part) * G)];
+          isa.attn_scores(job.heads(p0 + i), j, je, S_of(p0 + i), lds, tmp, buf.get());
+          job.cap(S_of(p0 + i), j, je, tmp);
+          for (std::int64_t g = 0; g < G; ++g) m[g] = tmp[g] > m[g] ? tmp[g] : m[g];
+        }
       }
     }
   });
-  pool.parallel_for(pairs * parts, 1, [&](std::int64_t t0, std::int64_t t1) {
-    std::vector<float> m(static_cast<std::size_t>(G));
+  pool.parallel_for(tasks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<float> m(static_cast<std::size_t>(per * G));
     for (std::int64_t t = t0; t < t1; ++t) {
-      std::int64_t c0, j0, j1;
-      range(t, &c0, &j0, &j1);
+      std::int64_t p0, c0, j0, j1;
+      range(t, &p0, &c0, &j0, &j1);
       if (j0 >= j1) continue;
-      const std::int64_t pair = t / parts;
-      float* Sp = &S[static_cast<std::size_t>(pair * G * lds)];
-      fold_max(Sp, lds, G, &mx[static_cast<std::size_t>(pair * parts * G)], parts, m.data());
-      const std::int64_t chunk0 = pair * max_chunks + c0;
-      isa.attn_partials(job.heads(pair), Sp, lds, m.data(), j0, j1,
-                        &dp[static_cast<std::size_t>(chunk0 * G)], G,
-                        &np[static_cast<std::size_t>(chunk0 * G * d)], G * d);
+      for (std::int64_t i = 0; i < per; ++i)
+        fold_max(S_of(p0 + i), lds, G, &mx[static_cast<std::size_t>((p0 + i) * parts * G)], parts,
+                 &m[static_cast<std::size_t>(i * G)]);
+      for (std::int64_t j = j0; j < j1; j += kStep) {
+        const std::int64_t je = std::min(j1, j + kStep);
+        for (std::int64_t i = 0; i < per; ++i) {
+          const std::int64_t chunk = (p0 + i) * max_chunks + j / kChunk;
+          isa.attn_partials(job.heads(p0 + i), S_of(p0 + i), lds,
+                            &m[static_cast<std::size_t>(i * G)], j, je,
+                            &dp[static_cast<std::size_t>(chunk * G)], G,
+                            &np[static_cast<std::size_t>(chunk * G * d)], G * d);
+        }
+      }
     }
   });
   // Fold: s = +0; s = s + p for each chunk in order; out = num / den.
@@ -226,7 +303,7 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
       kv.kv_dtype != core::DType::kF16)
     fail(ErrorCode::kInvalidArgument, "attention: kv_dtype ", static_cast<int>(kv.kv_dtype),
          " is not f32, bf16 or f16");
-  std::int64_t max_keys = 0;
+  std::int64_t max_keys = 0, max_visible = 0, max_first = 0;
   std::int64_t min_first = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t r = 0; r < rows; ++r) {
     if (num_keys[r] < 0 || num_keys[r] > kv.num_blocks * kv.block_size)
@@ -236,7 +313,10 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     if (mask.first_keys != nullptr && (mask.first_keys[r] < 0 || mask.first_keys[r] > num_keys[r]))
       fail(ErrorCode::kInvalidArgument, "attention: row ", r, " has first key ", mask.first_keys[r],
            " outside [0, ", num_keys[r], "]");
-    min_first = std::min(min_first, mask.first_keys != nullptr ? mask.first_keys[r] : 0);
+    const std::int64_t first = mask.first_keys != nullptr ? mask.first_keys[r] : 0;
+    min_first = std::min(min_first, first);
+    max_first = std::max(max_first, first);
+    max_visible = std::max(max_visible, num_keys[r] - first);
   }
   const std::int64_t d = kv.head_dim;
   // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
@@ -254,25 +334,37 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
   }
   // Score rows: every chunk plus room for the kernels' last partial vector.
   const std::int64_t lds = (max_keys + kChunk - 1) / kChunk * kChunk + kChunk;
-  const Job job{q,
-                ldq,
-                num_keys,
-                num_heads / kv.num_kv_heads,
-                d,
-                kv.num_kv_heads,
-                &kv,
-                offsets.data(),
-                scale,
-                out,
-                ldo,
-                lds,
-                mask.first_keys,
-                mask.softcap};
+  Job job{q,
+          ldq,
+          num_keys,
+          num_heads / kv.num_kv_heads,
+          d,
+          kv.num_kv_heads,
+          &kv,
+          offsets.data(),
+          scale,
+          out,
+          ldo,
+          lds,
+          mask.first_keys,
+          mask.softcap,
+          nullptr,
+          0};
   const int threads = pool != nullptr ? pool->num_threads() : 1;
+  std::unique_ptr<float[]> kt;
+  if (rows >= kTransposeOnceRows && max_first == 0 &&
+      kv.num_kv_heads * round_up(max_keys, 16) * d <= kMaxTransposedFloats) {
+    job.kt_stride = round_up(max_keys, 16) * d;
+    kt.reset(new float[static_cast<std::size_t>(kv.num_kv_heads * job.kt_stride)]);
+    job.kt = kt.get();
+    transpose_k_once(job, max_keys, kt.get(), pool);
+  }
   const std::int64_t pairs = rows * kv.num_kv_heads;
-  const std::int64_t parts = std::min((threads + pairs - 1) / pairs, max_keys / kMinKeysPerPart);
-  if (pool != nullptr && pairs < threads && parts >= 2) {
-    run_split(job, pairs, parts, *pool);
+  // Fewer rows than threads: split each row's keys (all of its kv heads in one task, whole
+  // token rows streamed) when they are long enough; else its kv heads.
+  const std::int64_t parts = std::min((threads + rows - 1) / rows, max_visible / kMinKeysPerPart);
+  if (pool != nullptr && rows < threads && parts >= 2) {
+    run_split(job, pairs, kv.num_kv_heads, parts, *pool);
   } else {
     // A row's kv heads in one task when there are no more threads than rows.
     const std::int64_t per = rows >= threads ? kv.num_kv_heads : 1;

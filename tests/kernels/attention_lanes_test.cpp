@@ -101,10 +101,13 @@ TEST(AttentionLanes, EveryGroupSizeKeyCountAndHeadDim) {
     for (std::int64_t d : {8, 24, 64, 72, 96, 128}) {
       for (std::int64_t tokens : {1, 2, 15, 16, 17, 33, 63, 64, 65, 129}) {
         Cache cache(tokens, 2, d, stream += 2);
-        const std::int64_t rows = tokens < 3 ? tokens : 3;
-        expect_reference(cache, tokens, 2 * group, rows, 0.125f,
-                         "group=" + std::to_string(group) + " d=" + std::to_string(d) +
-                             " tokens=" + std::to_string(tokens));
+        // 3 rows: each row transposes its keys; 9 (or every row): K transposed once.
+        for (std::int64_t rows :
+             {std::min<std::int64_t>(tokens, 3), std::min<std::int64_t>(tokens, 9)})
+          expect_reference(cache, tokens, 2 * group, rows, 0.125f,
+                           "group=" + std::to_string(group) + " d=" + std::to_string(d) +
+                               " tokens=" + std::to_string(tokens) +
+                               " rows=" + std::to_string(rows));
       }
     }
   }
@@ -143,28 +146,30 @@ TEST(AttentionLanes, NonFiniteScoresMatchReference) {
   }
 }
 
-// Key counts around the 64-key chunks and the split of chunk ranges over threads (a
-// decode row with 2 kv heads is split for 3 and 8 threads from 256 keys on), every block
-// size, GQA ratios 1/2/7, and a NaN score at the first key of a later part.
+// Key counts around the 64-key chunks and the split of chunk ranges over threads (rows
+// fewer than the threads are split by keys from 1024 keys on, every kv head of a row in
+// one task taking turns every 256 keys; parts end inside those turns), every block size,
+// GQA ratios 1/2/7, and a NaN score at the first key of a later part.
 TEST(AttentionLanes, ChunkRangesSplitOverThreadsAnyBlockSize) {
   IsaGuard guard;
   std::uint64_t stream = 5000;
   for (std::int64_t group : {1, 2, 7}) {
     for (std::int64_t block : {1, 5, 16, 64}) {
-      for (std::int64_t tokens : {191, 192, 193, 255, 256, 257, 300}) {
+      for (std::int64_t tokens : {191, 1023, 1024, 1025, 1151, 1300, 1601}) {
         Cache cache(tokens, 2, 64, stream += 2, block);
         const std::string what = "group=" + std::to_string(group) +
                                  " block=" + std::to_string(block) +
                                  " tokens=" + std::to_string(tokens);
         expect_reference(cache, tokens, 2 * group, 1, 0.125f, what + " rows=1");
         expect_reference(cache, tokens, 2 * group, 3, 0.125f, what + " rows=3");
+        expect_reference(cache, tokens, 2 * group, 17, 0.125f, what + " rows=17");
       }
     }
   }
-  for (std::int64_t token : {0, 128, 192}) {
-    Cache cache(300, 2, 64, stream += 2, 16);
+  for (std::int64_t token : {0, 512, 576, 1024}) {
+    Cache cache(1300, 2, 64, stream += 2, 16);
     cache.k_at(token, 0)[3] = std::numeric_limits<float>::quiet_NaN();
-    expect_reference(cache, 300, 14, 1, 0.125f, "NaN key " + std::to_string(token));
+    expect_reference(cache, 1300, 14, 1, 0.125f, "NaN key " + std::to_string(token));
   }
 }
 

@@ -28,11 +28,13 @@ constexpr int kRegScoreMinHeads = 99;  // never: 16 ymm registers cannot hold a 
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"
+#include "kernels/cpu/attention_partials_simd.h"
 
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{linear_simd, attn_scores, attn_partials, exp_vec, dot_fma};
+  static const IsaKernels k{linear_simd,      attn_scores, attn_partials,
+                            attn_transpose_k, exp_vec,     dot_fma};
   return k;
 }
 

@@ -128,11 +128,13 @@ constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in regi
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"
+#include "kernels/cpu/attention_partials_simd.h"
 
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels k{linear_simd, attn_scores, attn_partials, exp_vec, dot_fma};
+  static const IsaKernels k{linear_simd,      attn_scores, attn_partials,
+                            attn_transpose_k, exp_vec,     dot_fma};
   return k;
 }
 

@@ -47,6 +47,10 @@ struct AttnHeads {
   const PagedKvView* kv = nullptr;
   const std::int64_t* off = nullptr;
   float scale = 1.0f;
+  // Optional: K of this kv head already transposed and widened by attn_transpose_k (of the
+  // same ISA), keys [0, t) with no mask offset; the key block starting at j (a multiple of
+  // the ISA's lanes) at kt + j * head_dim. Null: the kernels transpose as they go.
+  const float* kt = nullptr;
 };
 
 // Scores of keys [j0, j1): S[g * lds + j] = dot(q_g, K[j], d) * scale, and mx[g] = the
@@ -65,6 +69,12 @@ using AttnPartialsFn = void (*)(const AttnHeads& a, float* S, std::int64_t lds, 
                                 std::int64_t j0, std::int64_t j1, float* den,
                                 std::int64_t den_stride, float* num, std::int64_t num_stride);
 
+// K of keys [j0, j1) (j0 a multiple of 16) transposed and widened for AttnHeads::kt: the
+// block of the ISA's lanes starting at key j at kt + j * head_dim, lanes past j1 zero. A
+// prefill's rows all read the same keys, so they transpose them once instead of per row.
+// The scalar ISA writes nothing and its kernels ignore kt.
+using AttnTransposeKFn = void (*)(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* kt);
+
 // y[i] = exp_f32(x[i]) (x and y may alias).
 using ExpFn = void (*)(const float* x, float* y, std::int64_t n);
 
@@ -75,6 +85,7 @@ struct IsaKernels {
   LinearFn linear;
   AttnScoresFn attn_scores;
   AttnPartialsFn attn_partials;
+  AttnTransposeKFn attn_transpose_k;
   ExpFn exp;
   DotFn dot;
 };

@@ -95,6 +95,8 @@ void attn_partials_scalar(const AttnHeads& a, float* S, std::int64_t lds, const 
   }
 }
 
+void attn_transpose_k_scalar(const AttnHeads&, std::int64_t, std::int64_t, float*) {}
+
 void exp_scalar(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = ref::exp_f32(x[i]);
 }
@@ -102,8 +104,8 @@ void exp_scalar(const float* x, float* y, std::int64_t n) {
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static const IsaKernels k{linear_scalar, attn_scores_scalar, attn_partials_scalar, exp_scalar,
-                            ref::dot};
+  static const IsaKernels k{linear_scalar,           attn_scores_scalar, attn_partials_scalar,
+                            attn_transpose_k_scalar, exp_scalar,         ref::dot};
   return k;
 }
 
