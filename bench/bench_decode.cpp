@@ -88,12 +88,15 @@ struct Runner {
   std::vector<std::int32_t> table;
   std::vector<float> logits;
 
-  Runner(const std::string& dir, int threads, std::int64_t max_context) {
-    model = detinfer::model::Model::load(dir, {detinfer::NumericsMode::kCanonical, threads, {}});
+  Runner(const std::string& dir, int threads, std::int64_t max_context,
+         detinfer::core::DType kv_dtype = detinfer::core::DType::kF32) {
+    detinfer::model::ModelOptions options{detinfer::NumericsMode::kCanonical, threads, {}};
+    options.kv_dtype = kv_dtype;
+    model = detinfer::model::Model::load(dir, options);
     const auto& c = model->config();
     const std::int64_t blocks = max_context / 16 + 2;
     kv = std::make_unique<detinfer::model::KvCachePool>(c, 16, blocks * 16 * kv_bytes_per_token(),
-                                                        nullptr);
+                                                        nullptr, kv_dtype);
     for (std::int64_t b = 0; b < blocks; ++b) table.push_back(kv->allocate());
   }
   std::int64_t kv_bytes_per_token() const {
@@ -110,6 +113,18 @@ struct Runner {
     s.block_table = table;
     logits.clear();
     model->forward({s}, *kv, logits);
+  }
+  // A prompt of n tokens in chunks of `chunk` (the engine's prefill_chunk_tokens).
+  void prefill_chunked(std::int64_t n, std::int64_t chunk) {
+    for (std::int64_t c0 = 0; c0 < n; c0 += chunk) {
+      detinfer::model::SequenceStep s;
+      for (std::int64_t i = c0; i < std::min(n, c0 + chunk); ++i)
+        s.tokens.push_back(static_cast<std::int32_t>(i * 7 + 3));
+      s.start_pos = c0;
+      s.block_table = table;
+      logits.clear();
+      model->forward({s}, *kv, logits);
+    }
   }
   void prefill(std::int64_t n) {
     detinfer::model::SequenceStep s;
@@ -149,10 +164,12 @@ double per_step_work_seconds(const std::vector<float>& row) {
 
 struct Args {
   int reps = 3;
-  bool quick = false;    // 135M only, no context sweep (a smoke run)
-  bool context = false;  // the long-context table only
-  bool probe = false;    // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
-  std::string only;      // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
+  bool quick = false;         // 135M only, no context sweep (a smoke run)
+  bool context = false;       // the long-context table only
+  bool long_prefill = false;  // the long-prompt prefill table only
+  bool long_decode = false;   // the long-context bf16 decode table only
+  bool probe = false;         // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
+  std::string only;  // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
   std::string dir = "/tmp/detinfer-bench-decode";
   int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
   int threads = 1;        // of the profile run
@@ -226,6 +243,60 @@ void context_table(const Shape& s, ReadProbe& probe, const Args& a) {
   }
 }
 
+// Decode at long contexts (issue 32): one sequence, 2 threads, bf16 KV, steps at contexts
+// 128, 2048, 8192 and 16384 alternating (3 steps each per rep), after a 16384-token
+// prefill has written every KV row (unwritten pool memory would be the kernel's shared
+// zero page, always in cache, hiding what the KV reads cost); the
+// bound is the probe's bandwidth (2 threads, same rep) over the weights + the KV bytes a
+// step reads; "vs 128" is the step time over the 128-token step's.
+void long_decode_table(const Shape& s, ReadProbe& probe, const Args& a) {
+  ensure_model(s.opt);
+  const std::int64_t ctxs[] = {128, 2048, 8192, 16384};
+  Runner r(s.opt.out_dir, 2, 16384 + 64, detinfer::core::DType::kBF16);
+  const Timed fill = time_it([&] { r.prefill_chunked(16384, 256); });
+  std::printf("(16384-token prefill in chunks of 256: %.1f tok/s)\n\n", 16384 / fill.wall);
+  const double kv_token = static_cast<double>(r.kv_bytes_per_token()) / 2;  // bf16
+  std::vector<double> step[4], frac[4], rel[4];
+  for (int rep = 0; rep < a.reps; ++rep) {
+    double t[4];
+    for (int i = 0; i < 4; ++i) t[i] = decode_steps(r, ctxs[i] - 1, 3).wall;
+    const double bw = probe.bandwidth(2).wall;
+    for (int i = 0; i < 4; ++i) {
+      const double bytes = static_cast<double>(r.model->decode_read_bytes()) +
+                           kv_token * static_cast<double>(ctxs[i]);
+      step[i].push_back(t[i]);
+      frac[i].push_back(bytes / bw / t[i]);
+      rel[i].push_back(t[i] / t[0]);
+    }
+  }
+  for (int i = 0; i < 4; ++i)
+    std::printf("| %lld | %.1f | %.2f | %.2f |\n", static_cast<long long>(ctxs[i]),
+                1e3 * median(step[i]), median(frac[i]), median(rel[i]));
+}
+
+// Long prompts (issue 32): a 512-token and an 8192-token prompt prefilled in chunks of 256
+// with a bf16 KV pool, alternating, 2 threads; tokens per wall second and per CPU second
+// (the process's, robust to other load on the cores) and the 8192 / 512 ratios.
+void long_prefill_table(const Shape& s, const Args& a) {
+  ensure_model(s.opt);
+  Runner r(s.opt.out_dir, 2, 8192 + 64, detinfer::core::DType::kBF16);
+  r.prefill_chunked(256, 256);
+  std::vector<double> wall[2], cpu[2];
+  const std::int64_t lens[2] = {512, 8192};
+  for (int rep = 0; rep < a.reps; ++rep) {
+    for (int i = 0; i < 2; ++i) {
+      const Timed t = time_it([&] { r.prefill_chunked(lens[i], 256); });
+      wall[i].push_back(static_cast<double>(lens[i]) / t.wall);
+      cpu[i].push_back(static_cast<double>(lens[i]) / t.cpu);
+      std::printf("| rep %d | %lld | %.1f | %.1f |\n", rep, static_cast<long long>(lens[i]),
+                  wall[i].back(), cpu[i].back());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("| median | 8192 / 512 | %.2f | %.2f |\n", median(wall[1]) / median(wall[0]),
+              median(cpu[1]) / median(cpu[0]));
+}
+
 void prefill_table(const Shape& s, const Args& a) {
   ensure_model(s.opt);
   Runner r1(s.opt.out_dir, 1, 600), r2(s.opt.out_dir, 2, 600);
@@ -260,6 +331,10 @@ int main(int argc, char** argv) {
       a.quick = true;
     } else if (std::strcmp(argv[i], "--context") == 0) {
       a.context = true;
+    } else if (std::strcmp(argv[i], "--long-decode") == 0) {
+      a.long_decode = true;
+    } else if (std::strcmp(argv[i], "--long-prefill") == 0) {
+      a.long_prefill = true;
     } else if (std::strcmp(argv[i], "--probe") == 0) {
       a.probe = true;
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -273,7 +348,9 @@ int main(int argc, char** argv) {
       a.dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bench_decode [--quick | --context] [--only SUBSTR] [--probe] "
+                   "usage: bench_decode [--quick | --context | --long-prefill | --long-decode] "
+                   "[--only SUBSTR] "
+                   "[--probe] "
                    "[--reps N] [--dir DIR] "
                    "[--profile-steps N THREADS]\n");
       return 2;
@@ -289,7 +366,22 @@ int main(int argc, char** argv) {
     std::printf("%.1f ms per step (wall), %.1f ms CPU\n", 1e3 * t.wall, 1e3 * t.cpu);
     return 0;
   }
+  if (a.long_prefill) {
+    std::printf(
+        "prefill in chunks of 256, bf16 KV, 2 threads (0.5B bf16)\n\n"
+        "| run | prompt tokens | tok/s (wall) | tok/s per CPU-s |\n| --- | --- | --- | --- |\n");
+    long_prefill_table(qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16), a);
+    return 0;
+  }
   ReadProbe probe;
+  if (a.long_decode) {
+    std::printf(
+        "decode at long contexts, bf16 KV, 2 threads (0.5B bf16), median of %d\n\n"
+        "| context | step ms | vs bound | vs 128 |\n| --- | --- | --- | --- |\n",
+        a.reps);
+    long_decode_table(qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16), probe, a);
+    return 0;
+  }
   if (a.probe) {  // each shape, best of 5 passes, 1 and 2 threads alternating, per rep
     for (int rep = 0; rep < a.reps; ++rep) {
       for (int threads : {1, 2}) {
