@@ -68,10 +68,17 @@ inline typename V::reg load_v_cols(const typename KvLoad<D>::T* p, int n) {
   return n >= V::L ? KvLoad<D>::load(p) : KvLoad<D>::load_n(p, n);
 }
 
-// r[c] = column c0 + c of the L full f32 K rows (lane i = rows[i][c0 + c]): the K tile
-// loads of score_block (f32 pools only).
-inline void load_k_tile(const float* const* rows, std::int64_t c0, typename V::reg* r) {
-  V::load_transpose(rows, c0, r);
+// r[c] = column c0 + c of the L full K rows (lane i = rows[i][c0 + c], widened): the K
+// tile loads of score_block (f32 and bf16 pools, ISAs with register tiles).
+// (W: V, a template parameter so that an ISA without bf16 tiles never names them.)
+template <core::DType D, typename W = V>
+[[gnu::always_inline]] inline void load_k_tile(const typename KvLoad<D>::T* const* rows,
+                                               std::int64_t c0, typename W::reg* r) {
+  if constexpr (D == core::DType::kBF16) {
+    W::load_transpose_bf16(rows, c0, r);
+  } else {
+    W::load_transpose(rows, c0, r);
+  }
 }
 
 // Transposes columns [c0, c0 + L) of L full K rows into KT[(c0 + c) * L + i].
@@ -188,8 +195,8 @@ inline int heads_per_pass(int G) {
 // and consumed at once (p: fma chain over a 64-column chunk, s = s + p from +0, times
 // scale after the last chunk), so no transposed copy goes through memory. The scaled
 // scores enter the lane-wise maxima at mxv.
-template <int HG>
-void score_block(const float* q, std::int64_t d, const float* const* rows, float* S,
+template <int HG, core::DType D>
+void score_block(const float* q, std::int64_t d, const typename KvLoad<D>::T* const* rows, float* S,
                  std::int64_t lds, float scale, float* mxv) {
   typename V::reg p[HG];
   for (std::int64_t c0 = 0; c0 < d; c0 += kChunk) {
@@ -198,7 +205,7 @@ void score_block(const float* q, std::int64_t d, const float* const* rows, float
     for (int g = 0; g < HG; ++g) p[g] = V::zero();
     for (std::int64_t ct = c0; ct < c1; ct += V::L) {
       typename V::reg r[V::L];
-      load_k_tile(rows, ct, r);
+      load_k_tile<D>(rows, ct, r);
 #pragma GCC unroll 16
       for (int c = 0; c < V::L; ++c)
 #pragma GCC unroll 8
@@ -218,12 +225,13 @@ void score_block(const float* q, std::int64_t d, const float* const* rows, float
   }
 }
 
-using ScoreBlockFn = void (*)(const float*, std::int64_t, const float* const*, float*, std::int64_t,
-                              float, float*);
+template <core::DType D>
+using ScoreBlockFn = void (*)(const float*, std::int64_t, const typename KvLoad<D>::T* const*,
+                              float*, std::int64_t, float, float*);
 
-template <int... H>
-ScoreBlockFn score_block_fn(int hg, std::integer_sequence<int, H...>) {
-  static constexpr ScoreBlockFn fns[] = {&score_block<H + 1>...};
+template <core::DType D, int... H>
+ScoreBlockFn<D> score_block_fn(int hg, std::integer_sequence<int, H...>) {
+  static constexpr ScoreBlockFn<D> fns[] = {&score_block<H + 1, D>...};
   return fns[hg - 1];
 }
 
@@ -265,31 +273,32 @@ void scores_via_scratch(const AttnHeads& a, std::int64_t j0, std::int64_t j1, fl
 }
 
 // The full blocks of L keys from j0 on with score_block; returns where they end.
-inline std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std::int64_t j1,
-                                        float* S, std::int64_t lds, float* mxv) {
+template <core::DType D>
+std::int64_t scores_in_registers(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S,
+                                 std::int64_t lds, float* mxv) {
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
-  const float* kbase = static_cast<const float*>(a.kv->k_pool) + a.kv_head * d;
+  const auto* kbase = static_cast<const typename KvLoad<D>::T*>(a.kv->k_pool) + a.kv_head * d;
   const int per = heads_per_pass(G);
   const auto heads = std::make_integer_sequence<int, kHeadsPerPass>();
   std::int64_t j = j0;
   for (; j + V::L <= j1; j += V::L) {
     for (std::int64_t t = j + kKeyPrefetch; t < j + kKeyPrefetch + V::L && t < j1; ++t)
       prefetch_row(kbase + a.off[t], d);
-    const float* rows[V::L];
+    const typename KvLoad<D>::T* rows[V::L];
 #pragma GCC unroll 16
     for (int i = 0; i < V::L; ++i) rows[i] = kbase + a.off[j + i];
     for (int g0 = 0; g0 < G; g0 += per) {
       const int hg = G - g0 < per ? G - g0 : per;
-      score_block_fn(hg, heads)(a.q + g0 * d, d, rows, S + g0 * lds + j, lds, a.scale,
-                                mxv + g0 * V::L);
+      score_block_fn<D>(hg, heads)(a.q + g0 * d, d, rows, S + g0 * lds + j, lds, a.scale,
+                                   mxv + g0 * V::L);
     }
   }
   return j;
 }
 
-// f32 pools only: the register tiles load f32 K rows directly (16-bit pools use the
-// scratch path, which widens as it transposes).
+// Register tiles for f32 and bf16 pools on ISAs that have them (f16 pools use the scratch
+// path, which widens as it transposes).
 template <core::DType D>
 void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* S, std::int64_t lds,
                    float* mx, float* scratch) {
@@ -304,9 +313,10 @@ void attn_scores_t(const AttnHeads& a, std::int64_t j0, std::int64_t j1, float* 
   } else {
     AttnHeads own = a;  // transposes as it goes
     own.kt = nullptr;
-    if constexpr (D == core::DType::kF32) {
+    if constexpr ((D == core::DType::kF32 || D == core::DType::kBF16) &&
+                  kRegScoreMinHeads <= kHeadsPerPass) {
       if (heads_per_pass(G) >= kRegScoreMinHeads && d % V::L == 0)
-        j = scores_in_registers(own, j0, j1, S, lds, mxv);
+        j = scores_in_registers<D>(own, j0, j1, S, lds, mxv);
     }
     if (j < j1) scores_via_scratch<D>(own, j, j1, S, lds, mxv, scratch);
   }

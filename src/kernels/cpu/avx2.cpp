@@ -28,6 +28,7 @@ constexpr int kRegScoreMinHeads = 99;  // never: 16 ymm registers cannot hold a 
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"
+// After attention_simd.h (uses its KvLoad, prefetch_row and heads_per_pass).
 #include "kernels/cpu/attention_partials_simd.h"
 
 }  // namespace

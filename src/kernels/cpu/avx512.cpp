@@ -95,6 +95,43 @@ struct V512 {
       r[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
     }
   }
+  // The same for bf16 rows (lane i = rows[i][c0 + c] widened exactly): the tile is read as
+  // 16 x 8 dwords, each holding columns 2k (low half) and 2k + 1 (high half), transposed
+  // like load_transpose, then each dword column splits into two binary32 columns (shift
+  // left 16; mask the high half).
+  [[gnu::always_inline]] static void load_transpose_bf16(const std::uint16_t* const* rows,
+                                                         std::int64_t c0, reg r[16]) {
+    // Float-typed shuffles of the dwords (GCC 12 warns on the integer ones' undefined
+    // pass-through operand); the bits are only moved.
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      reg u[4];
+#pragma GCC unroll 4
+      for (int a = 0; a < 4; ++a) {
+        const auto piece = [&](int row) {
+          return _mm_castsi128_ps(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[row] + c0 + 8 * q)));
+        };
+        u[a] = _mm512_broadcast_f32x4(piece(a));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0x00f0, piece(a + 4));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0x0f00, piece(a + 8));
+        u[a] = _mm512_mask_broadcast_f32x4(u[a], 0xf000, piece(a + 12));
+      }
+      const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(u[0], u[1]));
+      const __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(u[0], u[1]));
+      const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(u[2], u[3]));
+      const __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(u[2], u[3]));
+      const __m512d w[4] = {_mm512_unpacklo_pd(t0, t2), _mm512_unpackhi_pd(t0, t2),
+                            _mm512_unpacklo_pd(t1, t3), _mm512_unpackhi_pd(t1, t3)};
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m512i x = _mm512_castpd_si512(w[k]);
+        r[8 * q + 2 * k] = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+        r[8 * q + 2 * k + 1] = _mm512_castsi512_ps(_mm512_and_si512(x, high));
+      }
+    }
+  }
   static reg max_seq(reg m, reg x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, m, _CMP_GT_OQ), m, x);
   }
@@ -128,6 +165,7 @@ constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in regi
 #include "kernels/cpu/simd_kernels.h"
 // After simd_kernels.h (uses its exp_lanes and kChunk).
 #include "kernels/cpu/attention_simd.h"
+// After attention_simd.h (uses its KvLoad, prefetch_row and heads_per_pass).
 #include "kernels/cpu/attention_partials_simd.h"
 
 }  // namespace
