@@ -186,6 +186,29 @@ float* workspace_floats(std::int64_t n, std::unique_ptr<float[]>* own) {
   return buf.data();
 }
 
+// run_split's fold: s = +0; s = s + p for each chunk in order; out = num / den.
+void fold_split(const Job& job, std::int64_t pairs, std::int64_t max_chunks, const float* dp,
+                const float* np, core::ThreadPool& pool) {
+  const std::int64_t G = job.group, d = job.d;
+  pool.parallel_for(pairs * G, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t pair = t / G, g = t % G, nk = job.keys(pair);
+      const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
+      float* out = job.out_of(pair) + g * d;
+      std::fill(out, out + d, 0.0f);
+      if (chunks == 0) continue;
+      float den = 0.0f;
+      for (std::int64_t i = 0; i < chunks; ++i) {
+        const std::int64_t chunk = pair * max_chunks + i;
+        den = den + dp[static_cast<std::size_t>(chunk * G + g)];
+        const float* p = &np[static_cast<std::size_t>((chunk * G + g) * d)];
+        for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] + p[c];
+      }
+      for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] / den;
+    }
+  });
+}
+
 // Units of `per` consecutive kv heads of one row (per divides kv_heads), their chunks split
 // into `parts` key ranges: three parallel regions (scores, partials, fold). A task is
 // (unit, part) and runs the unit's kv heads in turns every kStep keys, so with per =
@@ -260,24 +283,25 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
       }
     }
   });
-  // Fold: s = +0; s = s + p for each chunk in order; out = num / den.
-  pool.parallel_for(pairs * G, 1, [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t pair = t / G, g = t % G, nk = job.keys(pair);
-      const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
-      float* out = job.out_of(pair) + g * d;
-      std::fill(out, out + d, 0.0f);
-      if (chunks == 0) continue;
-      float den = 0.0f;
-      for (std::int64_t i = 0; i < chunks; ++i) {
-        const std::int64_t chunk = pair * max_chunks + i;
-        den = den + dp[static_cast<std::size_t>(chunk * G + g)];
-        const float* p = &np[static_cast<std::size_t>((chunk * G + g) * d)];
-        for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] + p[c];
-      }
-      for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] / den;
-    }
-  });
+  fold_split(job, pairs, max_chunks, dp, np, pool);
+}
+
+// Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in the
+// kernels' inner loops). The blocks before the first key any row sees are not read (a
+// sliding window's released blocks are -1 there).
+std::vector<std::int64_t> key_offsets(const PagedKvView& kv, std::int64_t max_keys,
+                                      std::int64_t min_first) {
+  const std::int64_t kv_stride = kv.num_kv_heads * kv.head_dim;
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(max_keys));
+  const std::int64_t first_block = min_first / kv.block_size;
+  for (std::int64_t b = first_block, t = b * kv.block_size; t < max_keys; ++b) {
+    const std::int64_t block = kv.block_table[b];
+    if (block < 0) fail(ErrorCode::kInvalidArgument, "attention: block_table[", b, "] = ", block);
+    const std::int64_t end = std::min(max_keys, t + kv.block_size);
+    for (std::int64_t row = block * kv.block_size; t < end; ++t, ++row)
+      offsets[static_cast<std::size_t>(t)] = row * kv_stride;
+  }
+  return offsets;
 }
 
 }  // namespace
@@ -319,19 +343,7 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
     max_visible = std::max(max_visible, num_keys[r] - first);
   }
   const std::int64_t d = kv.head_dim;
-  // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in
-  // the kernels' inner loops). The blocks before the first key any row sees are not read
-  // (a sliding window's released blocks are -1 there).
-  const std::int64_t kv_stride = kv.num_kv_heads * d;
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(max_keys));
-  const std::int64_t first_block = min_first / kv.block_size;
-  for (std::int64_t b = first_block, t = b * kv.block_size; t < max_keys; ++b) {
-    const std::int64_t block = kv.block_table[b];
-    if (block < 0) fail(ErrorCode::kInvalidArgument, "attention: block_table[", b, "] = ", block);
-    const std::int64_t end = std::min(max_keys, t + kv.block_size);
-    for (std::int64_t row = block * kv.block_size; t < end; ++t, ++row)
-      offsets[static_cast<std::size_t>(t)] = row * kv_stride;
-  }
+  const std::vector<std::int64_t> offsets = key_offsets(kv, max_keys, min_first);
   // Score rows: every chunk plus room for the kernels' last partial vector.
   const std::int64_t lds = (max_keys + kChunk - 1) / kChunk * kChunk + kChunk;
   Job job{q,

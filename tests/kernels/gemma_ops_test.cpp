@@ -110,11 +110,15 @@ TEST(MaskedAttention, EqualsReferenceForEveryIsaThreadCountWindowAndCap) {
   struct Shape {
     std::int64_t tokens, heads, kvh, d, bs, window;
   };
-  const Shape shapes[] = {{40, 4, 2, 16, 4, 8},     {70, 2, 1, 64, 16, 64},
-                          {300, 4, 2, 32, 16, 200}, {600, 2, 2, 64, 32, 260},
-                          {33, 6, 3, 24, 1, 1},     {129, 8, 1, 40, 7, 65},
+  const Shape shapes[] = {{40, 4, 2, 16, 4, 8},
+                          {70, 2, 1, 64, 16, 64},
+                          {300, 4, 2, 32, 16, 200},
+                          {600, 2, 2, 64, 32, 260},
+                          {33, 6, 3, 24, 1, 1},
+                          {129, 8, 1, 40, 7, 65},
                           // rows split by keys over the threads (>= 1024 visible keys)
-                          {2100, 4, 2, 32, 16, 1500}, {1600, 14, 2, 64, 16, 1100}};
+                          {2100, 4, 2, 32, 16, 1500},
+                          {1600, 14, 2, 64, 16, 1100}};
   std::uint64_t stream = 900;
   for (const Shape& s : shapes) {
     const Cache cache(s.tokens, s.bs, s.kvh, s.d, ++stream);
