@@ -4,7 +4,7 @@
 // (128 k of f32, 256 k of bf16/f16) and not a multiple of 64; N with a partial last
 // panel and a partial last register tile; f32/bf16/f16, with and without bias;
 // PackedLinear::run, and run_panels over sub-ranges (where the next-block prefetch
-// stops at the range's end).
+// stops at the range's end); more rows than one 256-row block.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -85,6 +85,25 @@ TEST(BatchedLinear, BlockAndChunkEdgesEqualReference) {
   for (Shape s : {Shape{64, 256}, Shape{130, 512}, Shape{66, 257}, Shape{96, 300}, Shape{7, 40}})
     for (core::DType dtype : {core::DType::kF32, core::DType::kBF16, core::DType::kF16})
       check_case(dtype, s, dtype != core::DType::kF16, kEdgeRows, stream += 16);
+}
+
+// A prefill step of more rows than a row block (256): the blocks, and a row range of a
+// thread ending inside one, give the reference's bits (run and run_panels).
+TEST(BatchedLinear, RowsBeyondOneRowBlockEqualReference) {
+  IsaGuard guard;
+  check_case(core::DType::kBF16, {130, 96}, true, {255, 256, 257, 601}, 700);
+  const Shape s{130, 96};
+  const Case c(core::DType::kF32, s, 710, false);
+  const std::int64_t m = 530;
+  const std::vector<float> x = random_floats(m * s.k, 711);
+  const std::vector<float> want = c.reference(x, m);
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    std::vector<float> got(m * s.n, -1.0f);
+    c.packed.run_panels(x.data(), s.k, m, got.data(), s.n, 0, c.packed.panels());
+    ASSERT_EQ(first_diff(got.data(), want.data(), m * s.n), -1)
+        << describe(core::DType::kF32, s, m, isa, 1);
+  }
 }
 
 // run_panels over sub-ranges: a thread's range ends before the last panel, so the
