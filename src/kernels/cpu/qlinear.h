@@ -14,23 +14,33 @@ namespace detinfer::kernels::cpu {
 
 // Quantized weights repacked for the kernels: panels of kPanel (64) output columns, each
 // four groups of 16 columns; a group holds its blocks b = 0..nb-1 (k = 32b .. 32b+31) in
-// order, 512 bytes each, so a kernel walking one group reads one sequential stream. Inside
-// a block the 32 weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t
-// holds the weight of column c of the group at k = 32b + 4kq + t (qs_offset), so one
-// 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
-// horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
+// order, so a kernel walking one group reads one sequential stream. Two forms of a block:
+//   int8 (q8_0, q5_0, q5_1, q5_k, q6_k; any format with nibble = false): 512 bytes per
+//     block and group; the 32 weights of each column are interleaved by 4: byte
+//     (kq * 16 + c) * 4 + t holds the weight q of column c of the group at k = 32b + 4kq + t
+//     (qs_offset), so one 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run
+//     over columns with no horizontal sum.
+//   nibble (q4_0, q4_1, q4_k, q2_k, q3_k: q + offset within 0..15): 256 bytes per block and
+//     group; byte (t * 16 + c) * 4 + j (nibble_offset) holds in its low nibble u = q + offset
+//     of column c at k = 32b + 8t + j (the int8 form's row kq = 2t) and in its high nibble
+//     that at k = 32b + 8t + 4 + j (row 2t + 1), so one 64-byte row masked with 0x0F gives
+//     int8 row 2t as unsigned bytes and shifted right by 4 row 2t + 1. offset is 8 (q4_0),
+//     4 (q3_k) or 0; kernels sum u * x exactly and subtract offset * (sum of the block's
+//     (half's) x), the same integer as sum q * x. Same integers, same fold order as the
+//     int8 form: the nibble form changes no result bit (docs/numerics.md).
+// Per block and column, at qd_index (16 columns of a group consecutive):
 //   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
-//   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `split` formats
-//         the sum of k 0..15 only, wsum_hi that of k 16..31.
+//   wsum  (int8 form only) the sum of its 32 weights (for the vpdpbusd offset form); for
+//         `split` formats the sum of k 0..15 only, wsum_hi that of k 16..31.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
 // qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
 // (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
 // int32, and with has_min the binary32 min scale dm. Columns past n hold zeros. Any format
-// decodes to this form exactly.
+// decodes to the int8 form exactly, and the nibble ones to the nibble form.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const float* d = nullptr;            // at qd_index
-  const std::int32_t* wsum = nullptr;  // at qd_index
+  const std::int32_t* wsum = nullptr;  // at qd_index; null in the nibble form
   QuantFormat format = QuantFormat::kQ8_0;
   std::int64_t n = 0;
   std::int64_t k = 0;
@@ -43,7 +53,19 @@ struct QuantPacked {
   const std::int32_t* wsum_hi = nullptr;  // split
   const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
   const float* dm = nullptr;              // has_min
+  bool nibble = false;                    // the nibble form (4 bits per weight)
+  std::int32_t offset = 0;                // nibble: u = q + offset
+  // Bytes at qs: panels * kPanel columns of k weights, 1 byte (int8) or 4 bits (nibble) each.
+  std::int64_t qs_bytes() const { return panels * kPanel * (nibble ? k / 2 : k); }
 };
+
+// Whether the kernels read the activations' half sums (ref::act_half_sums): a min term, or
+// the nibble form's offset.
+inline bool reads_act_sums(const QuantPacked& w) { return w.has_min || w.offset != 0; }
+
+// The nibble form's offset of format f (q + offset within 0..15), or -1 when f's integers
+// do not fit 4 bits unsigned.
+int nibble_format_offset(QuantFormat f);
 
 // The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
 struct QuantPanels {
@@ -66,8 +88,10 @@ struct QuantPanels {
 // n rows of k weights in `f`'s ggml blocks decoded (ref::decode_block) into panels; the
 // panels split over `pool`'s threads when given (each panel's cells are its own: the
 // same bytes for any thread count).
+// nibble = false keeps every format in the int8 form (the tests' comparison).
 QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n, std::int64_t k,
-                              const float* bias, core::ThreadPool* pool = nullptr);
+                              const float* bias, core::ThreadPool* pool = nullptr,
+                              bool nibble = true);
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
 
@@ -94,10 +118,27 @@ inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, s
          ((i / 4) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
 }
 
+// Byte offset in qs (nibble form) of the weight of panel p, block b, column l of the panel,
+// k-in-block i; the weight is the byte's high nibble when nibble_high(i).
+inline std::int64_t nibble_offset(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l,
+                                  std::int64_t i) {
+  return ((p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup) * 16 +
+         ((i / 8) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
+}
+inline bool nibble_high(std::int64_t i) { return (i / 4) % 2 == 1; }
+
+// The integer weight q of panel p, block b, column l, k-in-block i, in either form.
+inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int64_t b,
+                                  std::int64_t l, std::int64_t i) {
+  if (!w.nibble) return w.qs[qs_offset(w.nb, p, b, l, i)];
+  const auto byte = static_cast<std::uint8_t>(w.qs[nibble_offset(w.nb, p, b, l, i)]);
+  return (nibble_high(i) ? byte >> 4 : byte & 0x0F) - w.offset;
+}
+
 // y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
 // (ref::quant_linear) over activations already quantized: xq holds m rows of k int8
 // (row stride k), xd m rows of nb block scales (row stride nb), xs (only read when
-// w.has_min; may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
+// reads_act_sums(w); may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
 using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const float* xd,
                            const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
                            std::int64_t p0, std::int64_t p1);
