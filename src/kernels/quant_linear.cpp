@@ -38,18 +38,25 @@ cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
 
 namespace cpu {
 
-int nibble_format_offset(QuantFormat f) {
+NibbleForm nibble_form(QuantFormat f) {
   switch (f) {
     case QuantFormat::kQ4_0:
-      return 8;  // q in [-8, 7]
+      return {8, 0};  // q in [-8, 7]
     case QuantFormat::kQ3_K:
-      return 4;  // q in [-4, 3]
+      return {4, 0};  // q in [-4, 3]
     case QuantFormat::kQ4_1:
     case QuantFormat::kQ4_K:
     case QuantFormat::kQ2_K:
-      return 0;  // q in [0, 15] (q2_k: [0, 3])
+      return {0, 0};  // q in [0, 15] (q2_k: [0, 3])
+    case QuantFormat::kQ5_0:
+      return {16, 1};  // q in [-16, 15]
+    case QuantFormat::kQ5_1:
+    case QuantFormat::kQ5_K:
+      return {0, 1};  // q in [0, 31]
+    case QuantFormat::kQ6_K:
+      return {32, 2};  // q in [-32, 31]
     default:
-      return -1;
+      return {};  // q8_0
   }
 }
 
@@ -62,7 +69,7 @@ bool split_format(QuantFormat f) {
 
 // The view of `out`'s arrays, its flags from the format.
 void set_view(QuantPanels& out, std::int8_t* qs, QuantFormat format, std::int64_t n, std::int64_t k,
-              const float* bias, int offset) {
+              const float* bias, NibbleForm form) {
   const QuantFormatInfo info = quant_format_info(format);
   QuantPacked& v = out.view;
   v = QuantPacked{qs,
@@ -77,11 +84,24 @@ void set_view(QuantPanels& out, std::int8_t* qs, QuantFormat format, std::int64_
   v.ext = info.sub_scaled || info.has_min;
   v.split = split_format(format);
   v.has_min = info.has_min;
-  v.nibble = offset >= 0;
-  v.offset = offset >= 0 ? offset : 0;
+  v.nibble = form.offset >= 0;
+  v.offset = v.nibble ? form.offset : 0;
+  v.planes = v.nibble ? form.planes : 0;
   if (v.ext) v.sm = out.sm.data();
   if (v.split && !v.nibble) v.wsum_hi = out.wsum_hi.data();
   if (v.has_min) v.dm = out.dm.data();
+}
+
+// Stores q at panel p, block b, column l, k-in-block i of the nibble form (zeroed before).
+void set_nibble_weight(std::int8_t* qs, const QuantPacked& v, std::int64_t p, std::int64_t b,
+                       std::int64_t l, std::int64_t i, std::int32_t q) {
+  const std::int32_t u = q + v.offset;
+  DETINFER_INTERNAL_CHECK(u >= 0 && u < (16 << v.planes));
+  auto* at = reinterpret_cast<std::uint8_t*>(qs) + nibble_base(v.nb, v.planes, p, b, l);
+  const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
+  at[(kq / 2) * 64 + j] |= static_cast<std::uint8_t>((u & 0x0F) << (4 * (kq % 2)));
+  for (int plane = 0; plane < v.planes; ++plane)
+    at[256 + 64 * plane + j] |= static_cast<std::uint8_t>(((u >> (4 + plane)) & 1) << kq);
 }
 
 }  // namespace
@@ -92,9 +112,10 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k
   const std::int64_t panels = (n + kPanel - 1) / kPanel, nb = k / kQB;
   const auto cells = static_cast<std::size_t>(panels * kPanel * nb);
-  const int offset = nibble ? nibble_format_offset(format) : -1;
+  const NibbleForm form = nibble ? nibble_form(format) : NibbleForm{};
+  const std::int64_t bits = form.offset >= 0 ? 4 + form.planes : 8;
   QuantPanels out;
-  out.storage.assign(static_cast<std::size_t>(panels * kPanel * (offset >= 0 ? k / 2 : k) + 64),
+  out.storage.assign(static_cast<std::size_t>(panels * kPanel * k * bits / 8 + 64),
                      0);  // QuantPacked::qs_bytes() and the alignment
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
@@ -102,9 +123,9 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   out.d.assign(cells, 0.0f);
   if (info.sub_scaled || info.has_min) out.sm.assign(cells, 0);
   if (info.has_min) out.dm.assign(cells, 0.0f);
-  if (offset < 0) out.wsum.assign(cells, 0);
-  if (offset < 0 && split_format(format)) out.wsum_hi.assign(cells, 0);
-  set_view(out, qs, format, n, k, bias, offset);
+  if (form.offset < 0) out.wsum.assign(cells, 0);
+  if (form.offset < 0 && split_format(format)) out.wsum_hi.assign(cells, 0);
+  set_view(out, qs, format, n, k, bias, form);
   const QuantPacked& v = out.view;
   const auto decode_row = [&](std::int64_t j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
@@ -120,10 +141,7 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
           qs[qs_offset(nb, p, b, l, i)] = q[i];
           continue;
         }
-        const std::int32_t u = q[i] + v.offset;
-        DETINFER_INTERNAL_CHECK(u >= 0 && u <= 15);
-        auto& byte = reinterpret_cast<std::uint8_t&>(qs[nibble_offset(nb, p, b, l, i)]);
-        byte = static_cast<std::uint8_t>(byte | (nibble_high(i) ? u << 4 : u));
+        set_nibble_weight(qs, v, p, b, l, i, q[i]);
       }
       out.d[at] = s.d;
       if (!v.nibble) out.wsum[at] = v.split ? sum[0] : sum[0] + sum[1];

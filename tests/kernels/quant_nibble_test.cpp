@@ -1,8 +1,8 @@
-// The nibble panel form (cpu/qlinear.h) of the formats whose integers fit 4 bits unsigned
-// (q4_0, q4_1, q4_k, q2_k, q3_k): it holds the int8 form's integers, in half the weight
-// bytes, and every kernel variant (scalar, AVX2, AVX-512 with and without VNNI) x M 1..64 x
-// threads 1 / 2 / 3 / 8 over it gives the int8 form's bits and the reference's
-// (ref::quant_linear).
+// The nibble panel form (cpu/qlinear.h) of every format but q8_0: 4 bits per weight (q4_0,
+// q4_1, q4_k, q2_k, q3_k), plus one bit plane (q5_0, q5_1, q5_k) or two (q6_k). It holds
+// the int8 form's integers in 4 + planes bits per weight, and every kernel variant (scalar, AVX2,
+// AVX-512 with and without VNNI) x M 1..64 x threads 1 / 2 / 3 / 8 over it gives the int8 form's
+// bits and the reference's (ref::quant_linear).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -26,9 +26,16 @@ using testing::random_blocks;
 using testing::random_floats;
 using testing::same_bits;
 
-constexpr QuantFormat kNibbleFormats[] = {QuantFormat::kQ4_0, QuantFormat::kQ4_1,
-                                          QuantFormat::kQ4_K, QuantFormat::kQ2_K,
-                                          QuantFormat::kQ3_K};
+constexpr QuantFormat kNibbleFormats[] = {
+    QuantFormat::kQ4_0, QuantFormat::kQ4_1, QuantFormat::kQ4_K,
+    QuantFormat::kQ2_K, QuantFormat::kQ3_K, QuantFormat::kQ5_0,
+    QuantFormat::kQ5_1, QuantFormat::kQ5_K, QuantFormat::kQ6_K};
+
+// Bit planes above the nibble: q5_* 1, q6_k 2, else 0.
+int planes_of(QuantFormat f) {
+  if (f == QuantFormat::kQ6_K) return 2;
+  return f == QuantFormat::kQ5_0 || f == QuantFormat::kQ5_1 || f == QuantFormat::kQ5_K ? 1 : 0;
+}
 
 struct Shape {
   std::int64_t n, k;
@@ -73,16 +80,18 @@ std::vector<std::pair<const char*, cpu::QLinearFn>> kernel_variants() {
 
 class NibbleFormats : public ::testing::TestWithParam<QuantFormat> {};
 
-TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInHalfTheBytes) {
+TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInFewerBytes) {
   const QuantFormat f = GetParam();
   for (const Shape s : shapes(f)) {
     const std::vector<std::uint8_t> w = weights(f, s, 11);
     const cpu::QuantPanels nib = cpu::pack_quant_panels(w.data(), f, s.n, s.k, nullptr);
     const cpu::QuantPanels i8 = cpu::pack_quant_panels(w.data(), f, s.n, s.k, nullptr, nullptr,
                                                        /*nibble=*/false);
+    const int planes = planes_of(f);
     ASSERT_TRUE(nib.view.nibble);
+    ASSERT_EQ(nib.view.planes, planes);
     ASSERT_FALSE(i8.view.nibble);
-    EXPECT_EQ(2 * nib.view.qs_bytes(), i8.view.qs_bytes());
+    EXPECT_EQ(8 * nib.view.qs_bytes(), (4 + planes) * i8.view.qs_bytes());
     EXPECT_EQ(nib.d, i8.d);
     EXPECT_EQ(nib.sm, i8.sm);
     EXPECT_EQ(nib.dm, i8.dm);
@@ -91,9 +100,8 @@ TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInHalfTheBytes) {
       for (std::int64_t b = 0; b < nib.view.nb; ++b)
         for (std::int64_t l = 0; l < cpu::kPanel; ++l)
           for (std::int64_t i = 0; i < 32; ++i) {
-            const auto byte = nib.view.qs[cpu::nibble_offset(nib.view.nb, p, b, l, i)];
-            if (p * cpu::kPanel + l >= s.n) {  // columns past n: zero bytes
-              ASSERT_EQ(byte, 0) << p << " " << l;
+            if (p * cpu::kPanel + l >= s.n) {  // columns past n: zero bits
+              ASSERT_EQ(cpu::packed_weight(nib.view, p, b, l, i), -nib.view.offset) << p << l;
               continue;
             }
             ASSERT_EQ(cpu::packed_weight(nib.view, p, b, l, i),
@@ -101,7 +109,7 @@ TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInHalfTheBytes) {
                 << "p=" << p << " b=" << b << " l=" << l << " i=" << i;
           }
     const double ratio = static_cast<double>(nib.bytes()) / static_cast<double>(i8.bytes());
-    EXPECT_LT(ratio, 0.6) << to_string(f);
+    EXPECT_LT(ratio, (4 + planes) / 8.0 + 0.1) << to_string(f);
     std::printf("[ bytes ] %s n=%lld k=%lld: nibble %zu / int8 %zu = %.3f\n", to_string(f),
                 static_cast<long long>(s.n), static_cast<long long>(s.k), nib.bytes(), i8.bytes(),
                 ratio);
@@ -165,16 +173,15 @@ TEST_P(NibbleFormats, EveryIsaThreadCountAndMEqualsTheReference) {
   }
 }
 
-// The formats whose integers exceed 4 bits keep the int8 form.
-TEST(NibbleForm, OnlyFormatsWithin4BitsUseIt) {
+// Every format but q8_0 takes the nibble form, with planes_of(f) planes.
+TEST(NibbleForm, EveryFormatButQ8_0UsesIt) {
   for (const QuantFormat f : kAllQuantFormats) {
     const std::int64_t k = k_format(f) ? 256 : 32;
     const std::vector<std::uint8_t> w = random_blocks(f, k / quant_format_info(f).block_elems, 3);
     const cpu::QuantPanels hp = cpu::pack_quant_panels(w.data(), f, 1, k, nullptr);
-    const bool want = f == QuantFormat::kQ4_0 || f == QuantFormat::kQ4_1 ||
-                      f == QuantFormat::kQ4_K || f == QuantFormat::kQ2_K || f == QuantFormat::kQ3_K;
-    EXPECT_EQ(hp.view.nibble, want) << to_string(f);
-    EXPECT_EQ(cpu::nibble_format_offset(f) >= 0, want) << to_string(f);
+    EXPECT_EQ(hp.view.nibble, f != QuantFormat::kQ8_0) << to_string(f);
+    EXPECT_EQ(hp.view.planes, planes_of(f)) << to_string(f);
+    EXPECT_EQ(cpu::nibble_form(f).offset >= 0, f != QuantFormat::kQ8_0) << to_string(f);
   }
 }
 

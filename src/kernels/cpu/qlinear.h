@@ -15,19 +15,23 @@ namespace detinfer::kernels::cpu {
 // Quantized weights repacked for the kernels: panels of kPanel (64) output columns, each
 // four groups of 16 columns; a group holds its blocks b = 0..nb-1 (k = 32b .. 32b+31) in
 // order, so a kernel walking one group reads one sequential stream. Two forms of a block:
-//   int8 (q8_0, q5_0, q5_1, q5_k, q6_k; any format with nibble = false): 512 bytes per
-//     block and group; the 32 weights of each column are interleaved by 4: byte
-//     (kq * 16 + c) * 4 + t holds the weight q of column c of the group at k = 32b + 4kq + t
-//     (qs_offset), so one 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run
-//     over columns with no horizontal sum.
-//   nibble (q4_0, q4_1, q4_k, q2_k, q3_k: q + offset within 0..15): 256 bytes per block and
-//     group; byte (t * 16 + c) * 4 + j (nibble_offset) holds in its low nibble u = q + offset
-//     of column c at k = 32b + 8t + j (the int8 form's row kq = 2t) and in its high nibble
-//     that at k = 32b + 8t + 4 + j (row 2t + 1), so one 64-byte row masked with 0x0F gives
-//     int8 row 2t as unsigned bytes and shifted right by 4 row 2t + 1. offset is 8 (q4_0),
-//     4 (q3_k) or 0; kernels sum u * x exactly and subtract offset * (sum of the block's
-//     (half's) x), the same integer as sum q * x. Same integers, same fold order as the
-//     int8 form: the nibble form changes no result bit (docs/numerics.md).
+//   int8 (q8_0; any format with nibble = false): 512 bytes per block and group; the 32
+//     weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t holds the
+//     weight q of column c of the group at k = 32b + 4kq + t (qs_offset), so one 64-byte
+//     row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
+//     horizontal sum.
+//   nibble (every other format): u = q + offset, unsigned, in 4 + planes bits (offset 8,
+//     planes 0: q4_0; 4, 0: q3_k; 0, 0: q4_1, q4_k, q2_k; 16, 1: q5_0; 0, 1: q5_1, q5_k;
+//     32, 2: q6_k), in 256 + 64 planes bytes per block and group (nibble_base): byte
+//     (t * 16 + c) * 4 + j holds in its low nibble the low 4 bits of u of column c at
+//     k = 32b + 8t + j (the int8 form's row kq = 2t) and in its high nibble those at
+//     k = 32b + 8t + 4 + j (row 2t + 1); then bit plane P (0 <= P < planes), 64 bytes at
+//     256 + 64P: bit kq of byte c * 4 + j is bit 4 + P of u at k = 32b + 4kq + j. So one
+//     64-byte row masked with 0x0F gives int8 row 2t as unsigned bytes, shifted right by 4
+//     row 2t + 1, and a plane shifted to move bit kq to bit 4 + P and masked adds row kq's
+//     high bits. Kernels sum u * x exactly and subtract offset * (sum of the block's (or
+//     half's) x): the same integer as sum q * x, the same fold order as the int8 form, so
+//     the nibble form changes no result bit (docs/numerics.md).
 // Per block and column, at qd_index (16 columns of a group consecutive):
 //   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
 //   wsum  (int8 form only) the sum of its 32 weights (for the vpdpbusd offset form); for
@@ -53,19 +57,24 @@ struct QuantPacked {
   const std::int32_t* wsum_hi = nullptr;  // split
   const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
   const float* dm = nullptr;              // has_min
-  bool nibble = false;                    // the nibble form (4 bits per weight)
+  bool nibble = false;                    // the nibble form (4 + planes bits per weight)
   std::int32_t offset = 0;                // nibble: u = q + offset
-  // Bytes at qs: panels * kPanel columns of k weights, 1 byte (int8) or 4 bits (nibble) each.
-  std::int64_t qs_bytes() const { return panels * kPanel * (nibble ? k / 2 : k); }
+  int planes = 0;                         // nibble: bit planes above the nibble (0..2)
+  // Bytes at qs: panels * kPanel columns of k weights, 8 (int8) or 4 + planes bits each.
+  std::int64_t qs_bytes() const { return panels * kPanel * (nibble ? k * (4 + planes) / 8 : k); }
 };
 
 // Whether the kernels read the activations' half sums (ref::act_half_sums): a min term, or
 // the nibble form's offset.
 inline bool reads_act_sums(const QuantPacked& w) { return w.has_min || w.offset != 0; }
 
-// The nibble form's offset of format f (q + offset within 0..15), or -1 when f's integers
-// do not fit 4 bits unsigned.
-int nibble_format_offset(QuantFormat f);
+// The nibble form of format f: u = q + offset within 4 + planes bits unsigned; offset -1
+// when f has none (q8_0).
+struct NibbleForm {
+  int offset = -1;
+  int planes = 0;
+};
+NibbleForm nibble_form(QuantFormat f);
 
 // The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
 struct QuantPanels {
@@ -118,21 +127,29 @@ inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, s
          ((i / 4) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
 }
 
-// Byte offset in qs (nibble form) of the weight of panel p, block b, column l of the panel,
-// k-in-block i; the weight is the byte's high nibble when nibble_high(i).
-inline std::int64_t nibble_offset(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l,
-                                  std::int64_t i) {
-  return ((p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup) * 16 +
-         ((i / 8) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
+// Bytes of one block of one 16-column group in the nibble form.
+inline std::int64_t nibble_block_bytes(int planes) { return 256 + 64 * std::int64_t{planes}; }
+
+// Byte offset in qs (nibble form) of block b of the group of column l of panel p, plus the
+// column's lane (l % 16) * 4: its byte j (0..3) of nibble row t is at + 64t + j, of plane P
+// at + 256 + 64P + j.
+inline std::int64_t nibble_base(std::int64_t nb, int planes, std::int64_t p, std::int64_t b,
+                                std::int64_t l) {
+  return ((p * (kPanel / kQuantGroup) + l / kQuantGroup) * nb + b) * nibble_block_bytes(planes) +
+         (l % kQuantGroup) * 4;
 }
-inline bool nibble_high(std::int64_t i) { return (i / 4) % 2 == 1; }
 
 // The integer weight q of panel p, block b, column l, k-in-block i, in either form.
 inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int64_t b,
                                   std::int64_t l, std::int64_t i) {
   if (!w.nibble) return w.qs[qs_offset(w.nb, p, b, l, i)];
-  const auto byte = static_cast<std::uint8_t>(w.qs[nibble_offset(w.nb, p, b, l, i)]);
-  return (nibble_high(i) ? byte >> 4 : byte & 0x0F) - w.offset;
+  const auto* at =
+      reinterpret_cast<const std::uint8_t*>(w.qs) + nibble_base(w.nb, w.planes, p, b, l);
+  const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
+  std::int32_t u = (at[(kq / 2) * 64 + j] >> (4 * (kq % 2))) & 0x0F;
+  for (int plane = 0; plane < w.planes; ++plane)
+    u |= ((at[256 + 64 * plane + j] >> kq) & 1) << (4 + plane);
+  return u - w.offset;
 }
 
 // y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold

@@ -4,7 +4,8 @@
 //   per lane, the 4 products of its weights with the 4 int8 of x4 (broadcast), exact;
 //   D::isum(acc, wsum): the block's exact integer dot product per lane;
 //   nibble form: D::nibbles(p, lo, hi): the low and high nibbles of the D::L columns' 4
-//   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact.
+//   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
+//   D::shl / shr (32-bit lanes), and8 (a byte mask), or8: the planes' bits.
 // Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace;
 // no include guard.
 //
@@ -29,24 +30,32 @@ struct QRows {
   const std::int32_t* xs[kMaxQRows];
 };
 
-// Bytes of one block of one 16-column group: 512 (int8 form) or 256 (nibble form).
-template <bool kNib>
-constexpr std::int64_t kBlockBytes = kNib ? kQuantGroup* kQB / 2 : kQuantGroup* kQB;
+// The block form: kP < 0 the int8 form, else the nibble form with kP bit planes.
+// Bytes of one block of one 16-column group.
+template <int kP>
+constexpr std::int64_t kBlockBytes = kP < 0 ? kQuantGroup* kQB : 256 + 64 * kP;
+
+// Row kq's bits 4 + P of u from bit plane P (bit kq of each byte), in place, others zero.
+template <class D, int P>
+__attribute__((always_inline)) inline typename D::ireg plane_bits(typename D::ireg plane, int kq) {
+  const typename D::ireg v = kq <= 4 + P ? D::shl(plane, 4 + P - kq) : D::shr(plane, kq - 4 - P);
+  return D::and8(v, 1 << (4 + P));
+}
 
 // acc[h][r] plus the products of block b's weights (at wb) with row r's x, summed per
 // lane; h is the block's half (kq / 4) when kAcc == 2, else 0. The int8 form: 8 rows of
-// 64 bytes (D::dot); the nibble form: 4 rows, each unpacked (D::nibbles) into the unsigned
-// u of rows 2t and 2t + 1 (D::dotu).
-template <class D, int R, int kAcc, bool kNib>
+// 64 bytes (D::dot); the nibble form: 4 rows, each unpacked (D::nibbles) into the low bits
+// of u of rows 2t and 2t + 1, with the planes' high bits, then D::dotu (unsigned u).
+template <class D, int R, int kAcc, int kP>
 __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, const QRows& a,
                                                        std::int64_t b, bool prefetch,
                                                        typename D::ireg (&acc)[kAcc][R]) {
-  constexpr int kShift = kAcc == 2 ? 2 : 3;               // kq / 4 with halves, else 0
-  constexpr std::int64_t kAhead = 8 * kBlockBytes<kNib>;  // prefetch 8 blocks ahead
-  const auto fetch = [&](int line) {                      // one prefetch per 64-byte line
+  constexpr int kShift = kAcc == 2 ? 2 : 3;             // kq / 4 with halves, else 0
+  constexpr std::int64_t kAhead = 8 * kBlockBytes<kP>;  // prefetch 8 blocks ahead
+  const auto fetch = [&](int line) {                    // one prefetch per 64-byte line
     if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead + line * 64), _MM_HINT_T0);
   };
-  if constexpr (!kNib) {
+  if constexpr (kP < 0) {
 #pragma GCC unroll 8
     for (int kq = 0; kq < 8; ++kq) {
       fetch(kq);
@@ -56,11 +65,24 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
         acc[kq >> kShift][r] = D::dot(acc[kq >> kShift][r], wv, load4(a.x[r] + b * kQB + kq * 4));
     }
   } else {
+    typename D::ireg planes[kP > 0 ? kP : 1];
+    for (int p = 0; p < kP; ++p) {
+      fetch(4 + p);
+      planes[p] = D::load(wb + 256 + 64 * p);
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       fetch(t);
       typename D::ireg lo, hi;
       D::nibbles(wb + t * kQuantGroup * 4, lo, hi);
+      if constexpr (kP > 0) {
+        lo = D::or8(lo, plane_bits<D, 0>(planes[0], 2 * t));
+        hi = D::or8(hi, plane_bits<D, 0>(planes[0], 2 * t + 1));
+      }
+      if constexpr (kP > 1) {
+        lo = D::or8(lo, plane_bits<D, 1>(planes[1], 2 * t));
+        hi = D::or8(hi, plane_bits<D, 1>(planes[1], 2 * t + 1));
+      }
       const int h = (2 * t) >> kShift;  // rows 2t and 2t + 1 lie in one half
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
@@ -73,13 +95,13 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
 
 // The exact integer sum of q * x of row r over block b (half < 0) or its half `half`, from
 // its accumulator: D::isum (int8 form), or sum u * x - offset * (sum of x) (nibble form).
-template <class D, bool kNib>
+template <class D, int kP>
 __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ireg acc,
                                                                   const QuantPacked& w,
                                                                   const QRows& a, int r,
                                                                   std::int64_t b, std::int64_t at,
                                                                   int half) {
-  if constexpr (!kNib) {
+  if constexpr (kP < 0) {
     return D::isum(acc, (half == 1 ? w.wsum_hi : w.wsum) + at);
   } else {
     if (w.offset == 0) return acc;
@@ -89,19 +111,19 @@ __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ir
 }
 
 // The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
-template <class D, int R, bool kNib>
+template <class D, int R, int kP>
 __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, const QRows& a,
                                                          const std::int8_t* w0, std::int64_t d0,
                                                          bool prefetch, typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
     typename D::ireg acc[1][R];
     for (int r = 0; r < R; ++r) acc[0][r] = D::izero();
-    qblock_dots<D, R, 1, kNib>(w0 + b * kBlockBytes<kNib>, a, b, prefetch, acc);
+    qblock_dots<D, R, 1, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const typename D::freg isum = D::cvt(block_isum<D, kNib>(acc[0][r], w, a, r, b, at, -1));
+      const typename D::freg isum = D::cvt(block_isum<D, kP>(acc[0][r], w, a, r, b, at, -1));
       s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
     }
   }
@@ -114,7 +136,7 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
 //     and msum = m_lo * (xs_lo + xs_hi), the same integers;
 // then v = (d * dx) * float(isum), with a min v - (dm * dx) * float(msum), s = s + v:
 // ref::block_value_scaled.
-template <class D, int R, bool kSplit, bool kMin, bool kNib>
+template <class D, int R, bool kSplit, bool kMin, int kP>
 __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, const QRows& a,
                                                        const std::int8_t* w0, std::int64_t d0,
                                                        bool prefetch, typename D::freg* s) {
@@ -123,7 +145,7 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
     typename D::ireg acc[kAcc][R];
     for (int h = 0; h < kAcc; ++h)
       for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
-    qblock_dots<D, R, kAcc, kNib>(w0 + b * kBlockBytes<kNib>, a, b, prefetch, acc);
+    qblock_dots<D, R, kAcc, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
     const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
@@ -131,9 +153,9 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       typename D::ireg isum =
-          D::mullo(block_isum<D, kNib>(acc[0][r], w, a, r, b, at, kSplit ? 0 : -1), slo);
+          D::mullo(block_isum<D, kP>(acc[0][r], w, a, r, b, at, kSplit ? 0 : -1), slo);
       if constexpr (kSplit)
-        isum = D::addi(isum, D::mullo(block_isum<D, kNib>(acc[1][r], w, a, r, b, at, 1),
+        isum = D::addi(isum, D::mullo(block_isum<D, kP>(acc[1][r], w, a, r, b, at, 1),
                                       D::template sbyte<1>(sm)));
       const typename D::freg dx = D::set1(a.d[r][b]);
       typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
@@ -153,17 +175,17 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
 }
 
 // The block loops of w's form and format.
-template <class D, int R, bool kNib>
+template <class D, int R, int kP>
 void qblocks(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
              bool prefetch, typename D::freg* s) {
   if (!w.ext)
-    qblocks_plain<D, R, kNib>(w, a, w0, d0, prefetch, s);
+    qblocks_plain<D, R, kP>(w, a, w0, d0, prefetch, s);
   else if (w.split)
-    w.has_min ? qblocks_ext<D, R, true, true, kNib>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, true, false, kNib>(w, a, w0, d0, prefetch, s);
+    w.has_min ? qblocks_ext<D, R, true, true, kP>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, true, false, kP>(w, a, w0, d0, prefetch, s);
   else
-    w.has_min ? qblocks_ext<D, R, false, true, kNib>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, false, false, kNib>(w, a, w0, d0, prefetch, s);
+    w.has_min ? qblocks_ext<D, R, false, true, kP>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, false, false, kP>(w, a, w0, d0, prefetch, s);
 }
 
 // Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows a[0..R): sums into
@@ -175,10 +197,15 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
   for (int r = 0; r < R; ++r) s[r] = D::fzero();
   const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
   const bool prefetch = D::L == kQuantGroup || l0 % kQuantGroup == 0;
-  if (w.nibble)
-    qblocks<D, R, true>(w, a, w.qs + nibble_offset(w.nb, p, 0, l0, 0), d0, prefetch, s);
+  const std::int8_t* wn = w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l0) : 0);
+  if (!w.nibble)
+    qblocks<D, R, -1>(w, a, w.qs + qs_offset(w.nb, p, 0, l0, 0), d0, prefetch, s);
+  else if (w.planes == 0)
+    qblocks<D, R, 0>(w, a, wn, d0, prefetch, s);
+  else if (w.planes == 1)
+    qblocks<D, R, 1>(w, a, wn, d0, prefetch, s);
   else
-    qblocks<D, R, false>(w, a, w.qs + qs_offset(w.nb, p, 0, l0, 0), d0, prefetch, s);
+    qblocks<D, R, 2>(w, a, wn, d0, prefetch, s);
   for (int r = 0; r < R; ++r) {
     if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
     D::storef(out[r], s[r]);
@@ -264,6 +291,12 @@ struct Dot256 {
     lo = _mm256_and_si256(v, mask);
     hi = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask);
   }
+  static ireg shl(ireg v, int n) { return _mm256_slli_epi32(v, n); }
+  static ireg shr(ireg v, int n) { return _mm256_srli_epi32(v, n); }
+  static ireg and8(ireg v, int byte) {
+    return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(byte)));
+  }
+  static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
   static ireg isum(ireg acc, const std::int32_t*) { return acc; }
   static freg fzero() { return _mm256_setzero_ps(); }
   static freg set1(float f) { return _mm256_set1_ps(f); }
