@@ -38,25 +38,95 @@ cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
 
 namespace cpu {
 
-QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64_t n,
-                              std::int64_t k, const float* bias, core::ThreadPool* pool) {
-  const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k
+NibbleForm nibble_form(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kQ4_0:
+      return {8, 0};  // q in [-8, 7]
+    case QuantFormat::kQ3_K:
+      return {4, 0};  // q in [-4, 3]
+    case QuantFormat::kQ4_1:
+    case QuantFormat::kQ4_K:
+    case QuantFormat::kQ2_K:
+      return {0, 0};  // q in [0, 15] (q2_k: [0, 3])
+    case QuantFormat::kQ5_0:
+      return {16, 1};  // q in [-16, 15]
+    case QuantFormat::kQ5_1:
+    case QuantFormat::kQ5_K:
+      return {0, 1};  // q in [0, 31]
+    case QuantFormat::kQ6_K:
+      return {32, 2};  // q in [-32, 31]
+    default:
+      return {};  // q8_0
+  }
+}
+
+namespace {
+
+// 16-weight sub-blocks: the halves of a 32-weight block have their own scales.
+bool split_format(QuantFormat f) {
+  return f == QuantFormat::kQ2_K || f == QuantFormat::kQ3_K || f == QuantFormat::kQ6_K;
+}
+
+// The view of `out`'s arrays, its flags from the format.
+void set_view(QuantPanels& out, std::int8_t* qs, QuantFormat format, std::int64_t n, std::int64_t k,
+              const float* bias, NibbleForm form) {
   const QuantFormatInfo info = quant_format_info(format);
+  QuantPacked& v = out.view;
+  v = QuantPacked{qs,
+                  out.d.data(),
+                  out.wsum.empty() ? nullptr : out.wsum.data(),
+                  format,
+                  n,
+                  k,
+                  k / kQB,
+                  (n + kPanel - 1) / kPanel,
+                  bias};
+  v.ext = info.sub_scaled || info.has_min;
+  v.split = split_format(format);
+  v.has_min = info.has_min;
+  v.nibble = form.offset >= 0;
+  v.offset = v.nibble ? form.offset : 0;
+  v.planes = v.nibble ? form.planes : 0;
+  if (v.ext) v.sm = out.sm.data();
+  if (v.split && !v.nibble) v.wsum_hi = out.wsum_hi.data();
+  if (v.has_min) v.dm = out.dm.data();
+}
+
+// Stores q at panel p, block b, column l, k-in-block i of the nibble form (zeroed before).
+void set_nibble_weight(std::int8_t* qs, const QuantPacked& v, std::int64_t p, std::int64_t b,
+                       std::int64_t l, std::int64_t i, std::int32_t q) {
+  const std::int32_t u = q + v.offset;
+  DETINFER_INTERNAL_CHECK(u >= 0 && u < (16 << v.planes));
+  auto* at = reinterpret_cast<std::uint8_t*>(qs) + nibble_base(v.nb, v.planes, p, b, l);
+  const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
+  at[(kq / 2) * 64 + j] |= static_cast<std::uint8_t>((u & 0x0F) << (4 * (kq % 2)));
+  for (int plane = 0; plane < v.planes; ++plane)
+    at[256 + 64 * plane + j] |= static_cast<std::uint8_t>(((u >> (4 + plane)) & 1) << kq);
+}
+
+}  // namespace
+
+QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64_t n,
+                              std::int64_t k, const float* bias, core::ThreadPool* pool,
+                              bool nibble) {
+  const std::int64_t row_bytes = quant_row_bytes(format, k);  // checks k
   const std::int64_t panels = (n + kPanel - 1) / kPanel, nb = k / kQB;
   const auto cells = static_cast<std::size_t>(panels * kPanel * nb);
+  const NibbleForm form = nibble ? nibble_form(format) : NibbleForm{};
+  const std::int64_t bits = form.offset >= 0 ? 4 + form.planes : 8;
   QuantPanels out;
-  out.storage.assign(static_cast<std::size_t>(panels * kPanel * k + 64), 0);
+  out.storage.assign(static_cast<std::size_t>(panels * kPanel * k * bits / 8 + 64),
+                     0);  // QuantPacked::qs_bytes() and the alignment
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
-  const bool ext = info.sub_scaled || info.has_min;
-  // 16-weight sub-blocks: the halves of a 32-weight block have their own scales.
-  const bool split =
-      format == QuantFormat::kQ2_K || format == QuantFormat::kQ3_K || format == QuantFormat::kQ6_K;
+  const QuantFormatInfo info = quant_format_info(format);
   out.d.assign(cells, 0.0f);
-  out.wsum.assign(cells, 0);
-  if (ext) out.sm.assign(cells, 0);
-  if (split) out.wsum_hi.assign(cells, 0);
+  if (info.sub_scaled || info.has_min) out.sm.assign(cells, 0);
   if (info.has_min) out.dm.assign(cells, 0.0f);
+  if (form.offset < 0) out.wsum.assign(cells, 0);
+  if (form.offset < 0 && split_format(format)) out.wsum_hi.assign(cells, 0);
+  set_view(out, qs, format, n, k, bias, form);
+  const QuantPacked& v = out.view;
   const auto decode_row = [&](std::int64_t j) {
     const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
     const std::int64_t p = j / kPanel, l = j % kPanel;
@@ -66,17 +136,21 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
       const ref::BlockScales s = ref::decode_block(format, row, b, q);
       std::int32_t sum[2] = {0, 0};
       for (std::int64_t i = 0; i < kQB; ++i) {
-        qs[qs_offset(nb, p, b, l, i)] = q[i];
         sum[i / 16] += q[i];
+        if (!v.nibble) {
+          qs[qs_offset(nb, p, b, l, i)] = q[i];
+          continue;
+        }
+        set_nibble_weight(qs, v, p, b, l, i, q[i]);
       }
       out.d[at] = s.d;
-      out.wsum[at] = split ? sum[0] : sum[0] + sum[1];
-      if (split) out.wsum_hi[at] = sum[1];
-      if (ext) {
-        DETINFER_INTERNAL_CHECK(split || (s.s[0] == s.s[1] && s.m[0] == s.m[1]));
+      if (!v.nibble) out.wsum[at] = v.split ? sum[0] : sum[0] + sum[1];
+      if (!v.nibble && v.split) out.wsum_hi[at] = sum[1];
+      if (v.ext) {
+        DETINFER_INTERNAL_CHECK(v.split || (s.s[0] == s.s[1] && s.m[0] == s.m[1]));
         out.sm[at] = pack_sm(s.s, s.m);  // every sub-scale and min is within int8
       }
-      if (info.has_min) out.dm[at] = s.dm;
+      if (v.has_min) out.dm[at] = s.dm;
     }
   };
   const auto decode_panels = [&](std::int64_t p0, std::int64_t p1) {
@@ -87,14 +161,6 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   } else {
     decode_panels(0, panels);
   }
-  QuantPacked& v = out.view;
-  v = QuantPacked{qs, out.d.data(), out.wsum.data(), format, n, k, nb, panels, bias};
-  v.ext = ext;
-  v.split = split;
-  v.has_min = info.has_min;
-  if (ext) v.sm = out.sm.data();
-  if (split) v.wsum_hi = out.wsum_hi.data();
-  if (info.has_min) v.dm = out.dm.data();
   return out;
 }
 
@@ -125,14 +191,14 @@ void quant_run_panels(const PackedLinear::Impl& im, const float* x, std::int64_t
                       std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
                       std::int64_t p1) {
   const cpu::QuantPacked& w = im.quant.view;
-  const QuantActs a(x, ldx, m, w.k, w.has_min);
+  const QuantActs a(x, ldx, m, w.k, cpu::reads_act_sums(w));
   active_qlinear()(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, p0, p1);
 }
 
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
                float* y, std::int64_t ldy, core::ThreadPool* pool) {
   const cpu::QuantPacked& w = im.quant.view;
-  const QuantActs a(x, ldx, m, w.k, w.has_min);
+  const QuantActs a(x, ldx, m, w.k, cpu::reads_act_sums(w));
   const cpu::QLinearFn fn = active_qlinear();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads <= 1) {
@@ -156,7 +222,7 @@ void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
     const std::int64_t at = cpu::qd_index(w.nb, p, b, l);
     for (std::int64_t i = 0; i < kQB; ++i) {  // ref::dequantize_block's formula
-      const std::int32_t q = w.qs[cpu::qs_offset(w.nb, p, b, l, i)];
+      const std::int32_t q = cpu::packed_weight(w, p, b, l, i);
       const std::int32_t s = !w.ext ? 1 : cpu::sm_byte(w.sm[at], i < 16 ? 0 : 1);
       const float v = w.d[at] * static_cast<float>(s * q);  // exact
       dst[b * kQB + i] =

@@ -23,27 +23,11 @@ namespace {
 
 using testing::available_isas;
 using testing::IsaGuard;
+using testing::k_format;
 using testing::pool_for;
 using testing::random_floats;
+using testing::random_q;
 using testing::same_bits;
-
-// Random weights of format f. Q8_0 / Q4_0 / Q5_0: random floats of mixed magnitudes (per
-// row) quantized. The other formats: random block bytes (every bit pattern of the integers,
-// sub-scales and mins) with random finite binary16 scales of either sign.
-std::vector<std::uint8_t> random_q(QuantFormat f, std::int64_t n, std::int64_t k,
-                                   std::uint64_t stream) {
-  if (f == QuantFormat::kQ8_0 || f == QuantFormat::kQ4_0 || f == QuantFormat::kQ5_0) {
-    std::vector<std::uint8_t> q(static_cast<std::size_t>(n * quant_row_bytes(f, k)));
-    std::vector<float> w = random_floats(n * k, stream);
-    for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < k; ++i) w[j * k + i] *= static_cast<float>(1 + j % 7) * 0.25f;
-    quantize_rows(f, w.data(), n, k, q.data());
-    return q;
-  }
-  return testing::random_blocks(f, n * k / quant_format_info(f).block_elems, stream);
-}
-
-bool k_format(QuantFormat f) { return quant_format_info(f).block_elems == 256; }
 
 class QuantFormats : public ::testing::TestWithParam<QuantFormat> {};
 
@@ -134,7 +118,7 @@ TEST_P(QuantFormats, PanelsDecodedOnAPoolEqualTheSerialOnes) {
   for (const int threads : {2, 3}) {
     core::ThreadPool pool(threads);
     const cpu::QuantPanels p = cpu::pack_quant_panels(w.data(), f, n, k, nullptr, &pool);
-    const auto bytes = static_cast<std::size_t>(serial.view.panels * cpu::kPanel * k);
+    const auto bytes = static_cast<std::size_t>(serial.view.qs_bytes());
     EXPECT_TRUE(std::equal(p.view.qs, p.view.qs + bytes, serial.view.qs)) << threads;
     EXPECT_EQ(p.d, serial.d) << threads;
     EXPECT_EQ(p.wsum, serial.wsum) << threads;

@@ -49,4 +49,22 @@ inline std::vector<std::uint8_t> random_blocks(QuantFormat f, std::int64_t block
   return q;
 }
 
+// Random weights of format f. Q8_0 / Q4_0 / Q5_0: random floats of mixed magnitudes (per
+// row) quantized. The other formats: random block bytes (every bit pattern of the integers,
+// sub-scales and mins) with random finite binary16 scales of either sign.
+inline std::vector<std::uint8_t> random_q(QuantFormat f, std::int64_t n, std::int64_t k,
+                                          std::uint64_t stream) {
+  if (f == QuantFormat::kQ8_0 || f == QuantFormat::kQ4_0 || f == QuantFormat::kQ5_0) {
+    std::vector<std::uint8_t> q(static_cast<std::size_t>(n * quant_row_bytes(f, k)));
+    std::vector<float> w = random_floats(n * k, stream);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < k; ++i) w[j * k + i] *= static_cast<float>(1 + j % 7) * 0.25f;
+    quantize_rows(f, w.data(), n, k, q.data());
+    return q;
+  }
+  return random_blocks(f, n * k / quant_format_info(f).block_elems, stream);
+}
+
+inline bool k_format(QuantFormat f) { return quant_format_info(f).block_elems == 256; }
+
 }  // namespace detinfer::kernels::testing

@@ -14,23 +14,37 @@ namespace detinfer::kernels::cpu {
 
 // Quantized weights repacked for the kernels: panels of kPanel (64) output columns, each
 // four groups of 16 columns; a group holds its blocks b = 0..nb-1 (k = 32b .. 32b+31) in
-// order, 512 bytes each, so a kernel walking one group reads one sequential stream. Inside
-// a block the 32 weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t
-// holds the weight of column c of the group at k = 32b + 4kq + t (qs_offset), so one
-// 64-byte row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
-// horizontal sum. Per block and column, at qd_index (16 columns of a group consecutive):
+// order, so a kernel walking one group reads one sequential stream. Two forms of a block:
+//   int8 (q8_0; any format with nibble = false): 512 bytes per block and group; the 32
+//     weights of each column are interleaved by 4: byte (kq * 16 + c) * 4 + t holds the
+//     weight q of column c of the group at k = 32b + 4kq + t (qs_offset), so one 64-byte
+//     row (kq) gives 16 columns x 4 k, and a kernel's lanes run over columns with no
+//     horizontal sum.
+//   nibble (every other format): u = q + offset, unsigned, in 4 + planes bits (offset 8,
+//     planes 0: q4_0; 4, 0: q3_k; 0, 0: q4_1, q4_k, q2_k; 16, 1: q5_0; 0, 1: q5_1, q5_k;
+//     32, 2: q6_k), in 256 + 64 planes bytes per block and group (nibble_base): byte
+//     (t * 16 + c) * 4 + j holds in its low nibble the low 4 bits of u of column c at
+//     k = 32b + 8t + j (the int8 form's row kq = 2t) and in its high nibble those at
+//     k = 32b + 8t + 4 + j (row 2t + 1); then bit plane P (0 <= P < planes), 64 bytes at
+//     256 + 64P: bit kq of byte c * 4 + j is bit 4 + P of u at k = 32b + 4kq + j. So one
+//     64-byte row masked with 0x0F gives int8 row 2t as unsigned bytes, shifted right by 4
+//     row 2t + 1, and a plane shifted to move bit kq to bit 4 + P and masked adds row kq's
+//     high bits. Kernels sum u * x exactly and subtract offset * (sum of the block's (or
+//     half's) x): the same integer as sum q * x, the same fold order as the int8 form, so
+//     the nibble form changes no result bit (docs/numerics.md).
+// Per block and column, at qd_index (16 columns of a group consecutive):
 //   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
-//   wsum  the sum of its 32 weights (for the vpdpbusd offset form); for `split` formats
-//         the sum of k 0..15 only, wsum_hi that of k 16..31.
+//   wsum  (int8 form only) the sum of its 32 weights (for the vpdpbusd offset form); for
+//         `split` formats the sum of k 0..15 only, wsum_hi that of k 16..31.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
 // qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
 // (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
 // int32, and with has_min the binary32 min scale dm. Columns past n hold zeros. Any format
-// decodes to this form exactly.
+// decodes to the int8 form exactly, and the nibble ones to the nibble form.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const float* d = nullptr;            // at qd_index
-  const std::int32_t* wsum = nullptr;  // at qd_index
+  const std::int32_t* wsum = nullptr;  // at qd_index; null in the nibble form
   QuantFormat format = QuantFormat::kQ8_0;
   std::int64_t n = 0;
   std::int64_t k = 0;
@@ -43,7 +57,24 @@ struct QuantPacked {
   const std::int32_t* wsum_hi = nullptr;  // split
   const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
   const float* dm = nullptr;              // has_min
+  bool nibble = false;                    // the nibble form (4 + planes bits per weight)
+  std::int32_t offset = 0;                // nibble: u = q + offset
+  int planes = 0;                         // nibble: bit planes above the nibble (0..2)
+  // Bytes at qs: panels * kPanel columns of k weights, 8 (int8) or 4 + planes bits each.
+  std::int64_t qs_bytes() const { return panels * kPanel * (nibble ? k * (4 + planes) / 8 : k); }
 };
+
+// Whether the kernels read the activations' half sums (ref::act_half_sums): a min term, or
+// the nibble form's offset.
+inline bool reads_act_sums(const QuantPacked& w) { return w.has_min || w.offset != 0; }
+
+// The nibble form of format f: u = q + offset within 4 + planes bits unsigned; offset -1
+// when f has none (q8_0).
+struct NibbleForm {
+  int offset = -1;
+  int planes = 0;
+};
+NibbleForm nibble_form(QuantFormat f);
 
 // The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
 struct QuantPanels {
@@ -66,8 +97,10 @@ struct QuantPanels {
 // n rows of k weights in `f`'s ggml blocks decoded (ref::decode_block) into panels; the
 // panels split over `pool`'s threads when given (each panel's cells are its own: the
 // same bytes for any thread count).
+// nibble = false keeps every format in the int8 form (the tests' comparison).
 QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n, std::int64_t k,
-                              const float* bias, core::ThreadPool* pool = nullptr);
+                              const float* bias, core::ThreadPool* pool = nullptr,
+                              bool nibble = true);
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
 
@@ -94,10 +127,35 @@ inline std::int64_t qs_offset(std::int64_t nb, std::int64_t p, std::int64_t b, s
          ((i / 4) * kQuantGroup + l % kQuantGroup) * 4 + i % 4;
 }
 
+// Bytes of one block of one 16-column group in the nibble form.
+inline std::int64_t nibble_block_bytes(int planes) { return 256 + 64 * std::int64_t{planes}; }
+
+// Byte offset in qs (nibble form) of block b of the group of column l of panel p, plus the
+// column's lane (l % 16) * 4: its byte j (0..3) of nibble row t is at + 64t + j, of plane P
+// at + 256 + 64P + j.
+inline std::int64_t nibble_base(std::int64_t nb, int planes, std::int64_t p, std::int64_t b,
+                                std::int64_t l) {
+  return ((p * (kPanel / kQuantGroup) + l / kQuantGroup) * nb + b) * nibble_block_bytes(planes) +
+         (l % kQuantGroup) * 4;
+}
+
+// The integer weight q of panel p, block b, column l, k-in-block i, in either form.
+inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int64_t b,
+                                  std::int64_t l, std::int64_t i) {
+  if (!w.nibble) return w.qs[qs_offset(w.nb, p, b, l, i)];
+  const auto* at =
+      reinterpret_cast<const std::uint8_t*>(w.qs) + nibble_base(w.nb, w.planes, p, b, l);
+  const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
+  std::int32_t u = (at[(kq / 2) * 64 + j] >> (4 * (kq % 2))) & 0x0F;
+  for (int plane = 0; plane < w.planes; ++plane)
+    u |= ((at[256 + 64 * plane + j] >> kq) & 1) << (4 + plane);
+  return u - w.offset;
+}
+
 // y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
 // (ref::quant_linear) over activations already quantized: xq holds m rows of k int8
 // (row stride k), xd m rows of nb block scales (row stride nb), xs (only read when
-// w.has_min; may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
+// reads_act_sums(w); may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
 using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const float* xd,
                            const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
                            std::int64_t p0, std::int64_t p1);

@@ -28,6 +28,21 @@ struct DotVnni512 {
   static ireg dot(ireg acc, ireg w, std::int32_t x4) {
     return _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(x4), w);
   }
+  // The nibble form: x unshifted, vpdpbusd's unsigned operand is u.
+  static ireg dotu(ireg acc, ireg u, std::int32_t x4) {
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(x4));
+  }
+  static void nibbles(const std::int8_t* p, ireg& lo, ireg& hi) {
+    const __m512i v = load(p), mask = _mm512_set1_epi8(0x0F);
+    lo = _mm512_and_si512(v, mask);
+    hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), mask);
+  }
+  static ireg shl(ireg v, int n) { return _mm512_slli_epi32(v, n); }
+  static ireg shr(ireg v, int n) { return _mm512_srli_epi32(v, n); }
+  static ireg and8(ireg v, int byte) {
+    return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(byte)));
+  }
+  static ireg or8(ireg a, ireg b) { return _mm512_or_si512(a, b); }
   // sum (x + 128) w - 128 sum w = sum x w, exact (|values| < 2^21).
   static ireg isum(ireg acc, const std::int32_t* wsum) {
     return _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7));

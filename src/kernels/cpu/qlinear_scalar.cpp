@@ -35,7 +35,7 @@ void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float
         for (std::int64_t b = 0; b < w.nb; ++b) {
           std::int8_t wq[ref::kQuantBlock];
           for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
-            wq[i] = w.qs[qs_offset(w.nb, p, b, l, i)];
+            wq[i] = static_cast<std::int8_t>(packed_weight(w, p, b, l, i));
           const ref::BlockScales bs = block_scales(w, qd_index(w.nb, p, b, l));
           s = s + ref::block_value_scaled(bs, w.has_min, xd[r * w.nb + b], wq,
                                           xq + r * w.k + b * ref::kQuantBlock,

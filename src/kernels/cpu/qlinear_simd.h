@@ -2,7 +2,10 @@
 //   D::L lanes (output columns), D::kShifted (x is read as x + 128, unsigned),
 //   D::load(p): the D::L columns' 4 weights of one kq row; D::dot(acc, w, x4): acc plus,
 //   per lane, the 4 products of its weights with the 4 int8 of x4 (broadcast), exact;
-//   D::isum(acc, wsum): the block's exact integer dot product per lane.
+//   D::isum(acc, wsum): the block's exact integer dot product per lane;
+//   nibble form: D::nibbles(p, lo, hi): the low and high nibbles of the D::L columns' 4
+//   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
+//   D::shl / shr (32-bit lanes), and8 (a byte mask), or8: the planes' bits.
 // Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace;
 // no include guard.
 //
@@ -13,8 +16,6 @@
 
 constexpr std::int64_t kQB = 32;  // ref::kQuantBlock
 constexpr int kMaxQRows = 4;
-// Software prefetch distance along a group's stream (8 blocks ahead).
-constexpr std::int64_t kPrefetchBytes = 8 * kQuantGroup * kQB;
 
 inline std::int32_t load4(const std::int8_t* p) {
   std::int32_t v;
@@ -29,28 +30,100 @@ struct QRows {
   const std::int32_t* xs[kMaxQRows];
 };
 
+// The block form: kP < 0 the int8 form, else the nibble form with kP bit planes.
+// Bytes of one block of one 16-column group.
+template <int kP>
+constexpr std::int64_t kBlockBytes = kP < 0 ? kQuantGroup* kQB : 256 + 64 * kP;
+
+// Row kq's bits 4 + P of u from bit plane P (bit kq of each byte), in place, others zero.
+template <class D, int P>
+__attribute__((always_inline)) inline typename D::ireg plane_bits(typename D::ireg plane, int kq) {
+  const typename D::ireg v = kq <= 4 + P ? D::shl(plane, 4 + P - kq) : D::shr(plane, kq - 4 - P);
+  return D::and8(v, 1 << (4 + P));
+}
+
+// acc[h][r] plus the products of block b's weights (at wb) with row r's x, summed per
+// lane; h is the block's half (kq / 4) when kAcc == 2, else 0. The int8 form: 8 rows of
+// 64 bytes (D::dot); the nibble form: 4 rows, each unpacked (D::nibbles) into the low bits
+// of u of rows 2t and 2t + 1, with the planes' high bits, then D::dotu (unsigned u).
+template <class D, int R, int kAcc, int kP>
+__attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, const QRows& a,
+                                                       std::int64_t b, bool prefetch,
+                                                       typename D::ireg (&acc)[kAcc][R]) {
+  constexpr int kShift = kAcc == 2 ? 2 : 3;             // kq / 4 with halves, else 0
+  constexpr std::int64_t kAhead = 8 * kBlockBytes<kP>;  // prefetch 8 blocks ahead
+  const auto fetch = [&](int line) {                    // one prefetch per 64-byte line
+    if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead + line * 64), _MM_HINT_T0);
+  };
+  if constexpr (kP < 0) {
+#pragma GCC unroll 8
+    for (int kq = 0; kq < 8; ++kq) {
+      fetch(kq);
+      const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[kq >> kShift][r] = D::dot(acc[kq >> kShift][r], wv, load4(a.x[r] + b * kQB + kq * 4));
+    }
+  } else {
+    typename D::ireg planes[kP > 0 ? kP : 1];
+    for (int p = 0; p < kP; ++p) {
+      fetch(4 + p);
+      planes[p] = D::load(wb + 256 + 64 * p);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      fetch(t);
+      typename D::ireg lo, hi;
+      D::nibbles(wb + t * kQuantGroup * 4, lo, hi);
+      if constexpr (kP > 0) {
+        lo = D::or8(lo, plane_bits<D, 0>(planes[0], 2 * t));
+        hi = D::or8(hi, plane_bits<D, 0>(planes[0], 2 * t + 1));
+      }
+      if constexpr (kP > 1) {
+        lo = D::or8(lo, plane_bits<D, 1>(planes[1], 2 * t));
+        hi = D::or8(hi, plane_bits<D, 1>(planes[1], 2 * t + 1));
+      }
+      const int h = (2 * t) >> kShift;  // rows 2t and 2t + 1 lie in one half
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const std::int8_t* x = a.x[r] + b * kQB + t * 8;
+        acc[h][r] = D::dotu(D::dotu(acc[h][r], lo, load4(x)), hi, load4(x + 4));
+      }
+    }
+  }
+}
+
+// The exact integer sum of q * x of row r over block b (half < 0) or its half `half`, from
+// its accumulator: D::isum (int8 form), or sum u * x - offset * (sum of x) (nibble form).
+template <class D, int kP>
+__attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ireg acc,
+                                                                  const QuantPacked& w,
+                                                                  const QRows& a, int r,
+                                                                  std::int64_t b, std::int64_t at,
+                                                                  int half) {
+  if constexpr (kP < 0) {
+    return D::isum(acc, (half == 1 ? w.wsum_hi : w.wsum) + at);
+  } else {
+    if (w.offset == 0) return acc;
+    const std::int32_t* xs = a.xs[r] + 2 * b;
+    return D::addi(acc, D::set1i(-w.offset * (half < 0 ? xs[0] + xs[1] : xs[half])));
+  }
+}
+
 // The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
-template <class D, int R>
+template <class D, int R, int kP>
 __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, const QRows& a,
                                                          const std::int8_t* w0, std::int64_t d0,
                                                          bool prefetch, typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
-    const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
-    typename D::ireg acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = D::izero();
-#pragma GCC unroll 8
-    for (int kq = 0; kq < 8; ++kq) {
-      if (prefetch)  // one prefetch per 64-byte line
-        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
-      const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[r] = D::dot(acc[r], wv, load4(a.x[r] + b * kQB + kq * 4));
-    }
+    typename D::ireg acc[1][R];
+    for (int r = 0; r < R; ++r) acc[0][r] = D::izero();
+    qblock_dots<D, R, 1, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const typename D::freg isum = D::cvt(D::isum(acc[r], w.wsum + at));
+      const typename D::freg isum = D::cvt(block_isum<D, kP>(acc[0][r], w, a, r, b, at, -1));
       s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
     }
   }
@@ -63,36 +136,27 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
 //     and msum = m_lo * (xs_lo + xs_hi), the same integers;
 // then v = (d * dx) * float(isum), with a min v - (dm * dx) * float(msum), s = s + v:
 // ref::block_value_scaled.
-template <class D, int R, bool kSplit, bool kMin>
+template <class D, int R, bool kSplit, bool kMin, int kP>
 __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, const QRows& a,
                                                        const std::int8_t* w0, std::int64_t d0,
                                                        bool prefetch, typename D::freg* s) {
   constexpr int kAcc = kSplit ? 2 : 1;
   for (std::int64_t b = 0; b < w.nb; ++b) {
-    const std::int8_t* wb = w0 + b * kQuantGroup * kQB;
     typename D::ireg acc[kAcc][R];
     for (int h = 0; h < kAcc; ++h)
       for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
-#pragma GCC unroll 8
-    for (int kq = 0; kq < 8; ++kq) {
-      if (prefetch)
-        _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchBytes + kq * 64), _MM_HINT_T0);
-      const typename D::ireg wv = D::load(wb + kq * kQuantGroup * 4);
-      constexpr int kShift = kSplit ? 2 : 3;  // kq / 4 with halves, else 0
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-        acc[kq >> kShift][r] = D::dot(acc[kq >> kShift][r], wv, load4(a.x[r] + b * kQB + kq * 4));
-    }
+    qblock_dots<D, R, kAcc, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
     const std::int64_t at = d0 + b * kQuantGroup;
     const typename D::freg dw = D::loadf(w.d + at);
     const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
     const typename D::ireg slo = D::template sbyte<0>(sm);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      typename D::ireg isum = D::mullo(D::isum(acc[0][r], w.wsum + at), slo);
+      typename D::ireg isum =
+          D::mullo(block_isum<D, kP>(acc[0][r], w, a, r, b, at, kSplit ? 0 : -1), slo);
       if constexpr (kSplit)
-        isum =
-            D::addi(isum, D::mullo(D::isum(acc[1][r], w.wsum_hi + at), D::template sbyte<1>(sm)));
+        isum = D::addi(isum, D::mullo(block_isum<D, kP>(acc[1][r], w, a, r, b, at, 1),
+                                      D::template sbyte<1>(sm)));
       const typename D::freg dx = D::set1(a.d[r][b]);
       typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
       if constexpr (kMin) {
@@ -110,6 +174,20 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
   }
 }
 
+// The block loops of w's form and format.
+template <class D, int R, int kP>
+void qblocks(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
+             bool prefetch, typename D::freg* s) {
+  if (!w.ext)
+    qblocks_plain<D, R, kP>(w, a, w0, d0, prefetch, s);
+  else if (w.split)
+    w.has_min ? qblocks_ext<D, R, true, true, kP>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, true, false, kP>(w, a, w0, d0, prefetch, s);
+  else
+    w.has_min ? qblocks_ext<D, R, false, true, kP>(w, a, w0, d0, prefetch, s)
+              : qblocks_ext<D, R, false, false, kP>(w, a, w0, d0, prefetch, s);
+}
+
 // Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows a[0..R): sums into
 // out[r] (D::L floats each).
 template <class D, int R>
@@ -117,17 +195,17 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
            const float* bias) {
   typename D::freg s[R];
   for (int r = 0; r < R; ++r) s[r] = D::fzero();
-  const std::int8_t* w0 = w.qs + qs_offset(w.nb, p, 0, l0, 0);
   const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
   const bool prefetch = D::L == kQuantGroup || l0 % kQuantGroup == 0;
-  if (!w.ext)
-    qblocks_plain<D, R>(w, a, w0, d0, prefetch, s);
-  else if (w.split)
-    w.has_min ? qblocks_ext<D, R, true, true>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, true, false>(w, a, w0, d0, prefetch, s);
+  const std::int8_t* wn = w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l0) : 0);
+  if (!w.nibble)
+    qblocks<D, R, -1>(w, a, w.qs + qs_offset(w.nb, p, 0, l0, 0), d0, prefetch, s);
+  else if (w.planes == 0)
+    qblocks<D, R, 0>(w, a, wn, d0, prefetch, s);
+  else if (w.planes == 1)
+    qblocks<D, R, 1>(w, a, wn, d0, prefetch, s);
   else
-    w.has_min ? qblocks_ext<D, R, false, true>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, false, false>(w, a, w0, d0, prefetch, s);
+    qblocks<D, R, 2>(w, a, wn, d0, prefetch, s);
   for (int r = 0; r < R; ++r) {
     if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
     D::storef(out[r], s[r]);
@@ -147,9 +225,10 @@ template <class D>
 void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
                     const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
                     std::int64_t p0, std::int64_t p1) {
-  // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand).
+  // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand;
+  // the nibble form's unsigned operand is u).
   std::vector<std::int8_t> shifted;
-  if (D::kShifted) {
+  if (D::kShifted && !w.nibble) {
     shifted.resize(static_cast<std::size_t>(m * w.k));
     for (std::size_t i = 0; i < shifted.size(); ++i)
       shifted[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
@@ -173,7 +252,7 @@ void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd
         for (int r = 0; r < rows; ++r) {
           a.x[r] = xq + (r0 + r) * w.k;
           a.d[r] = xd + (r0 + r) * w.nb;
-          a.xs[r] = w.has_min ? xs + (r0 + r) * 2 * w.nb : nullptr;
+          a.xs[r] = reads_act_sums(w) ? xs + (r0 + r) * 2 * w.nb : nullptr;
           out[r] = cols == D::L ? y + (r0 + r) * ldy + col0 : tmp[r];
         }
         qtile_rows<D>(rows, w, a, p, l0, out, bias, std::make_integer_sequence<int, kMaxQRows>());
@@ -201,6 +280,23 @@ struct Dot256 {
         _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
   }
+  // u (unsigned, <= 15) times x, pairs summed in int16 (|sum| <= 2 * 15 * 128), then int32.
+  static ireg dotu(ireg acc, ireg u, std::int32_t x4) {
+    const __m256i p16 = _mm256_maddubs_epi16(u, _mm256_set1_epi32(x4));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  // The low and high nibbles of 32 bytes, each as a byte.
+  static void nibbles(const std::int8_t* p, ireg& lo, ireg& hi) {
+    const __m256i v = load(p), mask = _mm256_set1_epi8(0x0F);
+    lo = _mm256_and_si256(v, mask);
+    hi = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask);
+  }
+  static ireg shl(ireg v, int n) { return _mm256_slli_epi32(v, n); }
+  static ireg shr(ireg v, int n) { return _mm256_srli_epi32(v, n); }
+  static ireg and8(ireg v, int byte) {
+    return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(byte)));
+  }
+  static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
   static ireg isum(ireg acc, const std::int32_t*) { return acc; }
   static freg fzero() { return _mm256_setzero_ps(); }
   static freg set1(float f) { return _mm256_set1_ps(f); }
