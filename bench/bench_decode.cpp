@@ -167,9 +167,10 @@ struct Args {
   bool quick = false;         // 135M only, no context sweep (a smoke run)
   bool context = false;       // the long-context table only
   bool long_prefill = false;  // the long-prompt prefill table only
-  bool long_decode = false;   // the long-context bf16 decode table only
-  bool probe = false;         // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
-  std::string only;  // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
+  bool long_decode = false;   // the long-context decode table only (bf16 KV; --kv-f32: f32)
+  bool kv_f32 = false;
+  bool probe = false;  // --probe: each probe shape's bandwidth at 1 and 2 threads, then exit
+  std::string only;    // --only SUBSTR: the bound rows whose "name dtype" contain it, no sweep
   std::string dir = "/tmp/detinfer-bench-decode";
   int profile_steps = 0;  // > 0: only run this many 0.5B bf16 steps (for perf/callgrind)
   int threads = 1;        // of the profile run
@@ -243,7 +244,7 @@ void context_table(const Shape& s, ReadProbe& probe, const Args& a) {
   }
 }
 
-// Decode at long contexts (issue 32): one sequence, 2 threads, bf16 KV, steps at contexts
+// Decode at long contexts (issue 32): one sequence, 2 threads, bf16 (or f32) KV, steps at
 // 128, 2048, 8192 and 16384 alternating (3 steps each per rep), after a 16384-token
 // prefill has written every KV row (unwritten pool memory would be the kernel's shared
 // zero page, always in cache, hiding what the KV reads cost); the
@@ -252,10 +253,11 @@ void context_table(const Shape& s, ReadProbe& probe, const Args& a) {
 void long_decode_table(const Shape& s, ReadProbe& probe, const Args& a) {
   ensure_model(s.opt);
   const std::int64_t ctxs[] = {128, 2048, 8192, 16384};
-  Runner r(s.opt.out_dir, 2, 16384 + 64, detinfer::core::DType::kBF16);
+  Runner r(s.opt.out_dir, 2, 16384 + 64,
+           a.kv_f32 ? detinfer::core::DType::kF32 : detinfer::core::DType::kBF16);
   const Timed fill = time_it([&] { r.prefill_chunked(16384, 256); });
   std::printf("(16384-token prefill in chunks of 256: %.1f tok/s)\n\n", 16384 / fill.wall);
-  const double kv_token = static_cast<double>(r.kv_bytes_per_token()) / 2;  // bf16
+  const double kv_token = static_cast<double>(r.kv_bytes_per_token()) / (a.kv_f32 ? 1 : 2);
   std::vector<double> step[4], frac[4], rel[4];
   for (int rep = 0; rep < a.reps; ++rep) {
     double t[4];
@@ -333,6 +335,8 @@ int main(int argc, char** argv) {
       a.context = true;
     } else if (std::strcmp(argv[i], "--long-decode") == 0) {
       a.long_decode = true;
+    } else if (std::strcmp(argv[i], "--kv-f32") == 0) {
+      a.kv_f32 = true;
     } else if (std::strcmp(argv[i], "--long-prefill") == 0) {
       a.long_prefill = true;
     } else if (std::strcmp(argv[i], "--probe") == 0) {
@@ -347,12 +351,13 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       a.dir = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: bench_decode [--quick | --context | --long-prefill | --long-decode] "
-                   "[--only SUBSTR] "
-                   "[--probe] "
-                   "[--reps N] [--dir DIR] "
-                   "[--profile-steps N THREADS]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_decode [--quick | --context | --long-prefill | --long-decode [--kv-f32]] "
+          "[--only SUBSTR] "
+          "[--probe] "
+          "[--reps N] [--dir DIR] "
+          "[--profile-steps N THREADS]\n");
       return 2;
     }
   }
@@ -376,9 +381,9 @@ int main(int argc, char** argv) {
   ReadProbe probe;
   if (a.long_decode) {
     std::printf(
-        "decode at long contexts, bf16 KV, 2 threads (0.5B bf16), median of %d\n\n"
+        "decode at long contexts, %s KV, 2 threads (0.5B bf16), median of %d\n\n"
         "| context | step ms | vs bound | vs 128 |\n| --- | --- | --- | --- |\n",
-        a.reps);
+        a.kv_f32 ? "f32" : "bf16", a.reps);
     long_decode_table(qwen05b(a.dir + "/05b-bf16", detinfer::core::DType::kBF16), probe, a);
     return 0;
   }
