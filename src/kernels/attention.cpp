@@ -368,7 +368,8 @@ void attention(const float* q, std::int64_t ldq, std::int64_t rows, const std::i
           0};
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   std::unique_ptr<float[]> kt;
-  if (rows >= kTransposeOnceRows && max_first == 0 &&
+  // (The scalar kernels read K row by row: no copy for them.)
+  if (rows >= kTransposeOnceRows && max_first == 0 && active_isa() != Isa::kScalar &&
       kv.num_kv_heads * round_up(max_keys, 16) * d <= kMaxTransposedFloats) {
     job.kt_stride = round_up(max_keys, 16) * d;
     kt.reset(new float[static_cast<std::size_t>(kv.num_kv_heads * job.kt_stride)]);
