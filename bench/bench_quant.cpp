@@ -1,14 +1,16 @@
 // The quantized linear (q8_0, quantized spec v1) against the bf16 PackedLinear at the
-// Qwen2.5-0.5B shapes, one thread, M = 1 (decode) and 16 (batched decode / prefill). Each
+// Qwen2.5-0.5B shapes, one thread, M = 1 (decode), 16 (batched decode) and 64 / 256 (prefill). Each
 // iteration runs both on the same input back to back, so the ratio q8_0 / bf16 is a
 // same-run ratio (the counters bf16_ms, q8_ms and q8_over_bf16 are per call; the weights
 // rotate over copies of ~256 MiB per format, so they come from DRAM as in a real model).
 // BM_QuantFormatVsQ8 does the same for another format (F = QuantFormat number) against
 // q8_0 (counters q8_ms, fmt_ms, fmt_over_q8, and the packed bytes per weight).
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,44 @@ std::vector<float> random_floats(std::int64_t n, std::uint64_t stream) {
     v[static_cast<std::size_t>(i)] =
         uniform01(philox_block(7, stream, static_cast<std::uint64_t>(i))[0]) * 2.0f - 1.0f;
   return v;
+}
+
+// The int8 ceiling of the quantized kernels: 24 independent chains of vpdpbusd (64
+// multiply-adds of u8 x s8 each) on zmm8..zmm31, per thread CPU second; set against
+// BM_FmaPeak (bench_kernels), the f32 linear's ceiling. In asm: GCC 12 copies each
+// accumulator before the destructive instruction, which halves the rate.
+__attribute__((target("avx512f,avx512vnni"))) void vnni_chains(std::int64_t iters) {
+  asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\tvpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm0", "xmm1");
+  for (std::int64_t it = 0; it < iters; ++it) {
+#define DETINFER_DP(i) "vpdpbusd %%zmm1, %%zmm0, %%zmm" #i "\n\t"
+    asm volatile(DETINFER_DP(8) DETINFER_DP(9) DETINFER_DP(10) DETINFER_DP(11) DETINFER_DP(12)
+                     DETINFER_DP(13) DETINFER_DP(14) DETINFER_DP(15) DETINFER_DP(16) DETINFER_DP(17)
+                         DETINFER_DP(18) DETINFER_DP(19) DETINFER_DP(20) DETINFER_DP(21)
+                             DETINFER_DP(22) DETINFER_DP(23) DETINFER_DP(24) DETINFER_DP(25)
+                                 DETINFER_DP(26) DETINFER_DP(27) DETINFER_DP(28) DETINFER_DP(29)
+                                     DETINFER_DP(30) DETINFER_DP(31)::
+                                         : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                                           "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",
+                                           "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25",
+                                           "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
+#undef DETINFER_DP
+  }
+}
+
+void BM_VnniPeak(benchmark::State& state) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx512) || !__builtin_cpu_supports("avx512vnni")) {
+    state.SkipWithError("no AVX-512 VNNI on this CPU");
+    return;
+  }
+  constexpr std::int64_t kIters = 1 << 20;
+  double cpu = 0;
+  for (auto _ : state) {
+    const auto c0 = std::clock();
+    vnni_chains(kIters);
+    cpu += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  }
+  state.counters["cpu_GMACS"] =
+      64.0 * 24 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
 }
 
 // args: N, K, M.
@@ -63,6 +103,10 @@ void BM_Q8VsBf16Linear(benchmark::State& state) {
   state.counters["bf16_ms"] = t_bf / static_cast<double>(calls);
   state.counters["q8_ms"] = t_q8 / static_cast<double>(calls);
   state.counters["q8_over_bf16"] = t_q8 / t_bf;
+  // Multiply-adds per second of each (n k m per call), to set against BM_FmaPeak.
+  const double macs = static_cast<double>(n * k * m) * static_cast<double>(calls);
+  state.counters["bf16_gmacs"] = macs / t_bf * 1e-6;
+  state.counters["q8_gmacs"] = macs / t_q8 * 1e-6;
   state.SetLabel(kernels::to_string(kernels::active_isa()));
 }
 
@@ -110,6 +154,8 @@ void BM_QuantFormatVsQ8(benchmark::State& state) {
 
 }  // namespace
 
+BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_QuantFormatVsQ8)
     ->ArgNames({"N", "K", "M", "F"})
     ->ArgsProduct({{4864}, {1024}, {1, 16}, {1, 3, 7, 9}})  // q4_0, q4_1, q4_k, q6_k
@@ -123,6 +169,9 @@ BENCHMARK(BM_Q8VsBf16Linear)
     ->Args({896, 896, 16})
     ->Args({4864, 896, 16})
     ->Args({896, 4864, 16})
+    ->Args({4864, 896, 64})  // prefill chunks
+    ->Args({896, 4864, 64})
+    ->Args({4864, 896, 256})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace detinfer::bench

@@ -98,6 +98,8 @@ void rope(float* x, std::int64_t heads, std::int64_t ldx, std::int64_t d, const 
 // once at load time into panels of 64 output columns (k-major inside a panel, source
 // dtype kept, one layout for every ISA, so set_isa() may change at any time). Widening
 // is exact, so the result equals the reference linear over the f32-widened weights.
+class QuantActs;
+
 class PackedLinear {
  public:
   PackedLinear();
@@ -141,9 +143,14 @@ class PackedLinear {
   std::int64_t panels() const;
   void run_panels(const float* x, std::int64_t ldx, std::int64_t m, float* y, std::int64_t ldy,
                   std::int64_t p0, std::int64_t p1) const;
+  // The same for quantized weights over rows already quantized (QuantActs, linear_impl.h:
+  // several linears over one input quantize it once, not once per linear and panel task).
+  void run_panels(const QuantActs& acts, float* y, std::int64_t ldy, std::int64_t p0,
+                  std::int64_t p1) const;
 
-  // Opaque state (kernels/linear_impl.h).
+  // Opaque state (kernels/linear_impl.h), read by the module's own files.
   struct Impl;
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

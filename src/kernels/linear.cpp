@@ -166,11 +166,37 @@ void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, 
     fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
          w.panels, ", ldx=", ldx, " (k=", w.k, "), ldy=", ldy, " (n=", w.n, ")");
   if (impl_->quantized) {
-    quant_run_panels(*impl_, x, ldx, m, y, ldy, p0, p1);
+    quant_run_panels(*impl_, QuantActs(x, ldx, m, w.k, cpu::reads_act_sums(impl_->quant.view)), y,
+                     ldy, p0, p1);
     return;
   }
   run_row_blocks(cpu::active_kernels().linear, w, x, ldx, m, y, ldy, p0, p1);
 }
+
+void PackedLinear::run_panels(const QuantActs& acts, float* y, std::int64_t ldy, std::int64_t p0,
+                              std::int64_t p1) const {
+  if (!impl_ || !impl_->quantized)
+    fail(ErrorCode::kInvalidArgument,
+         "PackedLinear::run_panels: quantized rows need quantized weights");
+  if (acts.m <= 0 || p0 >= p1) return;
+  if (p0 < 0 || p1 > impl_->view.panels || ldy < impl_->view.n)
+    fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
+         impl_->view.panels, ", ldy=", ldy, " (n=", impl_->view.n, ")");
+  quant_run_panels(*impl_, acts, y, ldy, p0, p1);
+}
+
+namespace {
+// Panels [p0, p1) of w over x, or over `acts` (x quantized once for several linears) when
+// w is quantized and acts is given.
+void run_panels_of(const PackedLinear& w, const QuantActs* acts, const float* x, std::int64_t ldx,
+                   std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1) {
+  if (acts != nullptr && w.quantized()) {
+    w.run_panels(*acts, y, ldy, p0, p1);
+  } else {
+    w.run_panels(x, ldx, m, y, ldy, p0, p1);
+  }
+}
+}  // namespace
 
 void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t ldx, std::int64_t m,
                  core::ThreadPool* pool) {
@@ -181,6 +207,9 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
   // Task t runs global panels [split.begin(t), split.begin(t + 1)) of the concatenation.
   const PanelSplit split = split_panels(total, threads);
   const std::int64_t tasks = split.tasks;
+  std::vector<const PackedLinear*> ws(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) ws[static_cast<std::size_t>(i)] = outs[i].w;
+  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws.data(), count, x, ldx, m);
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t g0 = split.begin(t), g1 = split.begin(t + 1);
@@ -188,7 +217,8 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
       for (int i = 0; i < count; ++i) {
         const std::int64_t n = outs[i].w->panels();
         const std::int64_t p0 = std::max(g0, base) - base, p1 = std::min(g1, base + n) - base;
-        if (p0 < p1) outs[i].w->run_panels(x, ldx, m, outs[i].y, outs[i].ldy, p0, p1);
+        if (p0 < p1)
+          run_panels_of(*outs[i].w, acts.get(), x, ldx, m, outs[i].y, outs[i].ldy, p0, p1);
         base += n;
       }
     }
@@ -212,11 +242,13 @@ void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const fl
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   const PanelSplit split = split_panels(panels, threads);
   const std::int64_t tasks = split.tasks;
+  const PackedLinear* ws[2] = {&gate, &up};
+  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws, 2, x, ldx, m);
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t p0 = split.begin(t), p1 = split.begin(t + 1);
-      gate.run_panels(x, ldx, m, g, n, p0, p1);
-      up.run_panels(x, ldx, m, u, n, p0, p1);
+      run_panels_of(gate, acts.get(), x, ldx, m, g, n, p0, p1);
+      run_panels_of(up, acts.get(), x, ldx, m, u, n, p0, p1);
       const std::int64_t c0 = p0 * cpu::kPanel, c1 = std::min(n, p1 * cpu::kPanel);
       for (std::int64_t r = 0; r < m; ++r)
         silu_mul(g + r * n + c0, u + r * n + c0, a + r * n + c0, c1 - c0);

@@ -58,11 +58,54 @@ struct PackedLinear::Impl {
   cpu::QuantPanels quant;
 };
 
+// Bytes of the calling thread's scratch, grown as needed and kept up to kKeptBytes (16 MiB)
+// for the next holder: a step quantizes the activations of a dozen linears per layer, and a
+// fresh allocation each time cost page faults and malloc time (quant_linear.cpp). A need
+// above kKeptBytes, or a second holder on the same thread, gets a buffer of its own.
+class ThreadScratch {
+ public:
+  explicit ThreadScratch(std::size_t bytes);
+  ~ThreadScratch();
+  ThreadScratch(const ThreadScratch&) = delete;
+  ThreadScratch& operator=(const ThreadScratch&) = delete;
+  std::uint8_t* data() const { return data_; }  // 64-byte aligned
+  static constexpr std::size_t kKeptBytes = std::size_t{16} << 20;
+
+ private:
+  std::uint8_t* data_ = nullptr;
+  bool kept_ = false;        // the thread's kept buffer (released to it on destruction)
+  bool* release_ = nullptr;  // the kept buffer's held flag
+  std::unique_ptr<std::uint8_t[], AlignedFree> own_;
+};
+
+// m rows of x (k columns, row stride ldx) quantized for the quantized kernels
+// (cpu::quantize_acts_for(active_isa()), the reference's bytes) in a ThreadScratch: int8
+// rows q (stride k), block scales d (stride k / 32), and with `sums` the half sums xs
+// (stride k / 16; else null). Built once per input by run / run_panels, and by
+// run_linears and run_gate_up_silu for all their quantized linears together.
+class QuantActs {
+ public:
+  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums);
+  const std::int8_t* q = nullptr;
+  const float* d = nullptr;
+  const std::int32_t* xs = nullptr;
+  std::int64_t m = 0, k = 0;
+
+ private:
+  ThreadScratch scratch_;
+};
+
+// The QuantActs that several linears over the same x share: built when any of them is
+// quantized (with the half sums when any reads them), else empty; empty too when the
+// quantized ones differ in k (each then quantizes x itself).
+std::unique_ptr<QuantActs> shared_quant_acts(const PackedLinear* const* ws, int count,
+                                             const float* x, std::int64_t ldx, std::int64_t m);
+
 // Quantized counterparts of run / run_panels / widen_row (quant_linear.cpp).
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
                float* y, std::int64_t ldy, core::ThreadPool* pool);
-void quant_run_panels(const PackedLinear::Impl& im, const float* x, std::int64_t ldx,
-                      std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0, std::int64_t p1);
+void quant_run_panels(const PackedLinear::Impl& im, const QuantActs& a, float* y, std::int64_t ldy,
+                      std::int64_t p0, std::int64_t p1);
 void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst);
 
 }  // namespace detinfer::kernels

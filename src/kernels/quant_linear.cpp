@@ -16,25 +16,67 @@ namespace detinfer::kernels {
 namespace {
 constexpr std::int64_t kQB = ref::kQuantBlock;
 
-// The activations of m rows quantized per block of 32 (ref::quantize_act_row), with their
-// half sums (ref::act_half_sums) when the weights have a min term.
-struct QuantActs {
-  std::vector<std::int8_t> q;
-  std::vector<float> d;
-  std::vector<std::int32_t> xs;
-  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums)
-      : q(static_cast<std::size_t>(m * k)), d(static_cast<std::size_t>(m * (k / kQB))) {
-    if (sums) xs.resize(static_cast<std::size_t>(m * (k / 16)));
-    for (std::int64_t r = 0; r < m; ++r) {
-      ref::quantize_act_row(x + r * ldx, k, q.data() + r * k, d.data() + r * (k / kQB));
-      if (sums) ref::act_half_sums(q.data() + r * k, k, xs.data() + r * (k / 16));
-    }
-  }
-  const std::int32_t* sums() const { return xs.empty() ? nullptr : xs.data(); }
-};
-
 cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
+
+std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
 }  // namespace
+
+ThreadScratch::ThreadScratch(std::size_t bytes) {
+  struct Kept {
+    std::unique_ptr<std::uint8_t[], AlignedFree> buf;
+    std::size_t size = 0;
+    bool held = false;
+  };
+  thread_local Kept kept;
+  if (bytes <= kKeptBytes && !kept.held) {
+    if (kept.size < bytes) {
+      kept.buf.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+      kept.size = bytes;
+    }
+    kept.held = kept_ = true;
+    data_ = kept.buf.get();
+    release_ = &kept.held;
+    return;
+  }
+  own_.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+  data_ = own_.get();
+}
+
+ThreadScratch::~ThreadScratch() {
+  if (kept_) *release_ = false;
+}
+
+QuantActs::QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums)
+    : m(m),
+      k(k),
+      scratch_(align64(static_cast<std::size_t>(m * k)) +
+               align64(static_cast<std::size_t>(m * (k / kQB)) * sizeof(float)) +
+               (sums ? static_cast<std::size_t>(m * (k / 16)) * sizeof(std::int32_t) : 0)) {
+  auto* qb = reinterpret_cast<std::int8_t*>(scratch_.data());
+  auto* db = reinterpret_cast<float*>(scratch_.data() + align64(static_cast<std::size_t>(m * k)));
+  auto* sb = sums ? reinterpret_cast<std::int32_t*>(
+                        reinterpret_cast<std::uint8_t*>(db) +
+                        align64(static_cast<std::size_t>(m * (k / kQB)) * sizeof(float)))
+                  : nullptr;
+  cpu::quantize_acts_for(active_isa())(x, ldx, m, k, qb, db, sb);
+  q = qb;
+  d = db;
+  xs = sb;
+}
+
+std::unique_ptr<QuantActs> shared_quant_acts(const PackedLinear* const* ws, int count,
+                                             const float* x, std::int64_t ldx, std::int64_t m) {
+  bool any = false, sums = false;
+  std::int64_t k = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!ws[i]->quantized()) continue;
+    if (any && ws[i]->k() != k) return nullptr;  // each quantizes its own rows
+    any = true;
+    k = ws[i]->k();
+    sums = sums || cpu::reads_act_sums(ws[i]->impl().quant.view);
+  }
+  return any ? std::make_unique<QuantActs>(x, ldx, m, k, sums) : nullptr;
+}
 
 namespace cpu {
 
@@ -187,12 +229,11 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
   return out;
 }
 
-void quant_run_panels(const PackedLinear::Impl& im, const float* x, std::int64_t ldx,
-                      std::int64_t m, float* y, std::int64_t ldy, std::int64_t p0,
-                      std::int64_t p1) {
+void quant_run_panels(const PackedLinear::Impl& im, const QuantActs& a, float* y, std::int64_t ldy,
+                      std::int64_t p0, std::int64_t p1) {
   const cpu::QuantPacked& w = im.quant.view;
-  const QuantActs a(x, ldx, m, w.k, cpu::reads_act_sums(w));
-  active_qlinear()(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, p0, p1);
+  DETINFER_INTERNAL_CHECK(a.k == w.k && (a.xs != nullptr || !cpu::reads_act_sums(w)));
+  active_qlinear()(w, a.q, a.d, a.xs, a.m, y, ldy, p0, p1);
 }
 
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
@@ -202,7 +243,7 @@ void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, s
   const cpu::QLinearFn fn = active_qlinear();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads <= 1) {
-    fn(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, 0, w.panels);
+    fn(w, a.q, a.d, a.xs, m, y, ldy, 0, w.panels);
     return;
   }
   // Panel ranges as PackedLinear::run splits them; columns are independent outputs.
@@ -211,7 +252,7 @@ void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, s
       split.tasks, 1,
       [&](std::int64_t t0, std::int64_t t1) {
         for (std::int64_t t = t0; t < t1; ++t)
-          fn(w, a.q.data(), a.d.data(), a.sums(), m, y, ldy, split.begin(t), split.begin(t + 1));
+          fn(w, a.q, a.d, a.xs, m, y, ldy, split.begin(t), split.begin(t + 1));
       },
       static_cast<int>(split.tasks));
 }

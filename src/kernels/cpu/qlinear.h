@@ -160,6 +160,17 @@ using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const fl
                            const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
                            std::int64_t p0, std::int64_t p1);
 
+// Activations quantized for the kernels: m rows of x (row stride ldx) to q (m rows of k
+// int8, row stride k) and d (m rows of k / 32 block scales) by ref::quantize_act_row, and
+// when xs is not null the half sums (m rows of k / 16, ref::act_half_sums). Every variant
+// gives the reference's bytes.
+using QuantizeActsFn = void (*)(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                                std::int8_t* q, float* d, std::int32_t* xs);
+QuantizeActsFn quantize_acts_scalar();
+QuantizeActsFn quantize_acts_avx2();  // only call when the CPU supports AVX2
+// The quantizer of `isa` (the AVX2 one for AVX-512 too).
+QuantizeActsFn quantize_acts_for(Isa isa);
+
 QLinearFn qlinear_scalar();
 QLinearFn qlinear_avx2();             // only call when the CPU supports AVX2
 QLinearFn qlinear_avx512(bool vnni);  // only call when the CPU supports AVX-512 (+VNNI)

@@ -47,9 +47,22 @@ void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float
   }
 }
 
+void quantize_acts_ref(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                       std::int8_t* q, float* d, std::int32_t* xs) {
+  for (std::int64_t r = 0; r < m; ++r) {
+    ref::quantize_act_row(x + r * ldx, k, q + r * k, d + r * (k / ref::kQuantBlock));
+    if (xs != nullptr) ref::act_half_sums(q + r * k, k, xs + r * (k / 16));
+  }
+}
+
 }  // namespace
 
 QLinearFn qlinear_scalar() { return qlinear_ref_panels; }
+QuantizeActsFn quantize_acts_scalar() { return quantize_acts_ref; }
+
+QuantizeActsFn quantize_acts_for(Isa isa) {
+  return isa == Isa::kScalar ? quantize_acts_scalar() : quantize_acts_avx2();
+}
 
 bool cpu_has_avx512_vnni() {
   static const bool has = __builtin_cpu_supports("avx512vnni") != 0;

@@ -227,12 +227,17 @@ void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd
                     std::int64_t p0, std::int64_t p1) {
   // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand;
   // the nibble form's unsigned operand is u).
-  std::vector<std::int8_t> shifted;
+  // The copy is the thread's own, kept between calls up to 16 MiB (a fresh allocation per
+  // call costs page faults).
   if (D::kShifted && !w.nibble) {
-    shifted.resize(static_cast<std::size_t>(m * w.k));
-    for (std::size_t i = 0; i < shifted.size(); ++i)
-      shifted[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
-    xq = shifted.data();
+    const auto bytes = static_cast<std::size_t>(m * w.k);
+    thread_local std::vector<std::int8_t> kept;
+    std::vector<std::int8_t> own;
+    std::vector<std::int8_t>& buf = bytes <= (std::size_t{16} << 20) ? kept : own;
+    if (buf.size() < bytes) buf.resize(bytes);
+    for (std::size_t i = 0; i < bytes; ++i)
+      buf[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
+    xq = buf.data();
   }
   alignas(64) float tmp[kMaxQRows][D::L];
   alignas(64) float bias_tmp[D::L];

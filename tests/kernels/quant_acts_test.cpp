@@ -1,0 +1,127 @@
+// The activation quantizer of the quantized linear (cpu::QuantizeActsFn): every variant
+// (scalar, AVX2 vectors, also used on AVX-512 CPUs) gives ref::quantize_act_row's and
+// ref::act_half_sums's bytes, on random rows and on the edge cases of the rounding
+// (exact halves), of non-finite and zero blocks, of scales that round to binary16 zero or
+// overflow it, and of row strides wider than k.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detinfer/philox.h"
+#include "isa_test_util.h"
+#include "kernel_test_util.h"
+#include "kernels/cpu/qlinear.h"
+#include "kernels/kernels.h"
+#include "kernels/reference/quant_reference.h"
+
+namespace detinfer::kernels {
+namespace {
+
+using testing::random_floats;
+
+std::vector<std::pair<std::string, cpu::QuantizeActsFn>> variants() {
+  std::vector<std::pair<std::string, cpu::QuantizeActsFn>> v = {
+      {"scalar", cpu::quantize_acts_scalar()}};
+  if (isa_supported(Isa::kAvx2)) v.emplace_back("avx2", cpu::quantize_acts_avx2());
+  return v;
+}
+
+// Every variant against the reference on m rows of k (row stride ldx), bytes compared.
+void expect_reference_bytes(const std::vector<float>& x, std::int64_t ldx, std::int64_t m,
+                            std::int64_t k, const char* what) {
+  const std::int64_t nb = k / 32;
+  std::vector<std::int8_t> wq(static_cast<std::size_t>(m * k));
+  std::vector<float> wd(static_cast<std::size_t>(m * nb));
+  std::vector<std::int32_t> ws(static_cast<std::size_t>(m * 2 * nb));
+  for (std::int64_t r = 0; r < m; ++r) {
+    ref::quantize_act_row(x.data() + r * ldx, k, wq.data() + r * k, wd.data() + r * nb);
+    ref::act_half_sums(wq.data() + r * k, k, ws.data() + r * 2 * nb);
+  }
+  for (const auto& [name, fn] : variants()) {
+    for (const bool sums : {false, true}) {
+      std::vector<std::int8_t> q(wq.size(), 99);
+      std::vector<float> d(wd.size(), -7.0f);
+      std::vector<std::int32_t> xs(ws.size(), -99);
+      fn(x.data(), ldx, m, k, q.data(), d.data(), sums ? xs.data() : nullptr);
+      EXPECT_EQ(q, wq) << name << " " << what;
+      EXPECT_EQ(std::memcmp(d.data(), wd.data(), d.size() * sizeof(float)), 0)
+          << name << " " << what;
+      if (sums) {
+        EXPECT_EQ(xs, ws) << name << " " << what;
+      } else {
+        EXPECT_EQ(xs, std::vector<std::int32_t>(ws.size(), -99)) << name << " " << what;
+      }
+    }
+  }
+}
+
+TEST(QuantActs, RandomRowsEqualTheReference) {
+  for (const float scale : {1e-3f, 1.0f, 37.5f, 3e4f}) {
+    const std::int64_t m = 5, k = 224, ldx = 256;
+    const std::vector<float> x = random_floats(m * ldx, 17, scale);
+    expect_reference_bytes(x, ldx, m, k, "random");
+  }
+}
+
+// Halves exactly: amax 127 gives d = 1, id = 1, so x = j + 0.5 rounds away from zero;
+// amax 63.5 gives id = 2 and x = j / 2 + 0.25 lands on halves too. And values just below a
+// half (0.49999997), which a "+ 0.5 then truncate" rounding would round up.
+TEST(QuantActs, HalvesRoundAwayFromZero) {
+  std::vector<float> x(4 * 32);
+  for (int i = 0; i < 32; ++i) {
+    x[static_cast<std::size_t>(i)] = i == 0 ? 127.0f : static_cast<float>(i % 16) - 7.5f;
+    x[static_cast<std::size_t>(32 + i)] =
+        i == 0 ? -63.5f : static_cast<float>(i - 16) * 0.5f + 0.25f;
+    x[static_cast<std::size_t>(64 + i)] =
+        i == 0 ? 127.0f : (i % 2 != 0 ? 1.0f : -1.0f) * std::nextafter(0.5f + (i % 7), 0.0f);
+    x[static_cast<std::size_t>(96 + i)] = i == 0 ? 127.0f : (i % 2 != 0 ? 0.5f : -0.5f);
+  }
+  expect_reference_bytes(x, 32, 4, 32, "halves");
+  std::vector<std::int8_t> q(32);
+  std::vector<float> d(1);
+  for (const auto& [name, fn] : variants()) {
+    fn(x.data() + 96, 32, 1, 32, q.data(), d.data(), nullptr);
+    EXPECT_EQ(q[1], 1) << name;
+    EXPECT_EQ(q[2], -1) << name;
+  }
+}
+
+// Blocks the vectors hand to the reference, beside ordinary ones in the same row: a NaN,
+// +/-infinity, all zero, -0.0, a scale that rounds to binary16 zero (amax 1e-9), one that
+// overflows binary16 (amax 1e7), subnormal inputs.
+TEST(QuantActs, NonFiniteZeroAndExtremeBlocksEqualTheReference) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> fill = {std::nanf(""), inf, -inf, 0.0f, -0.0f, 1e-9f, 1e7f, 1e-40f};
+  const std::int64_t k = 32 * static_cast<std::int64_t>(fill.size() + 1);
+  std::vector<float> x = random_floats(k, 23);
+  for (std::size_t b = 0; b < fill.size(); ++b) {
+    for (int i = 0; i < 32; ++i) {
+      float& v = x[(b + 1) * 32 + static_cast<std::size_t>(i)];
+      if (fill[b] == 0.0f || std::isnan(fill[b])) {
+        v = i == 5 ? fill[b] : (fill[b] == 0.0f ? fill[b] : v);
+      } else if (std::isinf(fill[b])) {
+        v = i == 31 ? fill[b] : v;
+      } else {
+        v = v * fill[b];
+      }
+    }
+  }
+  expect_reference_bytes(x, k, 1, k, "extreme");
+  for (const auto& [name, fn] : variants()) {
+    std::vector<std::int8_t> q(static_cast<std::size_t>(k));
+    std::vector<float> d(static_cast<std::size_t>(k / 32));
+    fn(x.data(), k, 1, k, q.data(), d.data(), nullptr);
+    EXPECT_TRUE(std::isnan(d[1])) << name;  // the NaN block
+    EXPECT_TRUE(std::isnan(d[2])) << name;  // the infinite one
+    EXPECT_EQ(d[4], 0.0f) << name;          // all zero
+    EXPECT_TRUE(std::isinf(d[7])) << name;  // binary16 overflow
+  }
+}
+
+}  // namespace
+}  // namespace detinfer::kernels
