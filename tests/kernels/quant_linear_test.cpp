@@ -85,7 +85,7 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
   if (isa_supported(Isa::kAvx512)) fns.emplace_back("avx512", cpu::qlinear_avx512(false));
   if (isa_supported(Isa::kAvx512) && cpu::cpu_has_avx512_vnni())
     fns.emplace_back("avx512-vnni", cpu::qlinear_avx512(true));
-  for (const std::int64_t m : {1, 3, 4, 5, 16}) {
+  for (const std::int64_t m : {1, 2, 3, 4, 5, 16}) {  // 1-2: four-stream tiles
     const std::vector<float> x = random_floats(m * k, 6, 2.0f);
     std::vector<float> want(static_cast<std::size_t>(m * n));
     ref::quant_linear(x.data(), k, m, w.data(), f, n, k, nullptr, want.data(), n);

@@ -23,6 +23,15 @@ inline std::int32_t load4(const std::int8_t* p) {
   return v;
 }
 
+// The column vectors of a tile: vector c's first block in the panels, its index in d, and
+// whether it prefetches (one vector per 64-byte line).
+template <int C>
+struct QCols {
+  const std::int8_t* w[C];
+  std::int64_t d0[C];
+  bool prefetch[C];
+};
+
 // Rows' activations for a tile: int8 values, block scales, half sums (has_min only).
 struct QRows {
   const std::int8_t* x[kMaxQRows];
@@ -111,20 +120,23 @@ __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ir
 }
 
 // The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
-template <class D, int R, int kP>
+template <class D, int R, int C, int kP>
 __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, const QRows& a,
-                                                         const std::int8_t* w0, std::int64_t d0,
-                                                         bool prefetch, typename D::freg* s) {
+                                                         const QCols<C>& cols,
+                                                         typename D::freg* s) {
   for (std::int64_t b = 0; b < w.nb; ++b) {
-    typename D::ireg acc[1][R];
-    for (int r = 0; r < R; ++r) acc[0][r] = D::izero();
-    qblock_dots<D, R, 1, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
-    const std::int64_t at = d0 + b * kQuantGroup;
-    const typename D::freg dw = D::loadf(w.d + at);
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const typename D::freg isum = D::cvt(block_isum<D, kP>(acc[0][r], w, a, r, b, at, -1));
-      s[r] = D::add(s[r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
+    for (int c = 0; c < C; ++c) {
+      typename D::ireg acc[1][R];
+      for (int r = 0; r < R; ++r) acc[0][r] = D::izero();
+      qblock_dots<D, R, 1, kP>(cols.w[c] + b * kBlockBytes<kP>, a, b, cols.prefetch[c], acc);
+      const std::int64_t at = cols.d0[c] + b * kQuantGroup;
+      const typename D::freg dw = D::loadf(w.d + at);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const typename D::freg isum = D::cvt(block_isum<D, kP>(acc[0][r], w, a, r, b, at, -1));
+        s[c * R + r] = D::add(s[c * R + r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
+      }
     }
   }
 }
@@ -136,89 +148,140 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
 //     and msum = m_lo * (xs_lo + xs_hi), the same integers;
 // then v = (d * dx) * float(isum), with a min v - (dm * dx) * float(msum), s = s + v:
 // ref::block_value_scaled.
-template <class D, int R, bool kSplit, bool kMin, int kP>
+template <class D, int R, int C, bool kSplit, bool kMin, int kP>
 __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, const QRows& a,
-                                                       const std::int8_t* w0, std::int64_t d0,
-                                                       bool prefetch, typename D::freg* s) {
+                                                       const QCols<C>& cols, typename D::freg* s) {
   constexpr int kAcc = kSplit ? 2 : 1;
-  for (std::int64_t b = 0; b < w.nb; ++b) {
-    typename D::ireg acc[kAcc][R];
-    for (int h = 0; h < kAcc; ++h)
-      for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
-    qblock_dots<D, R, kAcc, kP>(w0 + b * kBlockBytes<kP>, a, b, prefetch, acc);
-    const std::int64_t at = d0 + b * kQuantGroup;
-    const typename D::freg dw = D::loadf(w.d + at);
-    const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
-    const typename D::ireg slo = D::template sbyte<0>(sm);
+  for (std::int64_t b = 0; b < w.nb; ++b)
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      typename D::ireg isum =
-          D::mullo(block_isum<D, kP>(acc[0][r], w, a, r, b, at, kSplit ? 0 : -1), slo);
-      if constexpr (kSplit)
-        isum = D::addi(isum, D::mullo(block_isum<D, kP>(acc[1][r], w, a, r, b, at, 1),
-                                      D::template sbyte<1>(sm)));
-      const typename D::freg dx = D::set1(a.d[r][b]);
-      typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
-      if constexpr (kMin) {
-        const std::int32_t* xs = a.xs[r] + 2 * b;
-        typename D::ireg msum;
+    for (int c = 0; c < C; ++c) {
+      typename D::ireg acc[kAcc][R];
+      for (int h = 0; h < kAcc; ++h)
+        for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
+      qblock_dots<D, R, kAcc, kP>(cols.w[c] + b * kBlockBytes<kP>, a, b, cols.prefetch[c], acc);
+      const std::int64_t at = cols.d0[c] + b * kQuantGroup;
+      const typename D::freg dw = D::loadf(w.d + at);
+      const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
+      const typename D::ireg slo = D::template sbyte<0>(sm);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        typename D::ireg isum =
+            D::mullo(block_isum<D, kP>(acc[0][r], w, a, r, b, at, kSplit ? 0 : -1), slo);
         if constexpr (kSplit)
-          msum = D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0])),
-                         D::mullo(D::template sbyte<3>(sm), D::set1i(xs[1])));
-        else
-          msum = D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0] + xs[1]));
-        v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
+          isum = D::addi(isum, D::mullo(block_isum<D, kP>(acc[1][r], w, a, r, b, at, 1),
+                                        D::template sbyte<1>(sm)));
+        const typename D::freg dx = D::set1(a.d[r][b]);
+        typename D::freg v = D::mul(D::mul(dw, dx), D::cvt(isum));
+        if constexpr (kMin) {
+          const std::int32_t* xs = a.xs[r] + 2 * b;
+          typename D::ireg msum;
+          if constexpr (kSplit)
+            msum = D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0])),
+                           D::mullo(D::template sbyte<3>(sm), D::set1i(xs[1])));
+          else
+            msum = D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0] + xs[1]));
+          v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
+        }
+        s[c * R + r] = D::add(s[c * R + r], v);
       }
-      s[r] = D::add(s[r], v);
     }
-  }
 }
 
 // The block loops of w's form and format.
-template <class D, int R, int kP>
-void qblocks(const QuantPacked& w, const QRows& a, const std::int8_t* w0, std::int64_t d0,
-             bool prefetch, typename D::freg* s) {
+template <class D, int R, int C, int kP>
+void qblocks(const QuantPacked& w, const QRows& a, const QCols<C>& cols, typename D::freg* s) {
   if (!w.ext)
-    qblocks_plain<D, R, kP>(w, a, w0, d0, prefetch, s);
+    qblocks_plain<D, R, C, kP>(w, a, cols, s);
   else if (w.split)
-    w.has_min ? qblocks_ext<D, R, true, true, kP>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, true, false, kP>(w, a, w0, d0, prefetch, s);
+    w.has_min ? qblocks_ext<D, R, C, true, true, kP>(w, a, cols, s)
+              : qblocks_ext<D, R, C, true, false, kP>(w, a, cols, s);
   else
-    w.has_min ? qblocks_ext<D, R, false, true, kP>(w, a, w0, d0, prefetch, s)
-              : qblocks_ext<D, R, false, false, kP>(w, a, w0, d0, prefetch, s);
+    w.has_min ? qblocks_ext<D, R, C, false, true, kP>(w, a, cols, s)
+              : qblocks_ext<D, R, C, false, false, kP>(w, a, cols, s);
 }
 
-// Columns [l0, l0 + D::L) of panel p (l0 a multiple of D::L), rows a[0..R): sums into
-// out[r] (D::L floats each).
-template <class D, int R>
+// Columns [l0, l0 + C D::L) of panel p (l0 a multiple of D::L), rows a[0..R): sums into
+// out[r] (C D::L floats each). Vector c's columns are a stream of their own.
+template <class D, int R, int C>
 void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0, float* const* out,
            const float* bias) {
-  typename D::freg s[R];
-  for (int r = 0; r < R; ++r) s[r] = D::fzero();
-  const std::int64_t d0 = qd_index(w.nb, p, 0, l0);
-  const bool prefetch = D::L == kQuantGroup || l0 % kQuantGroup == 0;
-  const std::int8_t* wn = w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l0) : 0);
-  if (!w.nibble)
-    qblocks<D, R, -1>(w, a, w.qs + qs_offset(w.nb, p, 0, l0, 0), d0, prefetch, s);
-  else if (w.planes == 0)
-    qblocks<D, R, 0>(w, a, wn, d0, prefetch, s);
-  else if (w.planes == 1)
-    qblocks<D, R, 1>(w, a, wn, d0, prefetch, s);
-  else
-    qblocks<D, R, 2>(w, a, wn, d0, prefetch, s);
-  for (int r = 0; r < R; ++r) {
-    if (bias != nullptr) s[r] = D::add(s[r], D::loadf(bias));
-    D::storef(out[r], s[r]);
+  typename D::freg s[C * R];
+  for (int i = 0; i < C * R; ++i) s[i] = D::fzero();
+  QCols<C> cols;
+  for (int c = 0; c < C; ++c) {
+    const std::int64_t l = l0 + c * D::L;
+    cols.w[c] =
+        w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l) : qs_offset(w.nb, p, 0, l, 0));
+    cols.d0[c] = qd_index(w.nb, p, 0, l);
+    cols.prefetch[c] = D::L == kQuantGroup || l % kQuantGroup == 0;
   }
+  if (!w.nibble)
+    qblocks<D, R, C, -1>(w, a, cols, s);
+  else if (w.planes == 0)
+    qblocks<D, R, C, 0>(w, a, cols, s);
+  else if (w.planes == 1)
+    qblocks<D, R, C, 1>(w, a, cols, s);
+  else
+    qblocks<D, R, C, 2>(w, a, cols, s);
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r) {
+      if (bias != nullptr) s[c * R + r] = D::add(s[c * R + r], D::loadf(bias + c * D::L));
+      D::storef(out[r] + c * D::L, s[c * R + r]);
+    }
 }
 
-template <class D, int... I>
+template <class D, int C, int... I>
 void qtile_rows(int rows, const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0,
                 float* const* out, const float* bias, std::integer_sequence<int, I...>) {
   using Fn = void (*)(const QuantPacked&, const QRows&, std::int64_t, std::int64_t, float* const*,
                       const float*);
-  constexpr Fn fns[] = {&qtile<D, I + 1>...};
+  constexpr Fn fns[] = {&qtile<D, I + 1, C>...};
   fns[rows - 1](w, a, p, l0, out, bias);
+}
+
+// Up to kStreamRows rows, a tile spans kStreamCols vectors (the whole 64-column panel
+// with 16 lanes): four weight streams in flight instead of one. At M = 1 a single stream
+// read the q8_0 panels at ~20 GB/s where the bf16 kernel's four reach ~30 (bench_quant).
+// More rows reuse each weight vector instead, in tiles of kMaxQRows rows and one vector.
+constexpr int kStreamRows = 2;
+template <class D>
+constexpr int kStreamCols = static_cast<int>(kPanel / D::L) < 4 ? static_cast<int>(kPanel / D::L)
+                                                                : 4;
+
+template <class D, int C>
+void qlinear_cols(const QuantPacked& w, const std::int8_t* xq, const float* xd,
+                  const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+                  std::int64_t p0, std::int64_t p1) {
+  constexpr int kRows = C == 1 ? kMaxQRows : kStreamRows;
+  constexpr std::int64_t kCols = C * D::L;
+  alignas(64) float tmp[kRows][kCols];
+  alignas(64) float bias_tmp[kCols];
+  for (std::int64_t p = p0; p < p1; ++p) {
+    for (std::int64_t l0 = 0; l0 < kPanel && p * kPanel + l0 < w.n; l0 += kCols) {
+      const std::int64_t col0 = p * kPanel + l0;
+      const std::int64_t cols = w.n - col0 < kCols ? w.n - col0 : kCols;
+      const float* bias = w.bias != nullptr ? w.bias + col0 : nullptr;
+      if (cols < kCols && bias != nullptr) {  // a partial last column group
+        for (std::int64_t c = 0; c < kCols; ++c) bias_tmp[c] = c < cols ? bias[c] : 0.0f;
+        bias = bias_tmp;
+      }
+      for (std::int64_t r0 = 0; r0 < m; r0 += kRows) {
+        const int rows = static_cast<int>(m - r0 < kRows ? m - r0 : kRows);
+        QRows a{};
+        float* out[kMaxQRows];
+        for (int r = 0; r < rows; ++r) {
+          a.x[r] = xq + (r0 + r) * w.k;
+          a.d[r] = xd + (r0 + r) * w.nb;
+          a.xs[r] = reads_act_sums(w) ? xs + (r0 + r) * 2 * w.nb : nullptr;
+          out[r] = cols == kCols ? y + (r0 + r) * ldy + col0 : tmp[r];
+        }
+        qtile_rows<D, C>(rows, w, a, p, l0, out, bias, std::make_integer_sequence<int, kRows>());
+        if (cols == kCols) continue;
+        for (int r = 0; r < rows; ++r)
+          for (std::int64_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + col0 + c] = tmp[r][c];
+      }
+    }
+  }
 }
 
 template <class D>
@@ -239,34 +302,10 @@ void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd
       buf[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
     xq = buf.data();
   }
-  alignas(64) float tmp[kMaxQRows][D::L];
-  alignas(64) float bias_tmp[D::L];
-  for (std::int64_t p = p0; p < p1; ++p) {
-    for (std::int64_t l0 = 0; l0 < kPanel && p * kPanel + l0 < w.n; l0 += D::L) {
-      const std::int64_t col0 = p * kPanel + l0;
-      const std::int64_t cols = w.n - col0 < D::L ? w.n - col0 : D::L;
-      const float* bias = w.bias != nullptr ? w.bias + col0 : nullptr;
-      if (cols < D::L && bias != nullptr) {  // a partial last column group
-        for (int c = 0; c < D::L; ++c) bias_tmp[c] = c < cols ? bias[c] : 0.0f;
-        bias = bias_tmp;
-      }
-      for (std::int64_t r0 = 0; r0 < m; r0 += kMaxQRows) {
-        const int rows = static_cast<int>(m - r0 < kMaxQRows ? m - r0 : kMaxQRows);
-        QRows a{};
-        float* out[kMaxQRows];
-        for (int r = 0; r < rows; ++r) {
-          a.x[r] = xq + (r0 + r) * w.k;
-          a.d[r] = xd + (r0 + r) * w.nb;
-          a.xs[r] = reads_act_sums(w) ? xs + (r0 + r) * 2 * w.nb : nullptr;
-          out[r] = cols == D::L ? y + (r0 + r) * ldy + col0 : tmp[r];
-        }
-        qtile_rows<D>(rows, w, a, p, l0, out, bias, std::make_integer_sequence<int, kMaxQRows>());
-        if (cols == D::L) continue;
-        for (int r = 0; r < rows; ++r)
-          for (std::int64_t c = 0; c < cols; ++c) y[(r0 + r) * ldy + col0 + c] = tmp[r][c];
-      }
-    }
-  }
+  if (m <= kStreamRows)
+    qlinear_cols<D, kStreamCols<D>>(w, xq, xd, xs, m, y, ldy, p0, p1);
+  else
+    qlinear_cols<D, 1>(w, xq, xd, xs, m, y, ldy, p0, p1);
 }
 
 // 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
