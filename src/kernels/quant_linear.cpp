@@ -142,8 +142,9 @@ void set_nibble_weight(std::int8_t* qs, const QuantPacked& v, std::int64_t p, st
   auto* at = reinterpret_cast<std::uint8_t*>(qs) + nibble_base(v.nb, v.planes, p, b, l);
   const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
   at[(kq / 2) * 64 + j] |= static_cast<std::uint8_t>((u & 0x0F) << (4 * (kq % 2)));
-  for (int plane = 0; plane < v.planes; ++plane)
-    at[256 + 64 * plane + j] |= static_cast<std::uint8_t>(((u >> (4 + plane)) & 1) << kq);
+  if (v.planes == 1) at[256 + j] |= static_cast<std::uint8_t>(((u >> 4) & 1) << kq);
+  if (v.planes == 2)  // the crumb rows (cpu/qlinear.h)
+    at[256 + 64 * (kq / 4) + j] |= static_cast<std::uint8_t>(((u >> 4) & 3) << crumb_shift(kq));
 }
 
 }  // namespace

@@ -25,11 +25,16 @@ namespace detinfer::kernels::cpu {
 //     32, 2: q6_k), in 256 + 64 planes bytes per block and group (nibble_base): byte
 //     (t * 16 + c) * 4 + j holds in its low nibble the low 4 bits of u of column c at
 //     k = 32b + 8t + j (the int8 form's row kq = 2t) and in its high nibble those at
-//     k = 32b + 8t + 4 + j (row 2t + 1); then bit plane P (0 <= P < planes), 64 bytes at
-//     256 + 64P: bit kq of byte c * 4 + j is bit 4 + P of u at k = 32b + 4kq + j. So one
-//     64-byte row masked with 0x0F gives int8 row 2t as unsigned bytes, shifted right by 4
-//     row 2t + 1, and a plane shifted to move bit kq to bit 4 + P and masked adds row kq's
-//     high bits. Kernels sum u * x exactly and subtract offset * (sum of the block's (or
+//     k = 32b + 8t + 4 + j (row 2t + 1); then with one plane (5 bits), 64 bytes at 256:
+//     bit kq of byte c * 4 + j is bit 4 of u at k = 32b + 4kq + j; with two (6 bits), two
+//     64-byte crumb rows at 256 + 64T (T = kq / 4): bits crumb_shift(kq) and the next of
+//     byte c * 4 + j are bits 4 and 5 of u at k = 32b + 4kq + j (rows 4T, 4T + 1 at bits
+//     4-5 and 6-7, rows 4T + 2, 4T + 3 at bits 0-1 and 2-3). So one 64-byte row masked with
+//     0x0F gives int8 row 2t as unsigned bytes, shifted right by 4 row 2t + 1; the plane
+//     shifted to move bit kq to bit 4 and masked adds row kq's high bit, and crumb row
+//     t / 2 shifted by 0 / 2 (t even: right) or 4 / 2 (t odd: left) and masked with 0x30
+//     adds rows 2t and 2t + 1's high bits (one shift and mask per row, where two planes
+//     took two). Kernels sum u * x exactly and subtract offset * (sum of the block's (or
 //     half's) x): the same integer as sum q * x, the same fold order as the int8 form, so
 //     the nibble form changes no result bit (docs/numerics.md).
 // Per block and column, at qd_index (16 columns of a group consecutive):
@@ -139,6 +144,12 @@ inline std::int64_t nibble_base(std::int64_t nb, int planes, std::int64_t p, std
          (l % kQuantGroup) * 4;
 }
 
+// Where the two high bits of row kq (0..7) sit in its crumb byte (the 6-bit nibble form).
+inline int crumb_shift(int kq) {
+  constexpr int kShift[4] = {4, 6, 0, 2};
+  return kShift[kq % 4];
+}
+
 // The integer weight q of panel p, block b, column l, k-in-block i, in either form.
 inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int64_t b,
                                   std::int64_t l, std::int64_t i) {
@@ -147,8 +158,8 @@ inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int
       reinterpret_cast<const std::uint8_t*>(w.qs) + nibble_base(w.nb, w.planes, p, b, l);
   const int kq = static_cast<int>(i / 4), j = static_cast<int>(i % 4);
   std::int32_t u = (at[(kq / 2) * 64 + j] >> (4 * (kq % 2))) & 0x0F;
-  for (int plane = 0; plane < w.planes; ++plane)
-    u |= ((at[256 + 64 * plane + j] >> kq) & 1) << (4 + plane);
+  if (w.planes == 1) u |= ((at[256 + j] >> kq) & 1) << 4;
+  if (w.planes == 2) u |= ((at[256 + 64 * (kq / 4) + j] >> crumb_shift(kq)) & 3) << 4;
   return u - w.offset;
 }
 

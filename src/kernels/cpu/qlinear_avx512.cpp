@@ -43,6 +43,10 @@ struct DotVnni512 {
     return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(byte)));
   }
   static ireg or8(ireg a, ireg b) { return _mm512_or_si512(a, b); }
+  // a | (b & byte) in every byte, one vpternlogd (0xF8: A | (B & C)).
+  static ireg or_and8(ireg a, ireg b, int byte) {
+    return _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(static_cast<char>(byte)), 0xF8);
+  }
   // sum (x + 128) w - 128 sum w = sum x w, exact (|values| < 2^21).
   static ireg isum(ireg acc, const std::int32_t* wsum) {
     return _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7));

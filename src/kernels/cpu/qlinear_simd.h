@@ -5,7 +5,8 @@
 //   D::isum(acc, wsum): the block's exact integer dot product per lane;
 //   nibble form: D::nibbles(p, lo, hi): the low and high nibbles of the D::L columns' 4
 //   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
-//   D::shl / shr (32-bit lanes), and8 (a byte mask), or8: the planes' bits.
+//   D::shl / shr (32-bit lanes), and8 (a byte mask), or8, or_and8 (a | (b & mask)): the
+//   planes' bits.
 // Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace;
 // no include guard.
 //
@@ -44,11 +45,10 @@ struct QRows {
 template <int kP>
 constexpr std::int64_t kBlockBytes = kP < 0 ? kQuantGroup* kQB : 256 + 64 * kP;
 
-// Row kq's bits 4 + P of u from bit plane P (bit kq of each byte), in place, others zero.
-template <class D, int P>
-__attribute__((always_inline)) inline typename D::ireg plane_bits(typename D::ireg plane, int kq) {
-  const typename D::ireg v = kq <= 4 + P ? D::shl(plane, 4 + P - kq) : D::shr(plane, kq - 4 - P);
-  return D::and8(v, 1 << (4 + P));
+// The plane (bit kq of each byte: row kq's bit 4 of u) shifted to bring bit kq to bit 4.
+template <class D>
+__attribute__((always_inline)) inline typename D::ireg plane_shift(typename D::ireg plane, int kq) {
+  return kq <= 4 ? D::shl(plane, 4 - kq) : D::shr(plane, kq - 4);
 }
 
 // acc[h][r] plus the products of block b's weights (at wb) with row r's x, summed per
@@ -74,7 +74,7 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
         acc[kq >> kShift][r] = D::dot(acc[kq >> kShift][r], wv, load4(a.x[r] + b * kQB + kq * 4));
     }
   } else {
-    typename D::ireg planes[kP > 0 ? kP : 1];
+    typename D::ireg planes[kP > 0 ? kP : 1];  // the plane (kP 1) or the crumb rows (kP 2)
     for (int p = 0; p < kP; ++p) {
       fetch(4 + p);
       planes[p] = D::load(wb + 256 + 64 * p);
@@ -84,13 +84,14 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
       fetch(t);
       typename D::ireg lo, hi;
       D::nibbles(wb + t * kQuantGroup * 4, lo, hi);
-      if constexpr (kP > 0) {
-        lo = D::or8(lo, plane_bits<D, 0>(planes[0], 2 * t));
-        hi = D::or8(hi, plane_bits<D, 0>(planes[0], 2 * t + 1));
+      if constexpr (kP == 1) {
+        lo = D::or_and8(lo, plane_shift<D>(planes[0], 2 * t), 0x10);
+        hi = D::or_and8(hi, plane_shift<D>(planes[0], 2 * t + 1), 0x10);
       }
-      if constexpr (kP > 1) {
-        lo = D::or8(lo, plane_bits<D, 1>(planes[1], 2 * t));
-        hi = D::or8(hi, plane_bits<D, 1>(planes[1], 2 * t + 1));
+      if constexpr (kP == 2) {  // rows 2t, 2t + 1 at bits 4-5, 6-7 (t even) or 0-1, 2-3
+        const typename D::ireg c = planes[t / 2];
+        lo = D::or_and8(lo, t % 2 == 0 ? c : D::shl(c, 4), 0x30);
+        hi = D::or_and8(hi, t % 2 == 0 ? D::shr(c, 2) : D::shl(c, 2), 0x30);
       }
       const int h = (2 * t) >> kShift;  // rows 2t and 2t + 1 lie in one half
 #pragma GCC unroll 4
@@ -341,6 +342,8 @@ struct Dot256 {
     return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(byte)));
   }
   static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
+  // a | (b & byte) in every byte.
+  static ireg or_and8(ireg a, ireg b, int byte) { return or8(a, and8(b, byte)); }
   static ireg isum(ireg acc, const std::int32_t*) { return acc; }
   static freg fzero() { return _mm256_setzero_ps(); }
   static freg set1(float f) { return _mm256_set1_ps(f); }
