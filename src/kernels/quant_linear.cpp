@@ -1,6 +1,7 @@
 // PackedLinear over quantized weights (quantized spec v1): decoding ggml blocks into the
-// kernels' int8 panels, activation quantization, and the threaded dispatch of the per-ISA
-// quantized panel kernels. Threads split column panels (and rows), never K.
+// kernels' int8 panels, activation quantization (QuantActs, once per input, in a
+// ThreadScratch), and the threaded dispatch of the per-ISA quantized panel kernels.
+// Threads split column panels (and rows), never K.
 #include <cstring>
 #include <vector>
 

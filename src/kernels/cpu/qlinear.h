@@ -1,6 +1,7 @@
 // Internal interface of the quantized linear (quantized spec v1): the packed layout and the
-// per-ISA panel kernels. Activations are quantized once, in baseline code
-// (ref::quantize_act_row), before any kernel runs, so every ISA reads the same int8 rows.
+// per-ISA panel kernels and activation quantizers. Activations are quantized once per input
+// before any kernel runs (QuantizeActsFn: ref::quantize_act_row's bytes on every ISA), so
+// every kernel reads the same int8 rows.
 #pragma once
 
 #include <cstdint>
