@@ -141,6 +141,7 @@ def send(url, body, deadline):
             return rec
         j = json.loads(data)
         rec["tokens"] = j["usage"]["completion_tokens"]
+        rec["prompt_tokens"] = j["usage"]["prompt_tokens"]
         rec["digest"] = j["detinfer"]["digest"]
         if rec["tokens"] != body["max_tokens"]:
             rec["error"] = f"generated {rec['tokens']} of {body['max_tokens']} tokens"
