@@ -3,7 +3,7 @@
 
 Sends N concurrent POST /v1/completions requests (one thread each) with short distinct
 prompts and a fixed mix of `max_tokens`, `ignore_eos: true` (so every request generates
-exactly what it asks), half greedy (temperature 0) and half seeded sampling (temperature
+exactly what it asks), about half greedy (temperature 0), the rest seeded sampling (temperature
 0.8, `seed` per request); which request gets which is drawn from `--seed`. Records per
 request the latency (submit to the last byte of the answer), the tokens generated and the
 chain digest of the answer (`detinfer.digest`). Reports throughput (generated tokens /
