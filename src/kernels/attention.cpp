@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/tanh_hd.h"
 
@@ -151,19 +152,10 @@ void transpose_k_once(const Job& job, std::int64_t keys, float* kt, core::Thread
   }
 }
 
-// The calling thread's scratch (run_split's, or a run_whole task's), grown as needed and
-// kept up to kKeptScratchFloats (larger needs get a buffer of their own, in *own): a decode
-// step calls attention once per layer, and a fresh allocation of this size each time costs
-// page faults (measured: 220 per call at 8192 keys, tripling the kernel's time).
-constexpr std::int64_t kKeptScratchFloats = std::int64_t{4} << 20;  // 16 MiB
-float* workspace_floats(std::int64_t n, std::unique_ptr<float[]>* own) {
-  if (n > kKeptScratchFloats) {
-    own->reset(new float[static_cast<std::size_t>(n)]);
-    return own->get();
-  }
-  thread_local std::vector<float> buf;
-  if (buf.size() < static_cast<std::size_t>(n)) buf.resize(static_cast<std::size_t>(n));
-  return buf.data();
+// The calling thread's scratch floats (run_split's, or a run_whole task's): a
+// cpu::ThreadScratch, kept for the thread's next call.
+std::size_t scratch_bytes(std::int64_t floats) {
+  return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
 // Tasks of `per` consecutive kv heads of a row (per divides kv_heads). A prefill's rows
@@ -174,9 +166,9 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::Threa
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     const std::int64_t G = job.group;
     // The kernels write every scratch float before reading it.
-    std::unique_ptr<float[]> own;
-    float* S = workspace_floats(
-        per * G * job.lds + cpu::attention_scratch_floats(job.d, job.group) + 4 * per * G, &own);
+    const cpu::ThreadScratch held(scratch_bytes(
+        per * G * job.lds + cpu::attention_scratch_floats(job.d, job.group) + 4 * per * G));
+    float* S = held.as<float>();
     float* scratch = S + per * G * job.lds;
     float* stats = scratch + cpu::attention_scratch_floats(job.d, job.group);
     for (std::int64_t t = t0; t < t1; ++t)
@@ -226,8 +218,9 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
   const std::int64_t tasks = pairs / per * parts;
   // Every float of these is written before it is read (each chunk by the task owning it).
   const std::int64_t sizes[] = {pairs * G * lds, pairs * parts * G, pairs * max_chunks * G};
-  std::unique_ptr<float[]> own;
-  float* S = workspace_floats(sizes[0] + sizes[1] + sizes[2] + pairs * max_chunks * G * d, &own);
+  const cpu::ThreadScratch held(
+      scratch_bytes(sizes[0] + sizes[1] + sizes[2] + pairs * max_chunks * G * d));
+  float* S = held.as<float>();
   float* mx = S + sizes[0];
   float* dp = mx + sizes[1];
   float* np = dp + sizes[2];

@@ -166,8 +166,7 @@ void PackedLinear::run_panels(const float* x, std::int64_t ldx, std::int64_t m, 
     fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
          w.panels, ", ldx=", ldx, " (k=", w.k, "), ldy=", ldy, " (n=", w.n, ")");
   if (impl_->quantized) {
-    quant_run_panels(*impl_, QuantActs(x, ldx, m, w.k, cpu::reads_act_sums(impl_->quant.view)), y,
-                     ldy, p0, p1);
+    quant_run_panels(*impl_, quant_acts_for(*impl_, x, ldx, m, nullptr), y, ldy, p0, p1);
     return;
   }
   run_row_blocks(cpu::active_kernels().linear, w, x, ldx, m, y, ldy, p0, p1);
@@ -178,7 +177,7 @@ void PackedLinear::run_panels(const QuantActs& acts, float* y, std::int64_t ldy,
   if (!impl_ || !impl_->quantized)
     fail(ErrorCode::kInvalidArgument,
          "PackedLinear::run_panels: quantized rows need quantized weights");
-  if (acts.m <= 0 || p0 >= p1) return;
+  if (acts.m() <= 0 || p0 >= p1) return;
   if (p0 < 0 || p1 > impl_->view.panels || ldy < impl_->view.n)
     fail(ErrorCode::kInvalidArgument, "PackedLinear::run_panels: panels [", p0, ", ", p1, ") of ",
          impl_->view.panels, ", ldy=", ldy, " (n=", impl_->view.n, ")");
@@ -209,7 +208,7 @@ void run_linears(const LinearOut* outs, int count, const float* x, std::int64_t 
   const std::int64_t tasks = split.tasks;
   std::vector<const PackedLinear*> ws(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) ws[static_cast<std::size_t>(i)] = outs[i].w;
-  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws.data(), count, x, ldx, m);
+  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws.data(), count, x, ldx, m, pool);
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t g0 = split.begin(t), g1 = split.begin(t + 1);
@@ -243,7 +242,7 @@ void run_gate_up_silu(const PackedLinear& gate, const PackedLinear& up, const fl
   const PanelSplit split = split_panels(panels, threads);
   const std::int64_t tasks = split.tasks;
   const PackedLinear* ws[2] = {&gate, &up};
-  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws, 2, x, ldx, m);
+  const std::unique_ptr<QuantActs> acts = shared_quant_acts(ws, 2, x, ldx, m, pool);
   auto body = [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t p0 = split.begin(t), p1 = split.begin(t + 1);

@@ -5,18 +5,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/qlinear.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/kernels.h"
 
 namespace detinfer::kernels {
 
-struct AlignedFree {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
+using cpu::AlignedFree;
 
 // How a threaded linear splits its panels: `tasks` ranges, claimed by the pool's threads
 // as they come free (a thread slowed by the other's memory traffic, or by waking late,
@@ -58,54 +56,41 @@ struct PackedLinear::Impl {
   cpu::QuantPanels quant;
 };
 
-// Bytes of the calling thread's scratch, grown as needed and kept up to kKeptBytes (16 MiB)
-// for the next holder: a step quantizes the activations of a dozen linears per layer, and a
-// fresh allocation each time cost page faults and malloc time (quant_linear.cpp). A need
-// above kKeptBytes, or a second holder on the same thread, gets a buffer of its own.
-class ThreadScratch {
- public:
-  explicit ThreadScratch(std::size_t bytes);
-  ~ThreadScratch();
-  ThreadScratch(const ThreadScratch&) = delete;
-  ThreadScratch& operator=(const ThreadScratch&) = delete;
-  std::uint8_t* data() const { return data_; }  // 64-byte aligned
-  static constexpr std::size_t kKeptBytes = std::size_t{16} << 20;
-
- private:
-  std::uint8_t* data_ = nullptr;
-  bool kept_ = false;        // the thread's kept buffer (released to it on destruction)
-  bool* release_ = nullptr;  // the kept buffer's held flag
-  std::unique_ptr<std::uint8_t[], AlignedFree> own_;
-};
-
 // m rows of x (k columns, row stride ldx) quantized for the quantized kernels
-// (cpu::quantize_acts_for(active_isa()), the reference's bytes) in a ThreadScratch: int8
-// rows q (stride k), block scales d (stride k / 32), and with `sums` the half sums xs
-// (stride k / 16; else null). Built once per input by run / run_panels, and by
-// run_linears and run_gate_up_silu for all their quantized linears together.
+// (cpu::quantize_acts_for(active_isa()), the reference's bytes) in a cpu::ThreadScratch:
+// cpu::QuantRows q, d, with `sums` the half sums xs, with `shifted` u (q ^ 0x80, for a
+// kernel that cpu::qlinear_reads_shifted). Built once per input by run / run_panels, and by
+// run_linears and run_gate_up_silu for all their quantized linears together; the rows
+// split over `pool`'s threads when given (rows are independent: the same bytes).
 class QuantActs {
  public:
-  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums);
-  const std::int8_t* q = nullptr;
-  const float* d = nullptr;
-  const std::int32_t* xs = nullptr;
-  std::int64_t m = 0, k = 0;
+  QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums,
+            bool shifted, core::ThreadPool* pool);
+  const cpu::QuantRows& rows() const { return rows_; }
+  std::int64_t m() const { return rows_.m; }
+  std::int64_t k() const { return k_; }
 
  private:
-  ThreadScratch scratch_;
+  std::int64_t k_ = 0;
+  cpu::ThreadScratch scratch_;
+  cpu::QuantRows rows_;
 };
 
 // The QuantActs that several linears over the same x share: built when any of them is
 // quantized (with the half sums when any reads them), else empty; empty too when the
 // quantized ones differ in k (each then quantizes x itself).
 std::unique_ptr<QuantActs> shared_quant_acts(const PackedLinear* const* ws, int count,
-                                             const float* x, std::int64_t ldx, std::int64_t m);
+                                             const float* x, std::int64_t ldx, std::int64_t m,
+                                             core::ThreadPool* pool);
 
 // Quantized counterparts of run / run_panels / widen_row (quant_linear.cpp).
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
                float* y, std::int64_t ldy, core::ThreadPool* pool);
 void quant_run_panels(const PackedLinear::Impl& im, const QuantActs& a, float* y, std::int64_t ldy,
                       std::int64_t p0, std::int64_t p1);
+// x quantized as im's kernel reads it.
+QuantActs quant_acts_for(const PackedLinear::Impl& im, const float* x, std::int64_t ldx,
+                         std::int64_t m, core::ThreadPool* pool);
 void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst);
 
 }  // namespace detinfer::kernels

@@ -19,64 +19,59 @@ constexpr std::int64_t kQB = ref::kQuantBlock;
 
 cpu::QLinearFn active_qlinear() { return cpu::qlinear_for(active_isa()); }
 
+// Whether the active kernel reads the shifted rows (QuantRows::u) for w.
+bool reads_shifted(const cpu::QuantPacked& w) {
+  return !w.nibble && cpu::qlinear_reads_shifted(active_isa());
+}
+
 std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
 }  // namespace
 
-ThreadScratch::ThreadScratch(std::size_t bytes) {
-  struct Kept {
-    std::unique_ptr<std::uint8_t[], AlignedFree> buf;
-    std::size_t size = 0;
-    bool held = false;
-  };
-  thread_local Kept kept;
-  if (bytes <= kKeptBytes && !kept.held) {
-    if (kept.size < bytes) {
-      kept.buf.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
-      kept.size = bytes;
-    }
-    kept.held = kept_ = true;
-    data_ = kept.buf.get();
-    release_ = &kept.held;
-    return;
-  }
-  own_.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
-  data_ = own_.get();
-}
-
-ThreadScratch::~ThreadScratch() {
-  if (kept_) *release_ = false;
-}
-
-QuantActs::QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums)
-    : m(m),
-      k(k),
-      scratch_(align64(static_cast<std::size_t>(m * k)) +
+QuantActs::QuantActs(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k, bool sums,
+                     bool shifted, core::ThreadPool* pool)
+    : k_(k),
+      scratch_(align64(static_cast<std::size_t>(m * k)) * (shifted ? 2 : 1) +
                align64(static_cast<std::size_t>(m * (k / kQB)) * sizeof(float)) +
                (sums ? static_cast<std::size_t>(m * (k / 16)) * sizeof(std::int32_t) : 0)) {
-  auto* qb = reinterpret_cast<std::int8_t*>(scratch_.data());
-  auto* db = reinterpret_cast<float*>(scratch_.data() + align64(static_cast<std::size_t>(m * k)));
-  auto* sb = sums ? reinterpret_cast<std::int32_t*>(
-                        reinterpret_cast<std::uint8_t*>(db) +
-                        align64(static_cast<std::size_t>(m * (k / kQB)) * sizeof(float)))
-                  : nullptr;
-  cpu::quantize_acts_for(active_isa())(x, ldx, m, k, qb, db, sb);
-  q = qb;
-  d = db;
-  xs = sb;
+  const std::size_t q_bytes = align64(static_cast<std::size_t>(m * k));
+  std::uint8_t* at = scratch_.data();
+  auto* qb = reinterpret_cast<std::int8_t*>(at);
+  auto* ub = shifted ? reinterpret_cast<std::int8_t*>(at + q_bytes) : nullptr;
+  at += q_bytes * (shifted ? 2 : 1);
+  auto* db = reinterpret_cast<float*>(at);
+  at += align64(static_cast<std::size_t>(m * (k / kQB)) * sizeof(float));
+  auto* sb = sums ? reinterpret_cast<std::int32_t*>(at) : nullptr;
+  const cpu::QuantizeActsFn quantize = cpu::quantize_acts_for(active_isa());
+  const std::int64_t nb = k / kQB;
+  const auto rows = [&](std::int64_t r0, std::int64_t r1) {
+    quantize(x + r0 * ldx, ldx, r1 - r0, k, qb + r0 * k, db + r0 * nb,
+             sb != nullptr ? sb + r0 * 2 * nb : nullptr);
+    if (ub != nullptr) cpu::shift_rows(qb + r0 * k, (r1 - r0) * k, ub + r0 * k);
+  };
+  // Serial up to 8 rows: a decode step's rows quantize faster than the pool wakes.
+  if (pool != nullptr && pool->num_threads() > 1 && m > 8) {
+    pool->parallel_for(m, 4, rows);
+  } else {
+    rows(0, m);
+  }
+  rows_ = cpu::QuantRows{qb, ub, db, sb, m};
 }
 
 std::unique_ptr<QuantActs> shared_quant_acts(const PackedLinear* const* ws, int count,
-                                             const float* x, std::int64_t ldx, std::int64_t m) {
-  bool any = false, sums = false;
+                                             const float* x, std::int64_t ldx, std::int64_t m,
+                                             core::ThreadPool* pool) {
+  bool any = false, sums = false, shifted = false;
   std::int64_t k = 0;
   for (int i = 0; i < count; ++i) {
     if (!ws[i]->quantized()) continue;
     if (any && ws[i]->k() != k) return nullptr;  // each quantizes its own rows
     any = true;
     k = ws[i]->k();
-    sums = sums || cpu::reads_act_sums(ws[i]->impl().quant.view);
+    const cpu::QuantPacked& w = ws[i]->impl().quant.view;
+    sums = sums || cpu::reads_act_sums(w);
+    shifted = shifted || reads_shifted(w);
   }
-  return any ? std::make_unique<QuantActs>(x, ldx, m, k, sums) : nullptr;
+  return any ? std::make_unique<QuantActs>(x, ldx, m, k, sums, shifted, pool) : nullptr;
 }
 
 namespace cpu {
@@ -234,18 +229,26 @@ PackedLinear PackedLinear::pack_quantized(const void* blocks, QuantFormat format
 void quant_run_panels(const PackedLinear::Impl& im, const QuantActs& a, float* y, std::int64_t ldy,
                       std::int64_t p0, std::int64_t p1) {
   const cpu::QuantPacked& w = im.quant.view;
-  DETINFER_INTERNAL_CHECK(a.k == w.k && (a.xs != nullptr || !cpu::reads_act_sums(w)));
-  active_qlinear()(w, a.q, a.d, a.xs, a.m, y, ldy, p0, p1);
+  const cpu::QuantRows& x = a.rows();
+  DETINFER_INTERNAL_CHECK(a.k() == w.k && (x.xs != nullptr || !cpu::reads_act_sums(w)) &&
+                          (x.u != nullptr || !reads_shifted(w)));
+  active_qlinear()(w, x, y, ldy, p0, p1);
+}
+
+QuantActs quant_acts_for(const PackedLinear::Impl& im, const float* x, std::int64_t ldx,
+                         std::int64_t m, core::ThreadPool* pool) {
+  const cpu::QuantPacked& w = im.quant.view;
+  return QuantActs(x, ldx, m, w.k, cpu::reads_act_sums(w), reads_shifted(w), pool);
 }
 
 void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, std::int64_t m,
                float* y, std::int64_t ldy, core::ThreadPool* pool) {
   const cpu::QuantPacked& w = im.quant.view;
-  const QuantActs a(x, ldx, m, w.k, cpu::reads_act_sums(w));
+  const QuantActs a = quant_acts_for(im, x, ldx, m, pool);
   const cpu::QLinearFn fn = active_qlinear();
   const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads <= 1) {
-    fn(w, a.q, a.d, a.xs, m, y, ldy, 0, w.panels);
+    fn(w, a.rows(), y, ldy, 0, w.panels);
     return;
   }
   // Panel ranges as PackedLinear::run splits them; columns are independent outputs.
@@ -254,7 +257,7 @@ void quant_run(const PackedLinear::Impl& im, const float* x, std::int64_t ldx, s
       split.tasks, 1,
       [&](std::int64_t t0, std::int64_t t1) {
         for (std::int64_t t = t0; t < t1; ++t)
-          fn(w, a.q, a.d, a.xs, m, y, ldy, split.begin(t), split.begin(t + 1));
+          fn(w, a.rows(), y, ldy, split.begin(t), split.begin(t + 1));
       },
       static_cast<int>(split.tasks));
 }

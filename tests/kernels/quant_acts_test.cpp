@@ -12,11 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "detinfer/philox.h"
 #include "isa_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/qlinear.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/kernels.h"
+#include "kernels/linear_impl.h"
 #include "kernels/reference/quant_reference.h"
 
 namespace detinfer::kernels {
@@ -31,17 +34,30 @@ std::vector<std::pair<std::string, cpu::QuantizeActsFn>> variants() {
   return v;
 }
 
+// The reference's bytes for m rows of k (row stride ldx): q, d and the half sums.
+struct RefActs {
+  std::vector<std::int8_t> q;
+  std::vector<float> d;
+  std::vector<std::int32_t> xs;
+  RefActs(const std::vector<float>& x, std::int64_t ldx, std::int64_t m, std::int64_t k)
+      : q(static_cast<std::size_t>(m * k)),
+        d(static_cast<std::size_t>(m * (k / 32))),
+        xs(static_cast<std::size_t>(m * (k / 16))) {
+    const std::int64_t nb = k / 32;
+    for (std::int64_t r = 0; r < m; ++r) {
+      ref::quantize_act_row(x.data() + r * ldx, k, q.data() + r * k, d.data() + r * nb);
+      ref::act_half_sums(q.data() + r * k, k, xs.data() + r * 2 * nb);
+    }
+  }
+};
+
 // Every variant against the reference on m rows of k (row stride ldx), bytes compared.
 void expect_reference_bytes(const std::vector<float>& x, std::int64_t ldx, std::int64_t m,
                             std::int64_t k, const char* what) {
-  const std::int64_t nb = k / 32;
-  std::vector<std::int8_t> wq(static_cast<std::size_t>(m * k));
-  std::vector<float> wd(static_cast<std::size_t>(m * nb));
-  std::vector<std::int32_t> ws(static_cast<std::size_t>(m * 2 * nb));
-  for (std::int64_t r = 0; r < m; ++r) {
-    ref::quantize_act_row(x.data() + r * ldx, k, wq.data() + r * k, wd.data() + r * nb);
-    ref::act_half_sums(wq.data() + r * k, k, ws.data() + r * 2 * nb);
-  }
+  const RefActs want(x, ldx, m, k);
+  const std::vector<std::int8_t>& wq = want.q;
+  const std::vector<float>& wd = want.d;
+  const std::vector<std::int32_t>& ws = want.xs;
   for (const auto& [name, fn] : variants()) {
     for (const bool sums : {false, true}) {
       std::vector<std::int8_t> q(wq.size(), 99);
@@ -120,6 +136,56 @@ TEST(QuantActs, NonFiniteZeroAndExtremeBlocksEqualTheReference) {
     EXPECT_TRUE(std::isnan(d[2])) << name;  // the infinite one
     EXPECT_EQ(d[4], 0.0f) << name;          // all zero
     EXPECT_TRUE(std::isinf(d[7])) << name;  // binary16 overflow
+  }
+}
+
+// QuantActs (the quantization the linears share): on 1 and 2 threads (rows split over the
+// pool above 8 rows) and at the active ISA, q, d and xs are the reference's bytes and u is
+// q + 128 as unsigned bytes.
+TEST(QuantActs, SharedRowsOnAPoolEqualTheReference) {
+  const std::int64_t k = 224, ldx = 240;
+  for (const std::int64_t m : {1, 8, 9, 37}) {
+    const std::vector<float> x = random_floats(m * ldx, 31 + static_cast<std::uint64_t>(m), 4.0f);
+    const RefActs want(x, ldx, m, k);
+    const std::vector<std::int8_t>& wq = want.q;
+    const std::vector<float>& wd = want.d;
+    const std::vector<std::int32_t>& ws = want.xs;
+    for (const int threads : {1, 2}) {
+      core::ThreadPool pool(threads);
+      const QuantActs a(x.data(), ldx, m, k, /*sums=*/true, /*shifted=*/true, &pool);
+      const cpu::QuantRows& got = a.rows();
+      ASSERT_EQ(got.m, m);
+      EXPECT_EQ(std::memcmp(got.q, wq.data(), wq.size()), 0) << m << " " << threads;
+      EXPECT_EQ(std::memcmp(got.d, wd.data(), wd.size() * sizeof(float)), 0) << m;
+      EXPECT_EQ(std::memcmp(got.xs, ws.data(), ws.size() * sizeof(std::int32_t)), 0) << m;
+      for (std::size_t i = 0; i < wq.size(); ++i)
+        ASSERT_EQ(static_cast<std::uint8_t>(got.u[i]), static_cast<std::uint8_t>(wq[i] + 128))
+            << "m=" << m << " i=" << i;
+      const QuantActs plain(x.data(), ldx, m, k, /*sums=*/false, /*shifted=*/false, &pool);
+      EXPECT_EQ(plain.rows().u, nullptr);
+      EXPECT_EQ(plain.rows().xs, nullptr);
+      EXPECT_EQ(std::memcmp(plain.rows().q, wq.data(), wq.size()), 0);
+    }
+  }
+}
+
+// The kept scratch: a second holder on the same thread gets a buffer of its own; released,
+// the kept buffer serves the next holder; a need above kKeptBytes is never the kept one.
+TEST(ThreadScratch, OneKeptBufferPerThreadOthersOwnTheirs) {
+  std::uint8_t* kept = nullptr;
+  {
+    const cpu::ThreadScratch a(1000);
+    const cpu::ThreadScratch b(1000);
+    EXPECT_NE(a.data(), b.data());
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 64, 0u);
+    kept = a.data();
+  }
+  {
+    const cpu::ThreadScratch c(500);
+    EXPECT_EQ(c.data(), kept);
+    const cpu::ThreadScratch big(cpu::ThreadScratch::kKeptBytes + 1);
+    EXPECT_NE(big.data(), kept);
   }
 }
 

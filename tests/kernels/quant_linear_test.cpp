@@ -96,9 +96,12 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
       ref::quantize_act_row(x.data() + r * k, k, xq.data() + r * k, xd.data() + r * k / 32);
       ref::act_half_sums(xq.data() + r * k, k, xs.data() + r * k / 16);
     }
+    std::vector<std::int8_t> xu;  // q + 128 as unsigned bytes (the VNNI int8 form's)
+    for (const std::int8_t v : xq) xu.push_back(static_cast<std::int8_t>(v + 128));
+    const cpu::QuantRows rows{xq.data(), xu.data(), xd.data(), xs.data(), m};
     for (const auto& [name, fn] : fns) {
       std::vector<float> got(want.size(), -1.0f);
-      fn(hp.view, xq.data(), xd.data(), xs.data(), m, got.data(), n, 0, hp.view.panels);
+      fn(hp.view, rows, got.data(), n, 0, hp.view.panels);
       ASSERT_TRUE(same_bits(got.data(), want.data(), m * n)) << name << " m=" << m;
     }
   }

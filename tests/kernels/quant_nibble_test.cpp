@@ -55,7 +55,7 @@ std::vector<std::uint8_t> weights(QuantFormat f, Shape s, std::uint64_t stream) 
 
 // Activations of m rows quantized as quant_run does: int8, block scales, half sums.
 struct Acts {
-  std::vector<std::int8_t> q;
+  std::vector<std::int8_t> q, u;  // u: q + 128 as unsigned bytes (the VNNI int8 form's)
   std::vector<float> d;
   std::vector<std::int32_t> xs;
   Acts(const std::vector<float>& x, std::int64_t m, std::int64_t k)
@@ -66,7 +66,9 @@ struct Acts {
       ref::quantize_act_row(x.data() + r * k, k, q.data() + r * k, d.data() + r * k / 32);
       ref::act_half_sums(q.data() + r * k, k, xs.data() + r * k / 16);
     }
+    for (const std::int8_t v : q) u.push_back(static_cast<std::int8_t>(v + 128));
   }
+  cpu::QuantRows rows(std::int64_t m) const { return {q.data(), u.data(), d.data(), xs.data(), m}; }
 };
 
 std::vector<std::pair<const char*, cpu::QLinearFn>> kernel_variants() {
@@ -134,7 +136,7 @@ TEST_P(NibbleFormats, EveryKernelVariantEqualsTheInt8PanelsAndTheReference) {
       for (const auto& [name, fn] : fns) {
         for (const cpu::QuantPanels* hp : {&nib, &i8}) {
           std::vector<float> got(want.size(), -1.0f);
-          fn(hp->view, a.q.data(), a.d.data(), a.xs.data(), m, got.data(), s.n, 0, hp->view.panels);
+          fn(hp->view, a.rows(m), got.data(), s.n, 0, hp->view.panels);
           ASSERT_TRUE(same_bits(got.data(), want.data(), m * s.n))
               << name << (hp == &nib ? " nibble" : " int8") << " n=" << s.n << " k=" << s.k
               << " m=" << m;

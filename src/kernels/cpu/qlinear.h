@@ -164,13 +164,29 @@ inline std::int32_t packed_weight(const QuantPacked& w, std::int64_t p, std::int
   return u - w.offset;
 }
 
-// y[r][j] for rows [0, m) and the columns of panels [p0, p1): the reference's fold
-// (ref::quant_linear) over activations already quantized: xq holds m rows of k int8
-// (row stride k), xd m rows of nb block scales (row stride nb), xs (only read when
-// reads_act_sums(w); may be null otherwise) m rows of 2 nb half sums (ref::act_half_sums).
-using QLinearFn = void (*)(const QuantPacked& w, const std::int8_t* xq, const float* xd,
-                           const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+// Activations already quantized (QuantActs, linear_impl.h): m rows of k int8 q (row stride
+// k), m rows of nb block scales d (row stride nb), m rows of 2 nb half sums xs
+// (ref::act_half_sums; read only when reads_act_sums(w), may be null otherwise), and u, q's
+// bytes + 128 as unsigned bytes (q ^ 0x80, the same layout; read only by a kernel for
+// which qlinear_reads_shifted(isa) over the int8 form, may be null otherwise).
+struct QuantRows {
+  const std::int8_t* q = nullptr;
+  const std::int8_t* u = nullptr;
+  const float* d = nullptr;
+  const std::int32_t* xs = nullptr;
+  std::int64_t m = 0;
+};
+
+// y[r][j] for rows [0, x.m) and the columns of panels [p0, p1): the reference's fold
+// (ref::quant_linear) over activations already quantized.
+using QLinearFn = void (*)(const QuantPacked& w, const QuantRows& x, float* y, std::int64_t ldy,
                            std::int64_t p0, std::int64_t p1);
+
+// Whether the kernel of `isa` reads QuantRows::u (the int8 form with vpdpbusd, whose
+// unsigned operand is x + 128) for weights in the int8 form (w.nibble false).
+bool qlinear_reads_shifted(Isa isa);
+// u[i] = q[i] ^ 0x80 for i < n: q + 128 as unsigned bytes.
+void shift_rows(const std::int8_t* q, std::int64_t n, std::int8_t* u);
 
 // Activations quantized for the kernels: m rows of x (row stride ldx) to q (m rows of k
 // int8, row stride k) and d (m rows of k / 32 block scales) by ref::quantize_act_row, and

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
-#include <vector>
 
+#include "core/check.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/qlinear.h"
 

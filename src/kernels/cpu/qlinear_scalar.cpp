@@ -1,5 +1,7 @@
 // The scalar quantized panel kernel: ref::quant_linear's operations over the packed layout,
 // and the quantized kernel dispatch.
+#include <cstring>
+
 #include "core/check.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/qlinear.h"
@@ -24,9 +26,12 @@ ref::BlockScales block_scales(const QuantPacked& w, std::int64_t at) {
   return s;
 }
 
-void qlinear_ref_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
-                        const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+void qlinear_ref_panels(const QuantPacked& w, const QuantRows& x, float* y, std::int64_t ldy,
                         std::int64_t p0, std::int64_t p1) {
+  const std::int8_t* xq = x.q;
+  const float* xd = x.d;
+  const std::int32_t* xs = x.xs;
+  const std::int64_t m = x.m;
   for (std::int64_t p = p0; p < p1; ++p) {
     for (std::int64_t l = 0; l < kPanel && p * kPanel + l < w.n; ++l) {
       const std::int64_t j = p * kPanel + l;
@@ -62,6 +67,20 @@ QuantizeActsFn quantize_acts_scalar() { return quantize_acts_ref; }
 
 QuantizeActsFn quantize_acts_for(Isa isa) {
   return isa == Isa::kScalar ? quantize_acts_scalar() : quantize_acts_avx2();
+}
+
+bool qlinear_reads_shifted(Isa isa) { return isa == Isa::kAvx512 && cpu_has_avx512_vnni(); }
+
+void shift_rows(const std::int8_t* q, std::int64_t n, std::int8_t* u) {
+  // Eight bytes at a time (the compiler's baseline ISA has no byte vectors to spare).
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t v;
+    std::memcpy(&v, q + i, 8);
+    v ^= 0x8080808080808080u;
+    std::memcpy(u + i, &v, 8);
+  }
+  for (; i < n; ++i) u[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(q[i]) ^ 0x80u);
 }
 
 bool cpu_has_avx512_vnni() {

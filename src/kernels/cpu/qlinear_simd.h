@@ -286,27 +286,17 @@ void qlinear_cols(const QuantPacked& w, const std::int8_t* xq, const float* xd,
 }
 
 template <class D>
-void qlinear_panels(const QuantPacked& w, const std::int8_t* xq, const float* xd,
-                    const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
+void qlinear_panels(const QuantPacked& w, const QuantRows& x, float* y, std::int64_t ldy,
                     std::int64_t p0, std::int64_t p1) {
-  // The activations as the policy reads them (x + 128 for vpdpbusd's unsigned operand;
-  // the nibble form's unsigned operand is u).
-  // The copy is the thread's own, kept between calls up to 16 MiB (a fresh allocation per
-  // call costs page faults).
-  if (D::kShifted && !w.nibble) {
-    const auto bytes = static_cast<std::size_t>(m * w.k);
-    thread_local std::vector<std::int8_t> kept;
-    std::vector<std::int8_t> own;
-    std::vector<std::int8_t>& buf = bytes <= (std::size_t{16} << 20) ? kept : own;
-    if (buf.size() < bytes) buf.resize(bytes);
-    for (std::size_t i = 0; i < bytes; ++i)
-      buf[i] = static_cast<std::int8_t>(static_cast<std::uint8_t>(xq[i]) ^ 0x80u);
-    xq = buf.data();
-  }
-  if (m <= kStreamRows)
-    qlinear_cols<D, kStreamCols<D>>(w, xq, xd, xs, m, y, ldy, p0, p1);
+  // The activations as the policy reads them: x + 128 (vpdpbusd's unsigned operand) over
+  // the int8 form, made once per input by QuantActs; the nibble form's unsigned operand is
+  // u, so it reads x.
+  const std::int8_t* xq = D::kShifted && !w.nibble ? x.u : x.q;
+  DETINFER_INTERNAL_CHECK(xq != nullptr);
+  if (x.m <= kStreamRows)
+    qlinear_cols<D, kStreamCols<D>>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
   else
-    qlinear_cols<D, 1>(w, xq, xd, xs, m, y, ldy, p0, p1);
+    qlinear_cols<D, 1>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
 }
 
 // 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
