@@ -120,11 +120,56 @@ __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ir
   }
 }
 
+// The block loop of q8_0 (the int8 form, no sub-scales) with the C vectors side by side:
+// each kq row's broadcast of a row's x serves all C weight vectors, and the R x C
+// accumulators are independent chains (written as qblocks_plain, the compiler kept one
+// vector's block at a time and spilled).
+template <class D, int R, int C>
+__attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, const QRows& a,
+                                                        const QCols<C>& cols, typename D::freg* s) {
+  constexpr std::int64_t kAhead = 8 * kBlockBytes<-1>;  // prefetch 8 blocks ahead
+  for (std::int64_t b = 0; b < w.nb; ++b) {
+    typename D::ireg acc[C][R];
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) acc[c][r] = D::izero();
+#pragma GCC unroll 8
+    for (int kq = 0; kq < 8; ++kq) {
+      typename D::ireg wv[C];
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const std::int8_t* wb = cols.w[c] + b * kBlockBytes<-1> + kq * kQuantGroup * 4;
+        if (cols.prefetch[c]) _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead), _MM_HINT_T0);
+        wv[c] = D::load(wb);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const std::int32_t x4 = load4(a.x[r] + b * kQB + kq * 4);
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[c][r] = D::dot(acc[c][r], wv[c], x4);
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const std::int64_t at = cols.d0[c] + b * kQuantGroup;
+      const typename D::freg dw = D::loadf(w.d + at);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const typename D::freg isum = D::cvt(D::isum(acc[c][r], w.wsum + at));
+        s[c * R + r] = D::add(s[c * R + r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
+      }
+    }
+  }
+}
+
 // The block loop of the q8_0 / q4_0 / q5_0 formats: one accumulator per row and block.
 template <class D, int R, int C, int kP>
 __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, const QRows& a,
                                                          const QCols<C>& cols,
                                                          typename D::freg* s) {
+  if constexpr (kP < 0) {
+    qblocks_int8<D, R, C>(w, a, cols, s);
+    return;
+  }
   for (std::int64_t b = 0; b < w.nb; ++b) {
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
@@ -249,11 +294,10 @@ template <class D>
 constexpr int kStreamCols = static_cast<int>(kPanel / D::L) < 4 ? static_cast<int>(kPanel / D::L)
                                                                 : 4;
 
-template <class D, int C>
+template <class D, int C, int kRows>
 void qlinear_cols(const QuantPacked& w, const std::int8_t* xq, const float* xd,
                   const std::int32_t* xs, std::int64_t m, float* y, std::int64_t ldy,
                   std::int64_t p0, std::int64_t p1) {
-  constexpr int kRows = C == 1 ? kMaxQRows : kStreamRows;
   constexpr std::int64_t kCols = C * D::L;
   alignas(64) float tmp[kRows][kCols];
   alignas(64) float bias_tmp[kCols];
@@ -294,9 +338,11 @@ void qlinear_panels(const QuantPacked& w, const QuantRows& x, float* y, std::int
   const std::int8_t* xq = D::kShifted && !w.nibble ? x.u : x.q;
   DETINFER_INTERNAL_CHECK(xq != nullptr);
   if (x.m <= kStreamRows)
-    qlinear_cols<D, kStreamCols<D>>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
+    qlinear_cols<D, kStreamCols<D>, kStreamRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
+  else if (D::kRowCols > 1 && !w.split)
+    qlinear_cols<D, D::kRowCols, kMaxQRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
   else
-    qlinear_cols<D, 1>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
+    qlinear_cols<D, 1, kMaxQRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
 }
 
 // 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
@@ -306,6 +352,7 @@ struct Dot256 {
   using freg = __m256;
   static constexpr int L = 8;
   static constexpr bool kShifted = false;
+  static constexpr int kRowCols = 1;  // vectors per tile of kMaxQRows rows (16 registers)
   static ireg izero() { return _mm256_setzero_si256(); }
   static ireg load(const std::int8_t* p) {
     return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
