@@ -100,6 +100,18 @@ NibbleForm nibble_form(QuantFormat f) {
 
 namespace {
 
+// The binary16 bits of a scale that decode_block widened from binary16 (d and dm of every
+// format): narrowing gives back bits that widen to the same binary32 (NaNs included).
+std::uint16_t f16_bits_of(float widened) {
+  const std::uint16_t h = f32_to_f16_rne(widened);
+  std::uint32_t a, b;
+  const float back = f16_to_f32(h);
+  std::memcpy(&a, &widened, 4);
+  std::memcpy(&b, &back, 4);
+  DETINFER_INTERNAL_CHECK(a == b);
+  return h;
+}
+
 // 16-weight sub-blocks: the halves of a 32-weight block have their own scales.
 bool split_format(QuantFormat f) {
   return f == QuantFormat::kQ2_K || f == QuantFormat::kQ3_K || f == QuantFormat::kQ6_K;
@@ -159,9 +171,9 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
   const QuantFormatInfo info = quant_format_info(format);
-  out.d.assign(cells, 0.0f);
+  out.d.assign(cells, 0);
   if (info.sub_scaled || info.has_min) out.sm.assign(cells, 0);
-  if (info.has_min) out.dm.assign(cells, 0.0f);
+  if (info.has_min) out.dm.assign(cells, 0);
   if (form.offset < 0) out.wsum.assign(cells, 0);
   if (form.offset < 0 && split_format(format)) out.wsum_hi.assign(cells, 0);
   set_view(out, qs, format, n, k, bias, form);
@@ -182,14 +194,15 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
         }
         set_nibble_weight(qs, v, p, b, l, i, q[i]);
       }
-      out.d[at] = s.d;
-      if (!v.nibble) out.wsum[at] = v.split ? sum[0] : sum[0] + sum[1];
-      if (!v.nibble && v.split) out.wsum_hi[at] = sum[1];
+      out.d[at] = f16_bits_of(s.d);
+      // |sum| <= 32 * 128: exact in int16.
+      if (!v.nibble) out.wsum[at] = static_cast<std::int16_t>(v.split ? sum[0] : sum[0] + sum[1]);
+      if (!v.nibble && v.split) out.wsum_hi[at] = static_cast<std::int16_t>(sum[1]);
       if (v.ext) {
         DETINFER_INTERNAL_CHECK(v.split || (s.s[0] == s.s[1] && s.m[0] == s.m[1]));
         out.sm[at] = pack_sm(s.s, s.m);  // every sub-scale and min is within int8
       }
-      if (v.has_min) out.dm[at] = s.dm;
+      if (v.has_min) out.dm[at] = f16_bits_of(s.dm);
     }
   };
   const auto decode_panels = [&](std::int64_t p0, std::int64_t p1) {
@@ -270,9 +283,11 @@ void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
     for (std::int64_t i = 0; i < kQB; ++i) {  // ref::dequantize_block's formula
       const std::int32_t q = cpu::packed_weight(w, p, b, l, i);
       const std::int32_t s = !w.ext ? 1 : cpu::sm_byte(w.sm[at], i < 16 ? 0 : 1);
-      const float v = w.d[at] * static_cast<float>(s * q);  // exact
-      dst[b * kQB + i] =
-          w.has_min ? v - w.dm[at] * static_cast<float>(cpu::sm_byte(w.sm[at], i < 16 ? 2 : 3)) : v;
+      const float v = f16_to_f32(w.d[at]) * static_cast<float>(s * q);  // exact
+      dst[b * kQB + i] = w.has_min
+                             ? v - f16_to_f32(w.dm[at]) *
+                                       static_cast<float>(cpu::sm_byte(w.sm[at], i < 16 ? 2 : 3))
+                             : v;
     }
   }
 }

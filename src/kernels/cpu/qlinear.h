@@ -39,18 +39,22 @@ namespace detinfer::kernels::cpu {
 //     half's) x): the same integer as sum q * x, the same fold order as the int8 form, so
 //     the nibble form changes no result bit (docs/numerics.md).
 // Per block and column, at qd_index (16 columns of a group consecutive):
-//   d     the block's scale (ref::BlockScales::d) widened exactly to binary32,
-//   wsum  (int8 form only) the sum of its 32 weights (for the vpdpbusd offset form); for
-//         `split` formats the sum of k 0..15 only, wsum_hi that of k 16..31.
+//   d     the block's scale (ref::BlockScales::d) as binary16 bits (every format's d is a
+//         binary16 widened, so the kernels widen these bits back exactly: vcvtph2ps),
+//   wsum  (int8 form only) the sum of its 32 weights as int16 (|sum| <= 4096; for the
+//         vpdpbusd offset form); for `split` formats the sum of k 0..15 only, wsum_hi that
+//         of k 16..31.
+// Half-width d and wsum: a q8_0 decode step reads 576 bytes per 512 weights, not 640.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
 // qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
 // (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
-// int32, and with has_min the binary32 min scale dm. Columns past n hold zeros. Any format
-// decodes to the int8 form exactly, and the nibble ones to the nibble form.
+// int32, and with has_min the min scale dm as binary16 bits (also a binary16 widened). Columns past
+// n hold zeros. Any format decodes to the int8 form exactly, and the nibble ones to the nibble
+// form.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
-  const float* d = nullptr;            // at qd_index
-  const std::int32_t* wsum = nullptr;  // at qd_index; null in the nibble form
+  const std::uint16_t* d = nullptr;    // at qd_index, binary16 bits
+  const std::int16_t* wsum = nullptr;  // at qd_index; null in the nibble form
   QuantFormat format = QuantFormat::kQ8_0;
   std::int64_t n = 0;
   std::int64_t k = 0;
@@ -60,9 +64,9 @@ struct QuantPacked {
   bool ext = false;      // sub-scales (q4_1, q5_1, K formats)
   bool split = false;    // the halves' sub-scales differ (q2_k, q3_k, q6_k): summed apart
   bool has_min = false;  // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
-  const std::int32_t* wsum_hi = nullptr;  // split
+  const std::int16_t* wsum_hi = nullptr;  // split
   const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
-  const float* dm = nullptr;              // has_min
+  const std::uint16_t* dm = nullptr;      // has_min, binary16 bits
   bool nibble = false;                    // the nibble form (4 + planes bits per weight)
   std::int32_t offset = 0;                // nibble: u = q + offset
   int planes = 0;                         // nibble: bit planes above the nibble (0..2)
@@ -85,8 +89,9 @@ NibbleForm nibble_form(QuantFormat f);
 // The arrays behind a QuantPacked (pack_quant_panels); move-only, as view points into them.
 struct QuantPanels {
   std::vector<std::int8_t> storage;  // qs at a 64-byte aligned offset
-  std::vector<float> d, dm;
-  std::vector<std::int32_t> wsum, wsum_hi, sm;
+  std::vector<std::uint16_t> d, dm;
+  std::vector<std::int16_t> wsum, wsum_hi;
+  std::vector<std::int32_t> sm;
   QuantPacked view;
   QuantPanels() = default;
   QuantPanels(QuantPanels&&) = default;
@@ -94,9 +99,8 @@ struct QuantPanels {
   QuantPanels(const QuantPanels&) = delete;
   QuantPanels& operator=(const QuantPanels&) = delete;
   std::size_t bytes() const {
-    std::size_t n = storage.size() + (d.size() + dm.size()) * sizeof(float);
-    for (const auto* v : {&wsum, &wsum_hi, &sm}) n += v->size() * sizeof(std::int32_t);
-    return n;
+    return storage.size() + (d.size() + dm.size() + wsum.size() + wsum_hi.size()) * 2 +
+           sm.size() * sizeof(std::int32_t);
   }
 };
 

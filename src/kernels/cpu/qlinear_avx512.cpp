@@ -49,12 +49,18 @@ struct DotVnni512 {
     return _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(static_cast<char>(byte)), 0xF8);
   }
   // sum (x + 128) w - 128 sum w = sum x w, exact (|values| < 2^21).
-  static ireg isum(ireg acc, const std::int32_t* wsum) {
-    return _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7));
+  static ireg isum(ireg acc, const std::int16_t* wsum) {
+    const __m512i w =
+        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum)));
+    return _mm512_sub_epi32(acc, _mm512_slli_epi32(w, 7));
   }
   static freg fzero() { return _mm512_setzero_ps(); }
   static freg set1(float f) { return _mm512_set1_ps(f); }
   static freg loadf(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 binary16 bit patterns widened exactly.
+  static freg loadh(const std::uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static void storef(float* p, freg a) { _mm512_storeu_ps(p, a); }
   static freg cvt(ireg a) { return _mm512_cvtepi32_ps(a); }
   static freg add(freg a, freg b) { return _mm512_add_ps(a, b); }

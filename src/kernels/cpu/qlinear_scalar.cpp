@@ -13,13 +13,13 @@ namespace {
 // Block b of column l of panel p as ref::decode_block gave it, read back from the panels.
 ref::BlockScales block_scales(const QuantPacked& w, std::int64_t at) {
   ref::BlockScales s;
-  s.d = w.d[at];
+  s.d = f16_to_f32(w.d[at]);
   if (w.ext) {
     s.s[0] = sm_byte(w.sm[at], 0);
     s.s[1] = sm_byte(w.sm[at], 1);
   }
   if (w.has_min) {
-    s.dm = w.dm[at];
+    s.dm = f16_to_f32(w.dm[at]);
     s.m[0] = sm_byte(w.sm[at], 2);
     s.m[1] = sm_byte(w.sm[at], 3);
   }

@@ -2,7 +2,8 @@
 //   D::L lanes (output columns), D::kShifted (x is read as x + 128, unsigned),
 //   D::load(p): the D::L columns' 4 weights of one kq row; D::dot(acc, w, x4): acc plus,
 //   per lane, the 4 products of its weights with the 4 int8 of x4 (broadcast), exact;
-//   D::isum(acc, wsum): the block's exact integer dot product per lane;
+//   D::isum(acc, wsum): the block's exact integer dot product per lane (wsum: int16);
+//   D::loadh(p): D::L binary16 scales widened exactly;
 //   nibble form: D::nibbles(p, lo, hi): the low and high nibbles of the D::L columns' 4
 //   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
 //   D::shl / shr (32-bit lanes), and8 (a byte mask), or8, or_and8 (a | (b & mask)): the
@@ -151,7 +152,7 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const std::int64_t at = cols.d0[c] + b * kQuantGroup;
-      const typename D::freg dw = D::loadf(w.d + at);
+      const typename D::freg dw = D::loadh(w.d + at);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const typename D::freg isum = D::cvt(D::isum(acc[c][r], w.wsum + at));
@@ -177,7 +178,7 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
       for (int r = 0; r < R; ++r) acc[0][r] = D::izero();
       qblock_dots<D, R, 1, kP>(cols.w[c] + b * kBlockBytes<kP>, a, b, cols.prefetch[c], acc);
       const std::int64_t at = cols.d0[c] + b * kQuantGroup;
-      const typename D::freg dw = D::loadf(w.d + at);
+      const typename D::freg dw = D::loadh(w.d + at);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const typename D::freg isum = D::cvt(block_isum<D, kP>(acc[0][r], w, a, r, b, at, -1));
@@ -206,7 +207,7 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
         for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
       qblock_dots<D, R, kAcc, kP>(cols.w[c] + b * kBlockBytes<kP>, a, b, cols.prefetch[c], acc);
       const std::int64_t at = cols.d0[c] + b * kQuantGroup;
-      const typename D::freg dw = D::loadf(w.d + at);
+      const typename D::freg dw = D::loadh(w.d + at);
       const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
       const typename D::ireg slo = D::template sbyte<0>(sm);
 #pragma GCC unroll 4
@@ -226,7 +227,7 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
                            D::mullo(D::template sbyte<3>(sm), D::set1i(xs[1])));
           else
             msum = D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0] + xs[1]));
-          v = D::sub(v, D::mul(D::mul(D::loadf(w.dm + at), dx), D::cvt(msum)));
+          v = D::sub(v, D::mul(D::mul(D::loadh(w.dm + at), dx), D::cvt(msum)));
         }
         s[c * R + r] = D::add(s[c * R + r], v);
       }
@@ -381,10 +382,14 @@ struct Dot256 {
   static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
   // a | (b & byte) in every byte.
   static ireg or_and8(ireg a, ireg b, int byte) { return or8(a, and8(b, byte)); }
-  static ireg isum(ireg acc, const std::int32_t*) { return acc; }
+  static ireg isum(ireg acc, const std::int16_t*) { return acc; }
   static freg fzero() { return _mm256_setzero_ps(); }
   static freg set1(float f) { return _mm256_set1_ps(f); }
   static freg loadf(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 binary16 bit patterns widened exactly.
+  static freg loadh(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static void storef(float* p, freg a) { _mm256_storeu_ps(p, a); }
   static freg cvt(ireg a) { return _mm256_cvtepi32_ps(a); }
   static freg add(freg a, freg b) { return _mm256_add_ps(a, b); }
