@@ -225,15 +225,7 @@ void rms_norm(const float* x, std::int64_t ldx, const float* w, float eps, float
 }
 
 void silu_mul(const float* g, const float* u, float* out, std::int64_t n) {
-  // Chunks keep the exp scratch on the stack; elementwise, so no order concerns.
-  constexpr std::int64_t kBlock = 256;
-  float t[kBlock];
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const std::int64_t len = std::min(kBlock, n - i0);
-    for (std::int64_t i = 0; i < len; ++i) t[i] = -g[i0 + i];
-    exp_n(t, t, len);
-    for (std::int64_t i = 0; i < len; ++i) out[i0 + i] = g[i0 + i] / (1.0f + t[i]) * u[i0 + i];
-  }
+  cpu::active_kernels().silu_mul(g, u, out, n);
 }
 
 SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n) {

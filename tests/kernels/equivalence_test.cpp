@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -257,6 +259,29 @@ TEST(Attention, IndependentOfPrefillChunkingAndBlockSize) {
 }
 
 // --- row ops -------------------------------------------------------------------------
+
+// silu_mul on the values where a vector form could differ from scalar code: NaNs of both
+// signs (-g is a sign flip, not 0 - g), infinities, signed zeros, subnormals, and
+// magnitudes where exp(-g) overflows or underflows; every ISA, every tail length.
+TEST(RowOps, SiluMulSpecialValuesEqualReferenceForEveryIsa) {
+  IsaGuard guard;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> g = {std::nanf(""), -std::nanf(""), inf,   -inf,   0.0f,  -0.0f,
+                          1e-40f,        -1e-40f,        88.0f, -88.0f, 89.0f, -104.0f,
+                          1e30f,         -1e30f,         0.5f,  -3.0f};
+  const std::vector<float> more = random_floats(40, 77, 50.0f);
+  g.insert(g.end(), more.begin(), more.end());
+  const std::vector<float> u = random_floats(static_cast<std::int64_t>(g.size()), 78);
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    for (std::int64_t n = 1; n <= static_cast<std::int64_t>(g.size()); ++n) {
+      std::vector<float> want(static_cast<std::size_t>(n)), got(want.size(), -1.0f);
+      ref::silu_mul(g.data(), u.data(), want.data(), n);
+      silu_mul(g.data(), u.data(), got.data(), n);
+      ASSERT_TRUE(same_bits(got.data(), want.data(), n)) << to_string(isa) << " n=" << n;
+    }
+  }
+}
 
 TEST(RowOps, EqualReferenceForEveryIsa) {
   IsaGuard guard;

@@ -27,6 +27,10 @@ struct V512 {
   static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+  static reg neg(reg a) {  // the sign bit flipped (NaNs too), as scalar -a
+    return _mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
+  }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg fnma(reg a, reg b, reg c) { return _mm512_fnmadd_ps(a, b, c); }
   static reg load_bf16(const std::uint16_t* p) {
@@ -171,8 +175,8 @@ constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in regi
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels k{linear_simd,      attn_scores, attn_partials,
-                            attn_transpose_k, exp_vec,     dot_fma};
+  static const IsaKernels k{linear_simd, attn_scores, attn_partials, attn_transpose_k,
+                            exp_vec,     dot_fma,     silu_mul_vec};
   return k;
 }
 

@@ -78,6 +78,10 @@ using AttnTransposeKFn = void (*)(const AttnHeads& a, std::int64_t j0, std::int6
 // y[i] = exp_f32(x[i]) (x and y may alias).
 using ExpFn = void (*)(const float* x, float* y, std::int64_t n);
 
+// out[i] = g[i] / (1 + exp_f32(-g[i])) * u[i] (ref::silu_mul; elementwise, each lane the
+// reference's operations).
+using SiluMulFn = void (*)(const float* g, const float* u, float* out, std::int64_t n);
+
 // Chunked dot product (ref::dot), with hardware fma where the ISA has it.
 using DotFn = float (*)(const float* a, const float* b, std::int64_t k);
 
@@ -88,6 +92,7 @@ struct IsaKernels {
   AttnTransposeKFn attn_transpose_k;
   ExpFn exp;
   DotFn dot;
+  SiluMulFn silu_mul;
 };
 
 // Scratch of AttnScoresFn: 8 transposed blocks of 16 keys, then 16 lane-wise maxima per

@@ -101,11 +101,16 @@ void exp_scalar(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = ref::exp_f32(x[i]);
 }
 
+void silu_mul_scalar(const float* g, const float* u, float* out, std::int64_t n) {
+  ref::silu_mul(g, u, out, n);
+}
+
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
   static const IsaKernels k{linear_scalar,           attn_scores_scalar, attn_partials_scalar,
-                            attn_transpose_k_scalar, exp_scalar,         ref::dot};
+                            attn_transpose_k_scalar, exp_scalar,         ref::dot,
+                            silu_mul_scalar};
   return k;
 }
 

@@ -4,7 +4,7 @@
 //   struct V {
 //     using reg = ...;  static constexpr int L = lanes;
 //     zero(), set1(f), load(p), store(p, a), load_n(p, n), store_n(p, a, n),
-//     add, sub, mul, div, fma(a, b, c) = a*b + c rounded once,
+//     add, sub, mul, div, neg (the sign bit flipped), fma(a, b, c) = a*b + c rounded once,
 //     load_bf16(p), load_f16(p) (L values widened exactly),
 //     fnma(a, b, c) = -(a*b) + c rounded once (= fma(-a, b, c)),
 //     max_seq(m, x) = x > m ? x : m lane-wise,
@@ -50,6 +50,24 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   if (i < n) {
     const int rest = static_cast<int>(n - i);
     V::store_n(y + i, exp_lanes(V::load_n(x + i, rest)), rest);
+  }
+}
+
+// --- silu_mul ----------------------------------------------------------------------
+
+// ref::silu_mul lane-wise: g / (1 + exp_f32(-g)) * u, the reference's operations in its
+// order (-g a sign flip, as in scalar code).
+inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
+  return V::mul(V::div(g, V::add(V::set1(1.0f), exp_lanes(V::neg(g)))), u);
+}
+
+[[maybe_unused]] void silu_mul_vec(const float* g, const float* u, float* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + V::L <= n; i += V::L)
+    V::store(out + i, silu_mul_lanes(V::load(g + i), V::load(u + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    V::store_n(out + i, silu_mul_lanes(V::load_n(g + i, rest), V::load_n(u + i, rest)), rest);
   }
 }
 

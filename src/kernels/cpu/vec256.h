@@ -18,6 +18,7 @@ struct V256 {
   static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
+  static reg neg(reg a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }  // as scalar -a
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg fnma(reg a, reg b, reg c) { return _mm256_fnmadd_ps(a, b, c); }
   static reg load_bf16(const std::uint16_t* p) {
