@@ -276,6 +276,28 @@ TEST(CudaModelEmulationQuantized, GgufQuantizedTensorsEqualCpuBitForBit) {
   }
 }
 
+// The K formats need rows of whole 256-weight super-blocks: a qwen2 model 256 wide (tied)
+// in llama.cpp's q4_k_m mix (q4_K and q6_K tensors) gives the CPU's bits.
+TEST(CudaModelEmulationQuantized, GgufKQuantMixEqualsCpuBitForBit) {
+  const std::string dir = scratch_dir("cuda-emu-k");
+  devtools::TinyModelOptions o =
+      tiny_options(devtools::TinyArch::kQwen2, core::DType::kBF16, dir, 7);
+  o.vocab = 288;
+  o.hidden = 256;
+  o.intermediate = 512;
+  devtools::make_tiny_model(o);
+  devtools::GgufConvertOptions g;
+  model::QuantScheme scheme;
+  ASSERT_TRUE(model::parse_quant_scheme("q4_k_m", &scheme));
+  g.quantize = scheme;
+  const std::string file = devtools::write_gguf_model(dir, dir + "/q.gguf", g).front();
+  auto cpu = model::Model::load(file, {NumericsMode::kCanonical, 1, {}});
+  auto gpu = emulated_cuda_model(file, NumericsMode::kCanonical);
+  const Scenario sc = make_scenario(cpu->config().vocab_size);
+  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
+                        run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})));
+}
+
 // ModelOptions::weights (quantizing on load) on the emulated CUDA backend: the CPU's bits.
 TEST(CudaModelEmulationQuantized, WeightsQuantizedOnLoadEqualCpuBitForBit) {
   const std::string dir = tiny_model(devtools::TinyArch::kQwen3, core::DType::kF32);
