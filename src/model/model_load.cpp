@@ -51,12 +51,12 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   }
   // Quantized linears run in canonical mode, on the CPU and on CUDA (bitwise the same).
   if (options.weights && options.mode != NumericsMode::kCanonical) {
-    throw Error(ErrorCode::kUnsupported,
-                str_cat("weights ", options.weights->name,
-                        " (quantized weights) needs canonical mode; mode is ",
-                        to_string(options.mode), " on ",
-                        options.device.type == Device::kCpu ? "the CPU" : "a GPU"),
-                "weights");
+    throw Error(
+        ErrorCode::kUnsupported,
+        str_cat("weights ", options.weights->name,
+                " (quantized weights) needs canonical mode; mode is ", to_string(options.mode),
+                " on ", options.device.type == Device::kCpu ? "the CPU" : "a GPU"),
+        "weights");
   }
   std::unique_ptr<TransformerBase> model =
       torch ? make_fast_model(config, *opened.source, options)
