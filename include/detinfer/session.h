@@ -55,7 +55,7 @@ struct SessionOptions {
   // "q2_k" .. "q6_k") or a llama.cpp mix choosing one per tensor ("q3_k_m", "q4_k_s",
   // "q4_k_m", "q5_k_s", "q5_k_m"; docs/gguf.md), quantized on load with the spec's
   // deterministic quantizers; a tied embedding is the quantized lm_head. Part of the
-  // numerics: recorded in fingerprints and cache keys. Canonical mode on the CPU only (else
+  // numerics: recorded in fingerprints and cache keys. Canonical mode only, CPU or CUDA (else
   // Error(kUnsupported, field "weights")); another name is Error(kInvalidArgument).
   std::string weights = "native";
   std::int32_t threads = 0;                 // kernel threads 1..1024; 0 = all cores

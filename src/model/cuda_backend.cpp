@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/reference/quant_blocks.h"
 #include "model/rope_table.h"
 #include "model/weight_loader.h"
 
@@ -23,11 +24,16 @@ class CudaLinear final : public BackendLinear {
  public:
   std::int64_t n() const override { return n_; }
   std::int64_t k() const override { return k_; }
-  std::size_t bytes() const override { return w.bytes() + bias.bytes(); }
+  std::size_t bytes() const override { return w.bytes() + bias.bytes() + scales.bytes(); }
 
-  BackendBuffer w;     // [n][k]: the stored dtype (canonical) or bf16 (tensor cores)
+  BackendBuffer w;     // [n][k]: the stored dtype (canonical), bf16 (tensor cores) or int8
   BackendBuffer bias;  // n floats, or empty
   core::DType dtype = core::DType::kF32;
+  // Quantized (canonical only): w holds the decoded int8 weights and `scales` one
+  // ref::BlockScales per (row, 32-block) (kernels::cuda::quant_linear's layout).
+  bool quantized = false;
+  bool has_min = false;
+  BackendBuffer scales;
   std::int64_t n_ = 0;
   std::int64_t k_ = 0;
 };
@@ -79,6 +85,42 @@ class CudaBackend final : public Backend {
     return l;
   }
 
+  // Canonical mode only: the blocks are decoded once here (ref::decode_block, exact) to
+  // int8 weights and per-block scales; the device then runs quantized spec v1's
+  // operations in the reference's order, so the logits are the CPU backend's bits.
+  std::unique_ptr<BackendLinear> make_quantized_linear(const void* blocks,
+                                                       kernels::QuantFormat format, std::int64_t n,
+                                                       std::int64_t k, const float* bias) override {
+    if (!canonical_) {
+      throw Error(ErrorCode::kUnsupported,
+                  str_cat("weights ", kernels::to_string(format), " on ", name_,
+                          ": quantized kernels run in numerics mode canonical only, not ",
+                          to_string(mode_)),
+                  "weights");
+    }
+    const std::int64_t row_bytes = kernels::quant_row_bytes(format, k);
+    const std::int64_t nb = k / 32;
+    std::vector<std::int8_t> wq(static_cast<std::size_t>(n * k));
+    std::vector<kernels::ref::BlockScales> ws(static_cast<std::size_t>(n * nb));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto* row = static_cast<const std::uint8_t*>(blocks) + j * row_bytes;
+      for (std::int64_t b = 0; b < nb; ++b) {
+        ws[static_cast<std::size_t>(j * nb + b)] = kernels::ref::decode_block(
+            format, row, b, &wq[static_cast<std::size_t>(j * k + b * 32)]);
+      }
+    }
+    auto l = std::make_unique<CudaLinear>();
+    l->n_ = n;
+    l->k_ = k;
+    l->quantized = true;
+    l->has_min = kernels::quant_format_info(format).has_min;
+    l->w = upload_new(wq.data(), wq.size());
+    l->scales = upload_new(ws.data(), ws.size() * sizeof(kernels::ref::BlockScales));
+    if (bias != nullptr) l->bias = upload_new(bias, static_cast<std::size_t>(n) * sizeof(float));
+    return l;
+  }
+  bool has_quantized_kernels() const override { return canonical_; }
+
   void begin_step(const BatchPlan& plan, const RopeTable& rope) override {
     plan_ = &plan;
     const auto rows = static_cast<std::size_t>(plan.rows);
@@ -108,6 +150,12 @@ class CudaBackend final : public Backend {
   bool linear_serves_rows() const override { return canonical_; }
   void embedding_from_linear(const BackendLinear& w, float* x) override {
     const auto& l = static_cast<const CudaLinear&>(w);
+    if (l.quantized) {
+      ops_->quant_embedding(tokens_.as<std::int32_t>(), plan_->rows, l.w.as<std::int8_t>(),
+                            l.scales.as<kernels::ref::BlockScales>(), l.has_min, l.n(), l.k(), x,
+                            l.k());
+      return;
+    }
     embedding(l.w.data(), l.dtype, l.n(), l.k(), x);
   }
 
@@ -124,6 +172,10 @@ class CudaBackend final : public Backend {
               std::int64_t ldy) override {
     const auto& l = static_cast<const CudaLinear&>(wl);
     const float* bias = l.bias.bytes() > 0 ? l.bias.as<float>() : nullptr;
+    if (l.quantized) {
+      quant_linear(l, x, ldx, m, bias, y, ldy);
+      return;
+    }
     if (canonical_) {
       ops_->linear(x, ldx, m, l.w.data(), l.dtype, l.n_, l.k_, bias, y, ldy);
       return;
@@ -219,6 +271,20 @@ class CudaBackend final : public Backend {
   void free(void* ptr) noexcept override { ops_->free(ptr); }
 
  private:
+  // Activations quantized per 32-block into the step's scratch, then the linear.
+  void quant_linear(const CudaLinear& l, const float* x, std::int64_t ldx, std::int64_t m,
+                    const float* bias, float* y, std::int64_t ldy) {
+    const std::int64_t k = l.k_, nb = k / 32;
+    reserve(xq_, static_cast<std::size_t>(m * k));
+    reserve(xd_, static_cast<std::size_t>(m * nb) * sizeof(float));
+    reserve(xs_, static_cast<std::size_t>(m * 2 * nb) * sizeof(std::int32_t));
+    ops_->quantize_acts(x, ldx, m, k, xq_.as<std::int8_t>(), xd_.as<float>(),
+                        xs_.as<std::int32_t>());
+    ops_->quant_linear(xq_.as<std::int8_t>(), xd_.as<float>(), xs_.as<std::int32_t>(), m,
+                       l.w.as<std::int8_t>(), l.scales.as<kernels::ref::BlockScales>(), l.has_min,
+                       l.n_, k, bias, y, ldy);
+  }
+
   // Grows `b` to at least `bytes` (contents are not kept).
   void reserve(BackendBuffer& b, std::size_t bytes) {
     if (b.bytes() < bytes) b = alloc(bytes);
@@ -267,6 +333,7 @@ class CudaBackend final : public Backend {
   DeviceRope ropes_[2];
   int active_rope_ = 0;
   BackendBuffer x_bf16_, workspace_;
+  BackendBuffer xq_, xd_, xs_;  // quantized activations (quant_linear)
 };
 
 }  // namespace

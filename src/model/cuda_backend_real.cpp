@@ -67,6 +67,24 @@ class RealCudaOps final : public CudaOps {
     bind();
     kc::linear(x, ldx, m, w, dtype, n, k, bias, y, ldy, nullptr);
   }
+  void quantize_acts(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                     std::int8_t* xq, float* xd, std::int32_t* xs) override {
+    bind();
+    kc::quantize_acts(x, ldx, m, k, xq, xd, xs, nullptr);
+  }
+  void quant_linear(const std::int8_t* xq, const float* xd, const std::int32_t* xs, std::int64_t m,
+                    const std::int8_t* wq, const kernels::ref::BlockScales* ws, bool has_min,
+                    std::int64_t n, std::int64_t k, const float* bias, float* y,
+                    std::int64_t ldy) override {
+    bind();
+    kc::quant_linear(xq, xd, xs, m, wq, ws, has_min, n, k, bias, y, ldy, nullptr);
+  }
+  void quant_embedding(const std::int32_t* ids, std::int64_t rows, const std::int8_t* wq,
+                       const kernels::ref::BlockScales* ws, bool has_min, std::int64_t vocab,
+                       std::int64_t dim, float* out, std::int64_t ldo) override {
+    bind();
+    kc::quant_embedding(ids, rows, wq, ws, has_min, vocab, dim, out, ldo, nullptr);
+  }
   void rope(float* x, std::int64_t rows, std::int64_t ldx, std::int64_t heads, std::int64_t ldh,
             std::int64_t d, const float* cos, const float* sin, std::int64_t ld_table,
             const std::int32_t* positions) override {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/kernels.h"
+#include "kernels/reference/quant_blocks.h"
 #include "model/backend.h"
 
 namespace detinfer::model {
@@ -64,6 +65,20 @@ class CudaOps {
   virtual void scale(float* x, float s, std::int64_t n) = 0;
   virtual void softcap(float* x, float cap, std::int64_t n) = 0;
   virtual void add(const float* a, const float* b, float* out, std::int64_t n) = 0;
+
+  // --- canonical quantized linear (bitwise = kernels::ref::quant_linear): weights decoded
+  // on the host to wq [n][k] int8 plus one ref::BlockScales per (row, 32-block); see
+  // kernels::cuda::quantize_acts / quant_linear / quant_embedding.
+  virtual void quantize_acts(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                             std::int8_t* xq, float* xd, std::int32_t* xs) = 0;
+  virtual void quant_linear(const std::int8_t* xq, const float* xd, const std::int32_t* xs,
+                            std::int64_t m, const std::int8_t* wq,
+                            const kernels::ref::BlockScales* ws, bool has_min, std::int64_t n,
+                            std::int64_t k, const float* bias, float* y, std::int64_t ldy) = 0;
+  virtual void quant_embedding(const std::int32_t* ids, std::int64_t rows, const std::int8_t* wq,
+                               const kernels::ref::BlockScales* ws, bool has_min,
+                               std::int64_t vocab, std::int64_t dim, float* out,
+                               std::int64_t ldo) = 0;
 
   // --- device-invariant kernels (tensor cores, fixed reduction shapes) ---
   virtual void f32_to_bf16(const float* x, std::uint16_t* y, std::int64_t n) = 0;

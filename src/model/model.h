@@ -33,8 +33,8 @@ struct ModelOptions {
   core::DType kv_dtype = core::DType::kF32;
   // Quantize every linear (and a tied embedding) on load with this scheme (one format, or a
   // llama.cpp-style mix: quant_scheme.h; quantized spec v1, docs/numerics.md "Quantized
-  // linear"); unset: the weights as stored. Canonical mode on the CPU only (elsewhere
-  // Error(kUnsupported, "weights")).
+  // linear"); unset: the weights as stored. Canonical mode only, on the CPU or CUDA (other
+  // modes: Error(kUnsupported, "weights")).
   std::optional<QuantScheme> weights{};
 };
 

@@ -49,14 +49,14 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                         " is a canonical-mode option; mode is ", to_string(options.mode)),
                 "kv_dtype");
   }
-  if (options.weights &&
-      (options.mode != NumericsMode::kCanonical || options.device.type != Device::kCpu)) {
-    throw Error(ErrorCode::kUnsupported,
-                str_cat("weights ", options.weights->name,
-                        " (quantized weights) needs canonical mode on the CPU; mode is ",
-                        to_string(options.mode), " on ",
-                        options.device.type == Device::kCpu ? "the CPU" : "a GPU"),
-                "weights");
+  // Quantized linears run in canonical mode, on the CPU and on CUDA (bitwise the same).
+  if (options.weights && options.mode != NumericsMode::kCanonical) {
+    throw Error(
+        ErrorCode::kUnsupported,
+        str_cat("weights ", options.weights->name,
+                " (quantized weights) needs canonical mode; mode is ", to_string(options.mode),
+                " on ", options.device.type == Device::kCpu ? "the CPU" : "a GPU"),
+        "weights");
   }
   std::unique_ptr<TransformerBase> model =
       torch ? make_fast_model(config, *opened.source, options)

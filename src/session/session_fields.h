@@ -53,7 +53,7 @@ constexpr std::int64_t kMaxSteps = std::int64_t{1} << 20;
     "per --kv-budget-bytes)")                                                                  \
   X(weights, "weights", "--weights", kCustom, weights, 0, -1,                                  \
     "Weights: native | q8_0 | q4_0 | q5_0 | q4_1 | q5_1 | q2_k..q6_k | q3_k_m | q4_k_s | "     \
-    "q4_k_m | q5_k_s | q5_k_m (quantized on load; canonical CPU only)")                        \
+    "q4_k_m | q5_k_s | q5_k_m (quantized on load; canonical, CPU or CUDA)")                    \
   X(threads, "threads", "--threads", kCopy, threads, 1, 1024,                                  \
     "Kernel threads 1..1024 (0 = all cores)")                                                  \
   X(kv_budget_bytes, "kv_budget_bytes", "--kv-budget-bytes", kCopy, kv_budget_bytes, 0,        \

@@ -180,6 +180,34 @@ TEST(CudaValidation, RopeEmbeddingAndPhiloxRejectBadArguments) {
   });
 }
 
+TEST(CudaValidation, QuantizedLinearRejectsBadShapesAndPointers) {
+  const auto* q = reinterpret_cast<const std::int8_t*>(kFake);
+  const auto* is = reinterpret_cast<const std::int32_t*>(kFake);
+  const auto* ws = reinterpret_cast<const ref::BlockScales*>(kFake);
+  auto* qo = reinterpret_cast<std::int8_t*>(kFakeOut);
+  auto* iso = reinterpret_cast<std::int32_t*>(kFakeOut);
+  expect_error(ErrorCode::kInvalidArgument,  // k not a multiple of 32
+               [&] { quantize_acts(kFake, 48, 2, 48, qo, kFakeOut, iso, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument,
+               [&] { quantize_acts(kFake, 16, 2, 32, qo, kFakeOut, iso, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument,
+               [&] { quantize_acts(nullptr, 32, 2, 32, qo, kFakeOut, iso, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    quant_linear(q, kFake, is, 2, q, ws, false, 8, 40, nullptr, kFakeOut, 8, nullptr);
+  });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    quant_linear(q, kFake, is, 2, q, ws, false, 8, 64, nullptr, kFakeOut, 7, nullptr);
+  });
+  expect_error(ErrorCode::kInvalidArgument, [&] {
+    quant_linear(q, kFake, is, 2, q, nullptr, false, 8, 64, nullptr, kFakeOut, 8, nullptr);
+  });
+  const auto* ids = reinterpret_cast<const std::int32_t*>(kFake);
+  expect_error(ErrorCode::kInvalidArgument,
+               [&] { quant_embedding(ids, 2, q, ws, true, 0, 64, kFakeOut, 64, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument,
+               [&] { quant_embedding(ids, 2, q, ws, true, 9, 64, kFakeOut, 32, nullptr); });
+}
+
 TEST(CudaValidation, AttentionRejectsBadViews) {
   const auto* keys = reinterpret_cast<const std::int64_t*>(kFake);
   PagedKvView kv;

@@ -25,6 +25,7 @@
 #include "model/model_factories.h"
 #include "model/model_test_util.h"
 #include "model/prefill_logits.h"
+#include "model/quant_scheme.h"
 // After the model headers: defines the CUDA keywords and includes the kernels' device code.
 #include "cuda/emulated_model_scenario.h"
 
@@ -245,20 +246,102 @@ TEST(CudaModelEmulationKvDtype, HalfKvEqualsCpuBitForBit) {
   }
 }
 
-// The CUDA backend has no quantized kernels yet (docs/gguf.md): a GGUF file with Q8_0
-// tensors is refused on it with kUnsupported naming the tensor and the type, never loaded
-// some other way.
-TEST(CudaModelEmulationQuantized, GgufQuantizedTensorsAreRefused) {
+// Quantized linears on the canonical CUDA kernels (kernels::cuda::quant_linear): GGUF files
+// of quantized tensors give the CPU backend's logits (and KV bytes) bit for bit — qwen2
+// Q8_0 (biases, a tied quantized embedding read back by quant_embedding) and phi3 Q4_1
+// (untied, fused projections, a min term) — in two batch compositions and block layouts.
+TEST(CudaModelEmulationQuantized, GgufQuantizedTensorsEqualCpuBitForBit) {
+  struct QuantCase {
+    devtools::TinyArch arch;
+    kernels::QuantFormat format;
+  };
+  for (const QuantCase c : {QuantCase{devtools::TinyArch::kQwen2, kernels::QuantFormat::kQ8_0},
+                            QuantCase{devtools::TinyArch::kPhi3, kernels::QuantFormat::kQ4_1}}) {
+    const std::string dir = tiny_model(c.arch, core::DType::kBF16);
+    devtools::GgufConvertOptions g;
+    g.quantize = c.format;
+    const std::string file = devtools::write_gguf_model(dir, dir + "/q.gguf", g).front();
+    auto cpu = model::Model::load(file, {NumericsMode::kCanonical, 1, {}});
+    auto gpu = emulated_cuda_model(file, NumericsMode::kCanonical);
+    EXPECT_EQ(gpu->fingerprint().hex(), cpu->fingerprint().hex());
+    const Scenario sc = make_scenario(cpu->config().vocab_size);
+    std::vector<std::vector<std::uint8_t>> cpu_kv, gpu_kv;
+    const SeqLogits want = run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1}, &cpu_kv);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}, &gpu_kv), want))
+        << kernels::to_string(c.format);
+    EXPECT_EQ(gpu_kv, cpu_kv) << kernels::to_string(c.format);
+    EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.b, 16, {1, 0}),
+                          run_scenario(*cpu, sc.seqs, sc.b, 16, {1, 0})))
+        << kernels::to_string(c.format);
+  }
+}
+
+// The K formats need rows of whole 256-weight super-blocks: a qwen2 model 256 wide (tied)
+// in llama.cpp's q4_k_m mix (q4_K and q6_K tensors) gives the CPU's bits.
+TEST(CudaModelEmulationQuantized, GgufKQuantMixEqualsCpuBitForBit) {
+  const std::string dir = scratch_dir("cuda-emu-k");
+  devtools::TinyModelOptions o =
+      tiny_options(devtools::TinyArch::kQwen2, core::DType::kBF16, dir, 7);
+  o.vocab = 288;
+  o.hidden = 256;
+  o.intermediate = 512;
+  devtools::make_tiny_model(o);
+  devtools::GgufConvertOptions g;
+  model::QuantScheme scheme;
+  ASSERT_TRUE(model::parse_quant_scheme("q4_k_m", &scheme));
+  g.quantize = scheme;
+  const std::string file = devtools::write_gguf_model(dir, dir + "/q.gguf", g).front();
+  auto cpu = model::Model::load(file, {NumericsMode::kCanonical, 1, {}});
+  auto gpu = emulated_cuda_model(file, NumericsMode::kCanonical);
+  const Scenario sc = make_scenario(cpu->config().vocab_size);
+  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
+                        run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})));
+}
+
+// ModelOptions::weights (quantizing on load) on the emulated CUDA backend: the CPU's bits.
+TEST(CudaModelEmulationQuantized, WeightsQuantizedOnLoadEqualCpuBitForBit) {
+  const std::string dir = tiny_model(devtools::TinyArch::kQwen3, core::DType::kF32);
+  model::ModelOptions mo;
+  mo.weights = model::QuantScheme(kernels::QuantFormat::kQ5_1);
+  auto cpu = model::Model::load(dir, mo);
+  mo.device = parse_device("cuda:0");
+  auto gpu =
+      model::load_model_on(dir, mo,
+                           model::make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
+                                                         NumericsMode::kCanonical, "cuda:0"));
+  EXPECT_EQ(gpu->fingerprint().hex(), cpu->fingerprint().hex());
+  const Scenario sc = make_scenario(cpu->config().vocab_size);
+  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
+                        run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})));
+}
+
+// Outside canonical mode the CUDA backend has no quantized kernels: a GGUF file with Q8_0
+// tensors is refused with kUnsupported naming the type, and quantizing on load with
+// kUnsupported naming the mode; never loaded some other way.
+TEST(CudaModelEmulationQuantized, DeviceInvariantModeRefusesQuantizedTensors) {
   const std::string dir = tiny_model(devtools::TinyArch::kQwen2, core::DType::kBF16);
   devtools::GgufConvertOptions g;
   g.quantize = kernels::QuantFormat::kQ8_0;
   const std::string file = devtools::write_gguf_model(dir, dir + "/q8.gguf", g).front();
   try {
-    emulated_cuda_model(file, NumericsMode::kCanonical);
-    ADD_FAILURE() << "the CUDA backend took Q8_0 tensors";
+    emulated_cuda_model(file, NumericsMode::kDeviceInvariant);
+    ADD_FAILURE() << "the device-invariant CUDA backend took Q8_0 tensors";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find("Q8_0"), std::string::npos) << e.what();
+  }
+  model::ModelOptions mo;
+  mo.mode = NumericsMode::kDeviceInvariant;
+  mo.device = parse_device("cuda:0");
+  mo.weights = model::QuantScheme(kernels::QuantFormat::kQ8_0);
+  try {
+    model::load_model_on(
+        dir, mo,
+        model::make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(), mo.mode, "cuda:0"));
+    ADD_FAILURE() << "the device-invariant CUDA backend quantized on load";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find(to_string(mo.mode)), std::string::npos) << e.what();
   }
 }
 

@@ -2,7 +2,8 @@
 // public API. Canonical: the same tokens, chain digest and per-step digests as the CPU
 // session for the same requests, prefix-cache hits included. Device-invariant: one
 // request's output is the same alone, batched with others, prefilled in small chunks and
-// served from the prefix cache. Without a device every test is skipped, saying why.
+// served from the prefix cache. Quantized weights (canonical): the CPU's tokens. Without a
+// device every test is skipped, saying why.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -126,6 +127,21 @@ TEST_F(CudaSessionGpu, CanonicalGenerationEqualsCpuTokenForTokenAndDigestForDige
     ASSERT_TRUE(fp.device.gpu.has_value());
     EXPECT_FALSE(fp.device.gpu->compute_capability.empty());
     EXPECT_FALSE(fp.device.gpu->driver.empty());
+  }
+}
+
+// Quantized on load (SessionOptions::weights) in canonical mode: the quantized linear's
+// kernels (quant.cu) give the CPU session's tokens and digests.
+TEST_F(CudaSessionGpu, QuantizedWeightsEqualCpuTokenForToken) {
+  const std::string dir = model_dir(devtools::TinyArch::kQwen2, core::DType::kBF16);
+  for (const char* weights : {"q8_0", "q4_1"}) {
+    SessionOptions c = options("cpu", NumericsMode::kCanonical);
+    c.weights = weights;
+    SessionOptions g = options("cuda:0", NumericsMode::kCanonical);
+    g.weights = weights;
+    auto cpu = DeterministicSession::open(dir, c);
+    auto gpu = DeterministicSession::open(dir, g);
+    EXPECT_TRUE(run_all(gpu, requests()) == run_all(cpu, requests())) << weights;
   }
 }
 

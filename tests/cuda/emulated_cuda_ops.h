@@ -16,6 +16,7 @@
 #include "kernels/cuda/canonical_kernels.cuh"
 #include "kernels/cuda/fast_kernels.cuh"
 #include "kernels/cuda/gemma_kernels.cuh"
+#include "kernels/cuda/quant_kernels.cuh"
 #include "model/cuda_ops.h"
 
 namespace detinfer::testing {
@@ -127,6 +128,25 @@ class EmulatedCudaOps final : public model::CudaOps {
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::add_kernel, a, b, out, n);
   }
+  // The launch shapes of quant.cu (128 threads, a grid-stride loop over the work items).
+  void quantize_acts(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                     std::int8_t* xq, float* xd, std::int32_t* xs) override {
+    emu::launch(dim3(quant_blocks(m * (k / 32))), dim3(kQuantThreads), 0, kc::quantize_acts_kernel,
+                x, ldx, m, k, xq, xd, xs);
+  }
+  void quant_linear(const std::int8_t* xq, const float* xd, const std::int32_t* xs, std::int64_t m,
+                    const std::int8_t* wq, const kernels::ref::BlockScales* ws, bool has_min,
+                    std::int64_t n, std::int64_t k, const float* bias, float* y,
+                    std::int64_t ldy) override {
+    emu::launch(dim3(quant_blocks(m * n)), dim3(kQuantThreads), 0, kc::quant_linear_kernel, xq, xd,
+                xs, m, wq, ws, has_min, n, k, bias, y, ldy);
+  }
+  void quant_embedding(const std::int32_t* ids, std::int64_t rows, const std::int8_t* wq,
+                       const kernels::ref::BlockScales* ws, bool has_min, std::int64_t vocab,
+                       std::int64_t dim, float* out, std::int64_t ldo) override {
+    emu::launch(dim3(quant_blocks(rows * dim)), dim3(kQuantThreads), 0, kc::quant_embedding_kernel,
+                ids, rows, wq, ws, has_min, vocab, dim, out, ldo);
+  }
   void f32_to_bf16(const float* x, std::uint16_t* y, std::int64_t n) override {
     emu::launch(dim3(elementwise_blocks(n)), dim3(kThreads), 0, kc::f32_to_bf16_kernel, x, y, n);
   }
@@ -168,6 +188,11 @@ class EmulatedCudaOps final : public model::CudaOps {
  private:
   static constexpr unsigned kThreads = 256;  // the launchers' block size for row/elementwise ops
 
+  static constexpr unsigned kQuantThreads = 128;  // quant.cu's block size
+  static unsigned quant_blocks(std::int64_t work) {
+    const std::int64_t b = (work + kQuantThreads - 1) / kQuantThreads;
+    return static_cast<unsigned>(b < 1 ? 1 : (b < 65535 ? b : 65535));
+  }
   static std::size_t chunk_bytes(std::int64_t n) {
     return static_cast<std::size_t>((n + 63) / 64) * sizeof(float);
   }

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "kernels/kernels.h"
+#include "kernels/reference/quant_blocks.h"
 
 struct CUstream_st;
 
@@ -184,6 +185,26 @@ void attention_masked(const float* q, std::int64_t ldq, std::int64_t rows,
                       const std::int64_t* num_keys, std::int64_t num_heads, const PagedKvView& kv,
                       float scale, std::int64_t window, float softcap, float* out, std::int64_t ldo,
                       Stream stream);
+
+// --- canonical quantized linear (quantized spec v1): bitwise equal to ref::quant_linear ---
+// The weights are decoded once on the host (ref::decode_block) into wq [n][k] int8 and one
+// ref::BlockScales per (row, 32-block) at ws[j * (k / 32) + b]; has_min is
+// quant_format_info(format).has_min. k is a multiple of 32.
+//
+// ref::quantize_act_row and ref::act_half_sums of each row of x [m][k] (ldx): xq [m][k],
+// xd [m][k / 32] (the widened binary16 scales), xs [m][k / 16]. One thread per block.
+void quantize_acts(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
+                   std::int8_t* xq, float* xd, std::int32_t* xs, Stream stream);
+// y[r][j] (ldy) = ref::quant_linear's fold of ref::block_value_scaled over the blocks in
+// order (+ bias[j]), from quantize_acts' output. One thread per output.
+void quant_linear(const std::int8_t* xq, const float* xd, const std::int32_t* xs, std::int64_t m,
+                  const std::int8_t* wq, const ref::BlockScales* ws, bool has_min, std::int64_t n,
+                  std::int64_t k, const float* bias, float* y, std::int64_t ldy, Stream stream);
+// out[r] (ldo) = row ids[r] of the decoded [vocab][dim] weights dequantized exactly
+// (ref::dequantize_block's values); an id outside [0, vocab) gives a NaN row.
+void quant_embedding(const std::int32_t* ids, std::int64_t rows, const std::int8_t* wq,
+                     const ref::BlockScales* ws, bool has_min, std::int64_t vocab, std::int64_t dim,
+                     float* out, std::int64_t ldo, Stream stream);
 
 // --- sampling draw ----------------------------------------------------------------------
 // Philox4x32-10 on the device, same mapping as include/detinfer/philox.h; out[i] =
