@@ -246,6 +246,14 @@ TEST(CudaModelEmulationKvDtype, HalfKvEqualsCpuBitForBit) {
   }
 }
 
+// Scenario a (4-token chunks, sequences in order) on both models: the same logits, bit
+// for bit.
+void expect_scenario_a_bits(model::Model& gpu, model::Model& cpu) {
+  const Scenario sc = make_scenario(cpu.config().vocab_size);
+  EXPECT_TRUE(same_bits(run_scenario(gpu, sc.seqs, sc.a, 4, {0, 1}),
+                        run_scenario(cpu, sc.seqs, sc.a, 4, {0, 1})));
+}
+
 // Quantized linears on the canonical CUDA kernels (kernels::cuda::quant_linear): GGUF files
 // of quantized tensors give the CPU backend's logits (and KV bytes) bit for bit — qwen2
 // Q8_0 (biases, a tied quantized embedding read back by quant_embedding) and phi3 Q4_1
@@ -293,9 +301,7 @@ TEST(CudaModelEmulationQuantized, GgufKQuantMixEqualsCpuBitForBit) {
   const std::string file = devtools::write_gguf_model(dir, dir + "/q.gguf", g).front();
   auto cpu = model::Model::load(file, {NumericsMode::kCanonical, 1, {}});
   auto gpu = emulated_cuda_model(file, NumericsMode::kCanonical);
-  const Scenario sc = make_scenario(cpu->config().vocab_size);
-  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
-                        run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})));
+  expect_scenario_a_bits(*gpu, *cpu);
 }
 
 // ModelOptions::weights (quantizing on load) on the emulated CUDA backend: the CPU's bits.
@@ -310,9 +316,7 @@ TEST(CudaModelEmulationQuantized, WeightsQuantizedOnLoadEqualCpuBitForBit) {
                            model::make_cuda_backend_over(std::make_shared<EmulatedCudaOps>(),
                                                          NumericsMode::kCanonical, "cuda:0"));
   EXPECT_EQ(gpu->fingerprint().hex(), cpu->fingerprint().hex());
-  const Scenario sc = make_scenario(cpu->config().vocab_size);
-  EXPECT_TRUE(same_bits(run_scenario(*gpu, sc.seqs, sc.a, 4, {0, 1}),
-                        run_scenario(*cpu, sc.seqs, sc.a, 4, {0, 1})));
+  expect_scenario_a_bits(*gpu, *cpu);
 }
 
 // Outside canonical mode the CUDA backend has no quantized kernels: a GGUF file with Q8_0
