@@ -471,7 +471,7 @@ BENCHMARK(BM_DecodeLinearBf16)
 // args: M, K, N, threads
 BENCHMARK(BM_BatchedLinearBf16)
     ->ArgNames({"M", "K", "N", "threads"})
-    ->ArgsProduct({{4, 8, 16, 32, 64}, {896}, {4864}, {1, 2}})
+    ->ArgsProduct({{2, 4, 5, 8, 16, 32, 64}, {896}, {4864}, {1, 2}})
     ->ArgsProduct({{16, 32}, {4864}, {896}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 #include "core/check.h"
+#include "detinfer/tokenizer.h"
 #include "core/log.h"
 #include "engine/block_table.h"
 #include "kernels/kernels.h"
@@ -21,32 +20,56 @@ constexpr const char* kField = "draft_model_path";
 // Prompt tokens the draft model reads per forward pass when it catches up with a text.
 constexpr std::int64_t kCatchUpChunk = 256;
 
-// The bytes of `dir`/tokenizer.json, or nothing when there is none. A GGUF model: the
-// tokenizer.json its metadata stands for (model::gguf_tokenizer_json), so two GGUF files
-// with the same tokenizer metadata match.
-std::optional<std::string> tokenizer_bytes(const std::string& dir) {
+// The tokenizer of `dir` (its tokenizer.json; a GGUF model: the one its metadata stands
+// for, model::gguf_tokenizer), or nothing when it has none.
+std::optional<Tokenizer> load_tokenizer(const std::string& dir) {
   if (model::is_gguf_model(dir)) {
     const std::unique_ptr<model::GgufModel> g = model::GgufModel::open(dir);
     if (g->metadata().find("tokenizer.ggml.model") == nullptr) return std::nullopt;
-    return model::gguf_tokenizer_json(g->metadata()).tokenizer_json;
+    return model::gguf_tokenizer(g->metadata());
   }
-  const std::filesystem::path p = std::filesystem::path(dir) / "tokenizer.json";
   std::error_code ec;
-  if (!std::filesystem::exists(p, ec)) return std::nullopt;
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(ErrorCode::kInvalidArgument, kField, ": cannot read ", p.string());
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json", ec)) {
+    return std::nullopt;
+  }
+  return Tokenizer::load(dir);
+}
+
+// The first id the two tokenizers name differently (another token text, or special in one
+// only), or nothing when every id means the same token. That is what drafting needs: the
+// draft model reads the target's ids and proposes ids the target reads, so an id must
+// stand for the same token in both; how each splits text (normalizer, pre-tokenizer,
+// merges) never meets an id here. The files may differ: a model folder's tokenizer.json
+// and a GGUF draft's metadata, or two JSON texts laid out differently.
+std::optional<std::int32_t> first_different_id(const Tokenizer& a, const Tokenizer& b) {
+  const std::int64_t n = std::max(a.vocab_size(), b.vocab_size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto id = static_cast<std::int32_t>(i);
+    const bool in_a = i < a.vocab_size(), in_b = i < b.vocab_size();
+    if (in_a != in_b) return id;
+    if (a.id_to_token(id) != b.id_to_token(id) || a.is_special(id) != b.is_special(id)) return id;
+  }
+  return std::nullopt;
 }
 
 void check_same_tokenizer(const std::string& dir, const std::string& target_dir,
                           const model::ModelConfig& draft, const model::ModelConfig& target) {
-  const std::optional<std::string> mine = tokenizer_bytes(target_dir);
+  const std::optional<Tokenizer> mine = load_tokenizer(target_dir);
   if (mine) {
-    const std::optional<std::string> theirs = tokenizer_bytes(dir);
-    if (!theirs || *theirs != *mine) {
+    std::optional<Tokenizer> theirs;
+    try {
+      theirs = load_tokenizer(dir);
+    } catch (const Error& e) {
+      throw Error(e.code(), str_cat("SessionOptions.draft_model_path: ", dir, ": ", e.what()),
+                  kField);
+    }
+    const std::optional<std::int32_t> at =
+        theirs ? first_different_id(*theirs, *mine) : std::optional<std::int32_t>();
+    if (!theirs || at) {
       throw Error(ErrorCode::kInvalidArgument,
                   str_cat("SessionOptions.draft_model_path: ", dir,
-                          theirs ? ": its tokenizer differs from the model's" : " has no tokenizer",
+                          theirs ? str_cat(": its tokenizer differs from the model's at id ", *at)
+                                 : std::string(" has no tokenizer"),
                           " (speculative decoding needs the model's tokenizer)"),
                   kField);
     }

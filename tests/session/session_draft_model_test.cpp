@@ -12,6 +12,8 @@
 
 #include "detinfer/error.h"
 #include "detinfer/session.h"
+#include "devtools/model_tools.h"
+#include "kernels/quant.h"
 #include "session/draft_model.h"
 #include "session/tiny_session.h"
 
@@ -96,6 +98,34 @@ TEST(SessionDraftModel, AnotherDraftModelChangesNoOutput) {
   }
 }
 
+// The model's own GGUF file, its weights quantized to q8_0: a draft whose tokenizer comes
+// from GGUF metadata, not from the folder's tokenizer.json bytes, with the same ids.
+std::string gguf_self_draft() {
+  static const std::string path = [] {
+    const std::string out =
+        testing::test_tmp_path("draft-self-q8_0-", std::to_string(getpid())) + ".gguf";
+    devtools::GgufConvertOptions g;
+    g.quantize = kernels::QuantFormat::kQ8_0;
+    devtools::write_gguf_model(tiny_model_dir(), out, g);
+    return out;
+  }();
+  return path;
+}
+
+TEST(SessionDraftModel, TheModelsQuantizedGgufDraftsForItsFolderAndChangesNoOutput) {
+  auto s = DeterministicSession::open(tiny_model_dir(), with_draft(gguf_self_draft()));
+  for (const GenerationConfig& plain : configs()) {
+    const GenerationResult ref = s.generate(kPrompt, plain);
+    for (const std::int32_t k : {1, 4}) {
+      expect_identical(ref, s.generate(kPrompt, drafting(plain, k)), "k " + std::to_string(k));
+    }
+  }
+  const SessionStats st = s.stats();
+  EXPECT_GT(st.model_drafts.drafted, 0);
+  // The q8_0 copy agrees with the target on most greedy choices, not all.
+  EXPECT_GT(st.model_drafts.accepted, 0);
+}
+
 TEST(SessionDraftModel, ConcurrentDraftNgramAndPlainRequestsGiveTheirSoloOutputs) {
   auto s = DeterministicSession::open(tiny_model_dir(), with_draft(other_draft_dir()));
   std::vector<GenerationConfig> cs;
@@ -135,7 +165,9 @@ TEST(SessionDraftModel, AMismatchedOrMissingDraftModelIsAnErrorNamingTheField) {
   o.out_dir = testing::test_tmp_path("draft-other-vocab-", std::to_string(getpid()));
   o.vocab = 300;  // another tokenizer
   devtools::make_tiny_model(o);
-  for (const std::string& dir : {o.out_dir, std::string("/nonexistent/draft")}) {
+  const std::string gguf = o.out_dir + ".gguf";  // the same, through GGUF metadata
+  devtools::write_gguf_model(o.out_dir, gguf);
+  for (const std::string& dir : {o.out_dir, gguf, std::string("/nonexistent/draft")}) {
     try {
       DeterministicSession::open(tiny_model_dir(), with_draft(dir));
       FAIL() << "opened with draft model " << dir;
