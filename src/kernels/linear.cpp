@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -47,6 +48,7 @@ PackedLinear PackedLinear::pack(const void* weights, core::DType dtype, std::int
   const std::size_t esize = core::dtype_size(dtype);
   im.data_bytes = static_cast<std::size_t>(panels * cpu::kPanel * k) * esize;
   im.data.reset(new (std::align_val_t{64}) std::uint8_t[im.data_bytes]);
+  core::advise_huge_pages(im.data.get(), im.data_bytes);  // before the memset touches it
   std::memset(im.data.get(), 0, im.data_bytes);
   if (dtype == core::DType::kF32) {
     pack_panels(static_cast<const float*>(weights), reinterpret_cast<float*>(im.data.get()), n, k);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 #include "model/canonical_layer.h"
 #include "model/gemma_config.h"
@@ -420,7 +421,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
                  rows * c.vocab_size);
     }
     const std::size_t base = logits.size();
-    logits.resize(base + static_cast<std::size_t>(rows * c.vocab_size));
+    core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
     be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
   }
 

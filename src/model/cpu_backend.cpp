@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/check.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 #include "model/backend.h"
 #include "model/rope_table.h"
@@ -186,6 +187,7 @@ class CpuBackend final : public Backend {
     if (p == nullptr) {
       fail(ErrorCode::kResourceExhausted, "cpu backend: cannot allocate ", bytes, " bytes");
     }
+    core::advise_huge_pages(p, bytes);  // a large calloc is fresh zero pages, not yet touched
     return p;
   }
   void free(void* ptr) noexcept override { std::free(ptr); }

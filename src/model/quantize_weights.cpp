@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/check.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 
 namespace detinfer::model {
@@ -43,7 +44,8 @@ std::vector<std::uint8_t> quantize_weights(const std::string& name, const void* 
                 "weights");
   }
   const std::int64_t row_bytes = kernels::quant_row_bytes(format, k);
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(n * row_bytes));
+  std::vector<std::uint8_t> out;
+  core::resize_huge(out, static_cast<std::size_t>(n * row_bytes));
   constexpr std::int64_t kRowsPerChunk = 256;
   const std::int64_t chunks = (n + kRowsPerChunk - 1) / kRowsPerChunk;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(chunks));
@@ -52,7 +54,7 @@ std::vector<std::uint8_t> quantize_weights(const std::string& name, const void* 
     std::vector<float> rows;  // bounded scratch: one chunk of rows
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::int64_t r0 = c * kRowsPerChunk, cnt = std::min(kRowsPerChunk, n - r0);
-      rows.resize(static_cast<std::size_t>(cnt * k));
+      core::resize_huge(rows, static_cast<std::size_t>(cnt * k));
       widen_to_f32(dtype, src + static_cast<std::size_t>(r0 * k) * core::dtype_size(dtype), cnt * k,
                    rows.data());
       try {

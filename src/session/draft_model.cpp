@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "core/check.h"
-#include "detinfer/tokenizer.h"
 #include "core/log.h"
+#include "detinfer/tokenizer.h"
 #include "engine/block_table.h"
 #include "kernels/kernels.h"
 #include "model/gguf_model.h"

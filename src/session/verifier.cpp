@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -174,7 +175,8 @@ std::string describe(const VerifyDivergence& d) {
 // when the sample has no step to recompute).
 engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std::size_t i,
                                      std::size_t k, std::int64_t vocab,
-                                     const decode::TokenTrie* trie, SampleCheck& c) {
+                                     const std::function<const decode::TokenTrie*()>& trie,
+                                     SampleCheck& c) {
   RequestPolicy policy;
   policy.use_caches = false;
   policy.observed = false;
@@ -198,14 +200,14 @@ engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std
   c.vocab = vocab;
   c.grammar = decode::compile_response_format(c.config.response_format);
   if (c.grammar) {
-    if (trie == nullptr) {
+    c.trie = trie();  // built at the first constrained transcript only
+    if (c.trie == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,
                   str_cat("transcript ", i,
                           ": config.response_format needs the model's tokenizer (this session "
                           "has none)"),
                   "config.response_format");
     }
-    c.trie = trie;
     c.json.emplace(c.grammar.get());
   }
   // Steps past max_new_tokens are a structural break, never recomputed.
@@ -280,8 +282,8 @@ std::vector<VerifyResult> Verifier::verify(const std::vector<Transcript>& transc
     check_identity(transcripts[i], base_, i);
     for (std::size_t k = 0; k < transcripts[i].samples.size(); ++k) {
       checks.push_back(std::make_unique<SampleCheck>());
-      requests.push_back(
-          sample_request(prep_, transcripts[i], i, k, vocab_, trie(), *checks.back()));
+      requests.push_back(sample_request(
+          prep_, transcripts[i], i, k, vocab_, [this] { return trie(); }, *checks.back()));
     }
   }
   run_waves(engine_, requests, static_cast<std::size_t>(wave_));
