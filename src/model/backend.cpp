@@ -25,9 +25,9 @@ BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
   return *this;
 }
 
-BackendBuffer Backend::alloc(std::size_t bytes) {
+BackendBuffer Backend::alloc(std::size_t bytes, Touch touch) {
   // Never a null pointer, even for 0 bytes: kernels check their pointers.
-  return BackendBuffer(this, allocate_zeroed(bytes == 0 ? 1 : bytes), bytes);
+  return BackendBuffer(this, allocate_zeroed(bytes == 0 ? 1 : bytes, touch), bytes);
 }
 
 BackendBuffer Backend::upload_new(const void* host, std::size_t bytes) {

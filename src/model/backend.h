@@ -130,7 +130,12 @@ class Backend {
   virtual NumericsMode numerics() const = 0;
 
   // --- memory (allocations are zero-filled; copies are synchronous) ---
-  BackendBuffer alloc(std::size_t bytes);
+  // How a buffer's pages get touched: kDense (soon all of it: weights, activations,
+  // logits; host memory may then be backed by huge pages, core/huge_pages.h) or kGrowing
+  // (from its start as far as it is used: the KV pool's blocks, in 4 KiB pages so that a
+  // short context does not hold 2 MiB per layer).
+  enum class Touch { kDense, kGrowing };
+  BackendBuffer alloc(std::size_t bytes, Touch touch = Touch::kDense);
   BackendBuffer upload_new(const void* host, std::size_t bytes);
   virtual void upload(void* dst, const void* host, std::size_t bytes) = 0;
   virtual void download(void* host, const void* src, std::size_t bytes) = 0;
@@ -213,7 +218,7 @@ class Backend {
 
  protected:
   friend class BackendBuffer;
-  virtual void* allocate_zeroed(std::size_t bytes) = 0;
+  virtual void* allocate_zeroed(std::size_t bytes, Touch touch) = 0;
   virtual void free(void* ptr) noexcept = 0;
 };
 

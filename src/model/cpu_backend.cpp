@@ -182,12 +182,13 @@ class CpuBackend final : public Backend {
   void softcap(float* x, float cap, std::int64_t n) override { kernels::softcap(x, cap, n); }
 
  protected:
-  void* allocate_zeroed(std::size_t bytes) override {
+  void* allocate_zeroed(std::size_t bytes, Touch touch) override {
     void* p = std::calloc(bytes, 1);
     if (p == nullptr) {
       fail(ErrorCode::kResourceExhausted, "cpu backend: cannot allocate ", bytes, " bytes");
     }
-    core::advise_huge_pages(p, bytes);  // a large calloc is fresh zero pages, not yet touched
+    // A large calloc is fresh zero pages, not yet touched.
+    if (touch == Touch::kDense) core::advise_huge_pages(p, bytes);
     return p;
   }
   void free(void* ptr) noexcept override { std::free(ptr); }

@@ -267,7 +267,7 @@ class CudaBackend final : public Backend {
   }
 
  protected:
-  void* allocate_zeroed(std::size_t bytes) override { return ops_->malloc_zeroed(bytes); }
+  void* allocate_zeroed(std::size_t bytes, Touch) override { return ops_->malloc_zeroed(bytes); }
   void free(void* ptr) noexcept override { ops_->free(ptr); }
 
  private:

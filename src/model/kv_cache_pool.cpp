@@ -46,8 +46,8 @@ KvCachePool::KvCachePool(const ModelConfig& config, std::int64_t block_size,
   backend_ = backend != nullptr ? std::move(backend) : host_memory();
   const auto bytes = static_cast<std::size_t>(capacity_ * block_size_ * kv_stride() * elem_bytes());
   for (std::int64_t l = 0; l < num_layers_; ++l) {
-    k_.push_back(backend_->alloc(bytes));
-    v_.push_back(backend_->alloc(bytes));
+    k_.push_back(backend_->alloc(bytes, Backend::Touch::kGrowing));
+    v_.push_back(backend_->alloc(bytes, Backend::Touch::kGrowing));
   }
   refcount_.assign(static_cast<std::size_t>(capacity_), 0);
   // Handed out lowest id first (pop from the back), so allocation order is reproducible.
