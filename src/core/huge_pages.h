@@ -34,9 +34,10 @@ void resize_huge(std::vector<T>& v, std::size_t n) {
   v.resize(n);
 }
 
-// v.assign(n, value), likewise.
+// v.assign(n, value), likewise (value converted to T, as assign does).
 template <class T>
-void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
+void assign_huge(std::vector<T>& v, std::size_t n,
+                 const typename std::vector<T>::value_type& value) {
   v.clear();
   resize_huge(v, n);
   std::fill(v.begin(), v.end(), value);

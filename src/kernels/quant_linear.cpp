@@ -168,17 +168,15 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   const std::int64_t bits = form.offset >= 0 ? 4 + form.planes : 8;
   QuantPanels out;
   core::assign_huge(out.storage, static_cast<std::size_t>(panels * kPanel * k * bits / 8 + 64),
-                    std::int8_t{0});  // QuantPacked::qs_bytes() and the alignment
+                    0);  // QuantPacked::qs_bytes() and the alignment
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
   const QuantFormatInfo info = quant_format_info(format);
-  core::assign_huge(out.d, cells, decltype(out.d)::value_type{0});
-  if (info.sub_scaled || info.has_min)
-    core::assign_huge(out.sm, cells, decltype(out.sm)::value_type{0});
-  if (info.has_min) core::assign_huge(out.dm, cells, decltype(out.dm)::value_type{0});
-  if (form.offset < 0) core::assign_huge(out.wsum, cells, decltype(out.wsum)::value_type{0});
-  if (form.offset < 0 && split_format(format))
-    core::assign_huge(out.wsum_hi, cells, decltype(out.wsum_hi)::value_type{0});
+  core::assign_huge(out.d, cells, 0);
+  if (info.sub_scaled || info.has_min) core::assign_huge(out.sm, cells, 0);
+  if (info.has_min) core::assign_huge(out.dm, cells, 0);
+  if (form.offset < 0) core::assign_huge(out.wsum, cells, 0);
+  if (form.offset < 0 && split_format(format)) core::assign_huge(out.wsum_hi, cells, 0);
   set_view(out, qs, format, n, k, bias, form);
   const QuantPacked& v = out.view;
   const auto decode_row = [&](std::int64_t j) {
