@@ -1,5 +1,6 @@
-// Transparent huge pages for the large buffers (packed weights, the KV pool, activations,
-// a step's logits). A buffer of hundreds of MB in 4 KiB pages costs one page fault per
+// Transparent huge pages for the large buffers that are written whole soon after they are
+// allocated (packed weights, activations, a step's logits; not the KV pool, whose blocks
+// are touched as contexts grow). A buffer of hundreds of MB in 4 KiB pages costs one page fault per
 // 4 KiB at its first touch (a model load faulted ~384,000 times, the first teacher-forced
 // pass of 256 positions ~80,000, each several microseconds in a virtual machine) and one
 // TLB entry per 4 KiB when a decode step streams the weights; 2 MiB pages cut both by

@@ -52,10 +52,9 @@ std::optional<std::int32_t> first_different_id(const Tokenizer& a, const Tokeniz
   return std::nullopt;
 }
 
-void check_same_tokenizer(const std::string& dir, const std::string& target_dir,
+void check_same_tokenizer(const std::string& dir, const Tokenizer* mine,
                           const model::ModelConfig& draft, const model::ModelConfig& target) {
-  const std::optional<Tokenizer> mine = load_tokenizer(target_dir);
-  if (mine) {
+  if (mine != nullptr) {
     std::optional<Tokenizer> theirs;
     try {
       theirs = load_tokenizer(dir);
@@ -99,7 +98,7 @@ DraftModel::DraftModel(std::unique_ptr<model::Model> m, std::int64_t kv_budget_b
             model_->kv_dtype()) {}
 
 std::shared_ptr<DraftModel> DraftModel::open(
-    const std::string& dir, const model::ModelOptions& options, const std::string& target_dir,
+    const std::string& dir, const model::ModelOptions& options, const Tokenizer* target_tokenizer,
     const model::ModelConfig& target,
     const std::function<std::int64_t(const model::ModelConfig&)>& kv_budget,
     std::int64_t block_size) {
@@ -109,7 +108,7 @@ std::shared_ptr<DraftModel> DraftModel::open(
   } catch (const Error& e) {
     throw Error(e.code(), str_cat("SessionOptions.draft_model_path: ", e.what()), kField);
   }
-  check_same_tokenizer(dir, target_dir, m->config(), target);
+  check_same_tokenizer(dir, target_tokenizer, m->config(), target);
   const model::ModelConfig& c = m->config();
   const std::int64_t per_block = 2 * c.num_layers * c.num_kv_heads * c.head_dim * block_size *
                                  static_cast<std::int64_t>(core::dtype_size(m->kv_dtype()));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "detinfer/tokenizer.h"
 #include "model/model.h"
 
 namespace detinfer::session {
@@ -26,13 +27,14 @@ using Drafter =
 class DraftModel : public std::enable_shared_from_this<DraftModel> {
  public:
   // Loads the draft model from `dir` with `options` (the target's mode, threads, device,
-  // KV dtype). It must share the target's tokenizer: byte-identical tokenizer.json files in
-  // both folders, or, when the target has none, the same vocab_size. Errors name
-  // "draft_model_path": kInvalidArgument for a mismatch, the loader's error otherwise.
+  // KV dtype). It must share the target's tokenizer (`target_tokenizer`, the session's;
+  // null when the target has none): every id names the same token in both (a folder's
+  // tokenizer.json or a GGUF file's metadata), or, without one, the same vocab_size. Errors
+  // name "draft_model_path": kInvalidArgument for a mismatch, the loader's error otherwise.
   // The KV pool holds kv_budget(the draft model's config) bytes (at least one block of
   // `block_size` tokens).
   static std::shared_ptr<DraftModel> open(
-      const std::string& dir, const model::ModelOptions& options, const std::string& target_dir,
+      const std::string& dir, const model::ModelOptions& options, const Tokenizer* target_tokenizer,
       const model::ModelConfig& target,
       const std::function<std::int64_t(const model::ModelConfig&)>& kv_budget,
       std::int64_t block_size);

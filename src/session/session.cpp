@@ -127,7 +127,7 @@ DeterministicSession DeterministicSession::open(const std::string& model_dir,
     // Its own pool, holding as many tokens as the target's.
     const SessionOptions& o = impl->options;
     impl->draft = session::DraftModel::open(
-        o.draft_model_path, mo, model_dir, mc,
+        o.draft_model_path, mo, impl->tokenizer ? &*impl->tokenizer : nullptr, mc,
         [&](const model::ModelConfig& c) {
           return o.kv_budget_bytes / kv_bytes_per_token(mc, o) * kv_bytes_per_token(c, o);
         },

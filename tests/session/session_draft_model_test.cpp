@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "detinfer/error.h"
 #include "detinfer/session.h"
+#include "detinfer/tokenizer.h"
 #include "devtools/model_tools.h"
 #include "kernels/quant.h"
 #include "session/draft_model.h"
@@ -178,6 +180,15 @@ TEST(SessionDraftModel, AMismatchedOrMissingDraftModelIsAnErrorNamingTheField) {
   }
 }
 
+// The tokenizer of a model folder, loaded once per folder (DraftModel::open compares the
+// draft's with it).
+const Tokenizer& tokenizer_of(const std::string& dir) {
+  static std::map<std::string, Tokenizer> loaded;
+  auto it = loaded.find(dir);
+  if (it == loaded.end()) it = loaded.emplace(dir, Tokenizer::load(dir)).first;
+  return it->second;
+}
+
 // The session's greedy continuation of `prompt`: n tokens, past eos.
 std::vector<std::int32_t> greedy_tokens(DeterministicSession& s,
                                         const std::vector<std::int32_t>& prompt, std::int32_t n) {
@@ -199,7 +210,8 @@ TEST(DraftModel, ProposesItsGreedyContinuationAndReleasesItsBlocks) {
   model::ModelOptions mo;
   const model::ModelConfig target = model::Model::load(dir, mo)->config();
   auto draft = session::DraftModel::open(
-      dir, mo, dir, target, [](const model::ModelConfig&) { return std::int64_t{1} << 20; }, 16);
+      dir, mo, &tokenizer_of(dir), target,
+      [](const model::ModelConfig&) { return std::int64_t{1} << 20; }, 16);
   const std::int64_t capacity = draft->kv_capacity_blocks();
   {
     session::Drafter d = draft->drafter(prompt);
@@ -245,8 +257,8 @@ TEST(DraftModel, AWindowedDraftModelHoldsOnlyItsWindow) {
   const std::int64_t block_bytes =
       2 * target.num_layers * target.num_kv_heads * target.head_dim * 4 * 4;  // f32 KV
   auto draft = session::DraftModel::open(
-      o.out_dir, mo, o.out_dir, target, [&](const model::ModelConfig&) { return 6 * block_bytes; },
-      4);
+      o.out_dir, mo, &tokenizer_of(o.out_dir), target,
+      [&](const model::ModelConfig&) { return 6 * block_bytes; }, 4);
   ASSERT_EQ(draft->kv_capacity_blocks(), 6);
   {
     session::Drafter d = draft->drafter(prompt);
@@ -272,14 +284,14 @@ TEST(DraftModel, ADraftItCannotMakeIsEmpty) {
   const model::ModelConfig target = model::Model::load(tiny_model_dir(), mo)->config();
   const std::vector<std::int32_t> prompt(20, 65);  // 20 tokens: past the 16 positions
   auto short_context = session::DraftModel::open(
-      o.out_dir, mo, tiny_model_dir(), target,
+      o.out_dir, mo, &tokenizer_of(tiny_model_dir()), target,
       [](const model::ModelConfig&) { return std::int64_t{1} << 20; }, 16);
   std::vector<std::int32_t> out;
   short_context->drafter(prompt)(0, {}, 4, out);
   EXPECT_TRUE(out.empty());
   // One block of 4 tokens: the 20-token text does not fit; the block stays free.
   auto tiny_pool = session::DraftModel::open(
-      tiny_model_dir(), mo, tiny_model_dir(), target,
+      tiny_model_dir(), mo, &tokenizer_of(tiny_model_dir()), target,
       [](const model::ModelConfig&) { return std::int64_t{0}; }, 4);
   ASSERT_EQ(tiny_pool->kv_capacity_blocks(), 1);
   tiny_pool->drafter(prompt)(0, {}, 4, out);
