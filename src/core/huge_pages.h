@@ -7,7 +7,6 @@
 // 512. Only how memory is mapped changes, never its contents or any result.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -22,26 +21,31 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // advised (0 when none); failures are ignored, as the advice is only a hint.
 std::size_t advise_huge_pages(void* p, std::size_t bytes) noexcept;
 
+// Gives v fresh storage for n elements, advised huge before anything touches it, when n is
+// more than v holds and at least a huge page; v's elements are kept when `keep`.
+template <class T>
+void grow_huge(std::vector<T>& v, std::size_t n, bool keep) {
+  if (n <= v.capacity() || n * sizeof(T) < kHugePageBytes) return;
+  std::vector<T> grown;
+  grown.reserve(n);
+  advise_huge_pages(grown.data(), n * sizeof(T));
+  if (keep) grown.assign(v.begin(), v.end());
+  v.swap(grown);
+}
+
 // v.resize(n), with storage it allocates advised huge before it is touched.
 template <class T>
 void resize_huge(std::vector<T>& v, std::size_t n) {
-  if (n > v.capacity() && n * sizeof(T) >= kHugePageBytes) {
-    std::vector<T> grown;
-    grown.reserve(n);
-    advise_huge_pages(grown.data(), n * sizeof(T));
-    grown.assign(v.begin(), v.end());
-    v.swap(grown);
-  }
+  grow_huge(v, n, true);
   v.resize(n);
 }
 
-// v.assign(n, value), likewise (value converted to T, as assign does).
+// v.assign(n, value), likewise (value converted to T, as assign does; one pass).
 template <class T>
 void assign_huge(std::vector<T>& v, std::size_t n,
                  const typename std::vector<T>::value_type& value) {
-  v.clear();
-  resize_huge(v, n);
-  std::fill(v.begin(), v.end(), value);
+  grow_huge(v, n, false);
+  v.assign(n, value);
 }
 
 }  // namespace detinfer::core
