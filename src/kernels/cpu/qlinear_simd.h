@@ -130,9 +130,13 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
                                                         const QCols<C>& cols, typename D::freg* s) {
   constexpr std::int64_t kAhead = 8 * kBlockBytes<-1>;  // prefetch 8 blocks ahead
   for (std::int64_t b = 0; b < w.nb; ++b) {
+    // Each accumulator starts at the block's exact correction (D::isum of zero: -128 sum w
+    // on the shifted form), so the epilogue converts it as it is: integer sums, any order.
     typename D::ireg acc[C][R];
-    for (int c = 0; c < C; ++c)
-      for (int r = 0; r < R; ++r) acc[c][r] = D::izero();
+    for (int c = 0; c < C; ++c) {
+      const typename D::ireg start = D::isum(D::izero(), w.wsum + cols.d0[c] + b * kQuantGroup);
+      for (int r = 0; r < R; ++r) acc[c][r] = start;
+    }
 #pragma GCC unroll 8
     for (int kq = 0; kq < 8; ++kq) {
       typename D::ireg wv[C];
@@ -155,7 +159,7 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
       const typename D::freg dw = D::loadh(w.d + at);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const typename D::freg isum = D::cvt(D::isum(acc[c][r], w.wsum + at));
+        const typename D::freg isum = D::cvt(acc[c][r]);
         s[c * R + r] = D::add(s[c * R + r], D::mul(D::mul(dw, D::set1(a.d[r][b])), isum));
       }
     }
