@@ -22,6 +22,10 @@ Usage:
   # or against a running server, comparing every request's digest with another run:
   scripts/load_test.py --url http://127.0.0.1:8080 --compare /tmp/old.digests
 
+  # solo runs: only requests 3 and 17 of the same mix, one after the other (each alone on
+  # the server), their digests compared with a concurrent run's:
+  scripts/load_test.py --model /tmp/m --solo 3,17 --compare /tmp/old.digests
+
 Under `chrt -f 10 python3 scripts/load_test.py ...` the server it starts inherits the
 real-time policy. Exit status: 0, or 1 when a request failed or a digest differs.
 """
@@ -175,6 +179,17 @@ def run_batch(url, bodies, max_wall, stagger_s):
     return records, wall
 
 
+def run_solo(url, bodies, indices, max_wall):
+    """Sends bodies[i] for each i in `indices`, one after the other (each request alone on
+    the server); the records (None for requests not sent) and the wall seconds."""
+    records = [None] * len(bodies)
+    deadline = time.time() + max_wall
+    t0 = time.perf_counter()
+    for i in indices:
+        records[i] = send(url, bodies[i], deadline)
+    return records, time.perf_counter() - t0
+
+
 def percentile(values, q):
     """Nearest-rank percentile (q in 0..100) of a non-empty list."""
     s = sorted(values)
@@ -183,6 +198,7 @@ def percentile(values, q):
 
 
 def summarize(records, wall, metrics_text):
+    records = [r for r in records if r is not None]  # (--solo: the requests sent)
     ok = [r for r in records if "error" not in r]
     lat = [r["latency_s"] for r in ok]
     tokens = sum(r["tokens"] for r in ok)
@@ -201,18 +217,23 @@ def write_digests(path, records):
     """One line per request, in request order: index, max_tokens, digest (or '-')."""
     with open(path, "w") as f:
         for i, r in enumerate(records):
-            f.write(f"{i} {r['max_tokens']} {r.get('digest', '-')}\n")
+            if r is not None:
+                f.write(f"{i} {r['max_tokens']} {r.get('digest', '-')}\n")
 
 
 def compare_digests(path, records):
-    """Requests whose digest differs from (or is missing in) the other run's file."""
+    """Requests of this run whose digest differs from (or is missing in) the other run's
+    file (lines: index, max_tokens, digest)."""
     with open(path) as f:
-        other = [line.split() for line in f if line.strip()]
-    if len(other) != len(records):
-        print(f"{path}: {len(other)} requests, this run {len(records)}: all counted as mismatches",
-              file=sys.stderr)
-        return len(records)
-    return sum(1 for (_, _, d), r in zip(other, records) if d == "-" or r.get("digest") != d)
+        other = {int(i): (int(t), d) for i, t, d in (line.split() for line in f if line.strip())}
+    bad = 0
+    for i, r in enumerate(records):
+        if r is None:  # not sent (--solo)
+            continue
+        t, d = other.get(i, (None, "-"))
+        if t != r["max_tokens"] or d == "-" or r.get("digest") != d:
+            bad += 1
+    return bad
 
 
 def print_table(s):
@@ -240,6 +261,8 @@ def parse_args():
     ap.add_argument("--stagger-ms", type=float, default=5, help="between request starts")
     ap.add_argument("--digests-out", help="write each request's chain digest here")
     ap.add_argument("--compare", help="count requests whose digest differs from this file")
+    ap.add_argument("--solo", help="only these request indices (0-based, comma-separated), "
+                    "sent one after the other, each alone on the server")
     ap.add_argument("--json-out", help="also write the JSON summary (and records) here")
     a = ap.parse_args()
     if not a.url and not a.model:
@@ -255,7 +278,13 @@ def main():
         proc, url, log_path = start_server(a.binary, a.model, a.serve_args)
         print(f"server log: {log_path}", file=sys.stderr)
     try:
-        records, wall = run_batch(url, bodies, a.max_wall, a.stagger_ms / 1000)
+        if a.solo:
+            indices = [int(i) for i in a.solo.split(",")]
+            if any(i < 0 or i >= len(bodies) for i in indices):
+                sys.exit(f"--solo: indices must lie in 0..{len(bodies) - 1}")
+            records, wall = run_solo(url, bodies, indices, a.max_wall)
+        else:
+            records, wall = run_batch(url, bodies, a.max_wall, a.stagger_ms / 1000)
         summary = summarize(records, wall, get_text(url, "/metrics"))
     finally:
         if proc:
