@@ -151,6 +151,7 @@ def send(url, body, deadline):
             rec["error"] = f"generated {rec['tokens']} of {body['max_tokens']} tokens"
     except Exception as e:  # noqa: BLE001 - reported per request
         rec["error"] = repr(e)[:200]
+        rec["failed_after_s"] = round(time.perf_counter() - t0, 3)
     return rec
 
 

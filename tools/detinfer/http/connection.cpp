@@ -4,6 +4,36 @@
 
 namespace detinfer_http {
 
+void Connection::queue_output(const std::string& bytes) {
+  if (pending() == 0) out_since = Clock::now();
+  out += bytes;
+}
+
+DeadlineAction deadline_action(Connection& c, Clock::time_point now, const DeadlineLimits& limits,
+                               bool stopping) {
+  if (c.fd < 0) return DeadlineAction::kNone;
+  if (c.lingering) return now >= c.linger_until ? DeadlineAction::kClose : DeadlineAction::kNone;
+  bool busy, done;
+  std::size_t pending;
+  Clock::time_point out_since;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    busy = c.busy;
+    done = c.response_done;
+    pending = c.pending();
+    out_since = c.out_since;
+  }
+  if (pending > 0)
+    return now - out_since > limits.write ? DeadlineAction::kClose : DeadlineAction::kNone;
+  if (busy || done) return DeadlineAction::kNone;
+  if (c.parser.started()) {
+    return now - c.request_started > limits.request ? DeadlineAction::kRequestTimeout
+                                                    : DeadlineAction::kNone;
+  }
+  return now - c.last_activity > limits.keep_alive || stopping ? DeadlineAction::kClose
+                                                               : DeadlineAction::kNone;
+}
+
 std::string ConnectionWriter::head(int status, const std::string& content_type,
                                    const Headers& headers, const std::string* length_of) const {
   std::string h = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
@@ -30,7 +60,7 @@ bool ConnectionWriter::append(const std::string& bytes, bool last) {
       // The client does not read: drop it rather than buffer without bound.
       c_->gone = true;
     } else {
-      c_->out += bytes;
+      c_->queue_output(bytes);
       if (last) {
         c_->response_done = true;
         c_->close_after =

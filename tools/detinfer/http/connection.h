@@ -45,9 +45,28 @@ struct Connection {
   bool close_after = false;    // close once `out` is written
   bool gone = false;           // the client went away (or we dropped it)
   std::function<void()> on_gone;
+  // The write timeout's clock: when the unsent output last made progress, or was queued
+  // while none was pending. Not last_activity: a handler may work for minutes before its
+  // first byte, and that byte has not stalled.
+  Clock::time_point out_since{};
 
   std::size_t pending() const { return out.size() - out_off; }
+  // Appends output (under mu), starting the write clock when none was pending.
+  void queue_output(const std::string& bytes);
 };
+
+// What the event loop's deadline check does with a connection (HttpServer's limits).
+enum class DeadlineAction : std::uint8_t { kNone, kClose, kRequestTimeout };
+struct DeadlineLimits {
+  Clock::duration request, keep_alive, write;
+};
+// The decision for connection `c` at `now` (reads the shared fields under c.mu):
+//   lingering: close at linger_until; unsent output: close after `write` without progress
+//   (out_since); a handler running or its answer complete: nothing; a request being read:
+//   408 after `request` from its first byte; an idle connection: close after `keep_alive`
+//   since last_activity, or at once when `stopping`.
+DeadlineAction deadline_action(Connection& c, Clock::time_point now, const DeadlineLimits& limits,
+                               bool stopping);
 
 // What HttpServer offers a writer: wake the loop to flush a connection.
 class WriterHost {

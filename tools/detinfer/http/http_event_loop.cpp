@@ -188,7 +188,7 @@ void ServerCore::parse(const std::shared_ptr<Connection>& c) {
         c->continue_sent = true;
         {
           std::lock_guard<std::mutex> lock(c->mu);
-          c->out += "HTTP/1.1 100 Continue\r\n\r\n";
+          c->queue_output("HTTP/1.1 100 Continue\r\n\r\n");
         }
         flush(c);
       }
@@ -219,7 +219,7 @@ void ServerCore::flush(const std::shared_ptr<Connection>& c) {
           ::send(c->fd, c->out.data() + c->out_off, c->pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c->out_off += static_cast<std::size_t>(n);
-        c->last_activity = Clock::now();
+        c->last_activity = c->out_since = Clock::now();
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         break;
       } else if (!(n < 0 && errno == EINTR)) {
@@ -349,29 +349,18 @@ void ServerCore::check_deadlines() {
   if (now < next_deadline_check) return;
   next_deadline_check = now + std::chrono::milliseconds(kTickMs);
   std::vector<std::shared_ptr<Connection>> expired, timed_out;
+  const DeadlineLimits limits{seconds(opt.request_timeout_s), seconds(opt.keep_alive_timeout_s),
+                              seconds(opt.write_timeout_s)};
   for (auto& [id, c] : conns) {
-    if (c->fd < 0) continue;
-    if (c->lingering) {
-      if (now >= c->linger_until) expired.push_back(c);
-      continue;
-    }
-    bool busy, done;
-    std::size_t pending;
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      busy = c->busy;
-      done = c->response_done;
-      pending = c->pending();
-    }
-    if (pending > 0) {
-      if (now - c->last_activity > seconds(opt.write_timeout_s)) expired.push_back(c);
-    } else if (busy || done) {
-      continue;
-    } else if (c->parser.started()) {
-      if (now - c->request_started > seconds(opt.request_timeout_s)) timed_out.push_back(c);
-    } else if (now - c->last_activity > seconds(opt.keep_alive_timeout_s) ||
-               (stop_requested && !busy)) {
-      expired.push_back(c);
+    switch (deadline_action(*c, now, limits, stop_requested)) {
+      case DeadlineAction::kClose:
+        expired.push_back(c);
+        break;
+      case DeadlineAction::kRequestTimeout:
+        timed_out.push_back(c);
+        break;
+      case DeadlineAction::kNone:
+        break;
     }
   }
   for (auto& c : expired) close_connection(c);
