@@ -217,6 +217,37 @@ TEST(HttpServer, AClientThatLeavesIsReportedToItsHandler) {
   release->set_value();
 }
 
+// Requests that ServerOptions::is_quick picks (`detinfer serve`: /health, /metrics) have
+// workers of their own: a scrape is answered while every other worker is held by a long
+// handler (found: /metrics hung during 64 concurrent 2048-token completions).
+TEST(HttpServer, QuickRequestsAreAnsweredWhileEveryWorkerIsBusy) {
+  auto started = std::make_shared<std::promise<void>>();
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  ServerOptions o;
+  o.worker_threads = 1;
+  o.is_quick = [](const Request& q) { return q.path == "/metrics"; };
+  Handler h = [started, released](const Request& q, ResponseWriter& w) {
+    Response r;
+    r.body = q.path;
+    if (q.path == "/slow") {
+      started->set_value();
+      released.wait();  // holds the only worker until the test lets go
+    }
+    w.respond(std::move(r));
+  };
+  TestServer s(o, h);
+  RawConn slow(s.port()), scrape(s.port());
+  ASSERT_TRUE(slow.send(post_request("/slow", "{}")));
+  ASSERT_EQ(started->get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  ASSERT_TRUE(scrape.send(get_request("/metrics")));
+  const RawResponse r = scrape.read_response(30);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "/metrics");
+  release->set_value();
+  EXPECT_EQ(slow.read_response(30).body, "/slow");
+}
+
 // Polls `done` (a condition, not a timer, decides the outcome); false after 30 s.
 template <class Done>
 bool wait_until(Done done) {

@@ -169,8 +169,10 @@ int ServerCore::bind_socket() {
 void HttpServer::run() {
   if (impl_->listen_fd < 0) bind();
   impl_->workers.start(impl_->opt.worker_threads);
+  if (impl_->has_quick()) impl_->quick_workers.start(impl_->opt.quick_threads);
   impl_->loop();
   impl_->workers.join();
+  impl_->quick_workers.join();
 }
 
 }  // namespace detinfer_http
@@ -185,7 +187,8 @@ void ServerCore::dispatch(const std::shared_ptr<Connection>& c, Request req, boo
   }
   ++in_flight;
   auto shared = std::make_shared<Request>(std::move(req));
-  workers.post([this, c, shared, keep_alive] { run_handler(c, *shared, keep_alive); });
+  (has_quick() && opt.is_quick(*shared) ? quick_workers : workers)
+      .post([this, c, shared, keep_alive] { run_handler(c, *shared, keep_alive); });
 }
 
 void ServerCore::run_handler(const std::shared_ptr<Connection>& c, const Request& req,

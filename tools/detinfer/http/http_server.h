@@ -29,6 +29,11 @@ struct ServerOptions {
   double write_timeout_s = 30;  // pending output that makes no progress (closed after)
   std::size_t max_pending_output = 16u << 20;  // a stream is dropped above this unsent
   int worker_threads = 64;                     // handlers running at once
+  // Requests this picks (health, metrics: cheap and answered at once) run on
+  // `quick_threads` workers of their own, so that they never wait behind `worker_threads`
+  // long handlers (a scrape during 64 concurrent minute-long completions). Unset: none.
+  std::function<bool(const Request& request)> is_quick;
+  int quick_threads = 2;
   // Body of transport-level errors (400, 408, 413, 431, ...): the application's error
   // shape. Default: text/plain with the message.
   std::function<Response(int status, const std::string& message)> error_response;

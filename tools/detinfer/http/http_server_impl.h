@@ -72,6 +72,8 @@ struct ServerCore : WriterHost {
   std::unordered_map<std::string, std::size_t> per_peer;
   std::uint64_t next_id = 2;
   WorkerPool workers;
+  WorkerPool quick_workers;  // ServerOptions::is_quick's requests
+  bool has_quick() const { return opt.is_quick && opt.quick_threads > 0; }
   Clock::time_point accept_paused_until{};
   Clock::time_point next_deadline_check{};
 
