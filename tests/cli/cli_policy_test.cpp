@@ -67,6 +67,25 @@ std::string write_config(const std::string& name, const json& j) {
   return path;
 }
 
+// The requests `detinfer serve` runs on its quick workers (ServerOptions::is_quick; the
+// mechanism: HttpServer.QuickRequestsAreAnsweredWhileEveryWorkerIsBusy).
+TEST(ServePolicy, ProbesAndScrapesAreTheQuickRequests) {
+  auto req = [](std::string method, std::string path) {
+    detinfer_http::Request r;
+    r.method = std::move(method);
+    r.path = std::move(path);
+    return r;
+  };
+  EXPECT_TRUE(detinfer_cli::is_probe_request(req("GET", "/health")));
+  EXPECT_TRUE(detinfer_cli::is_probe_request(req("HEAD", "/health")));
+  EXPECT_TRUE(detinfer_cli::is_probe_request(req("GET", "/metrics")));
+  EXPECT_FALSE(detinfer_cli::is_probe_request(req("POST", "/metrics")));
+  EXPECT_FALSE(detinfer_cli::is_probe_request(req("POST", "/v1/completions")));
+  EXPECT_FALSE(detinfer_cli::is_probe_request(req("POST", "/v1/chat/completions")));
+  EXPECT_FALSE(detinfer_cli::is_probe_request(req("POST", "/v1/verify")));
+  EXPECT_FALSE(detinfer_cli::is_probe_request(req("GET", "/v1/models")));
+}
+
 TEST(SessionFlags, EveryFlagAndConfigKeyRoundTrips) {
   const ToolConfig defaults;
   ASSERT_GE(config_fields().size(), 40u);

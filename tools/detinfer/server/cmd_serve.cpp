@@ -24,6 +24,7 @@
 #include "http/http_server.h"
 #include "serve_app.h"
 #include "serve_auth.h"
+#include "serve_policy.h"
 #include "serve_runtime.h"
 #include "session_flags.h"
 
@@ -95,11 +96,7 @@ detinfer_http::ServerOptions http_options(const ServeOptions& o, detinfer_cli::S
   h.keep_alive_timeout_s = o.keep_alive_timeout_s;
   h.write_timeout_s = o.write_timeout_s;
   h.worker_threads = o.http_threads;
-  // Probes and scrapes never wait behind --http-threads long completions.
-  h.is_quick = [](const detinfer_http::Request& r) {
-    return (r.method == "GET" || r.method == "HEAD") &&
-           (r.path == "/health" || r.path == "/metrics");
-  };
+  h.is_quick = detinfer_cli::is_probe_request;
   h.error_response = [](int status, const std::string& message) {
     return detinfer_cli::ServeApp::error_response(status, message);
   };

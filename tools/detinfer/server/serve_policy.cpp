@@ -11,6 +11,10 @@
 
 namespace detinfer_cli {
 
+bool is_probe_request(const detinfer_http::Request& r) {
+  return (r.method == "GET" || r.method == "HEAD") && (r.path == "/health" || r.path == "/metrics");
+}
+
 const char* to_string(SeedSource s) {
   switch (s) {
     case SeedSource::kGiven:

@@ -16,6 +16,7 @@
 #include "detinfer/generation.h"
 #include "detinfer/metrics.h"
 #include "detinfer/session.h"
+#include "http/http_message.h"
 #include "openai_protocol.h"
 #include "serve_metrics.h"
 #include "serve_request.h"
@@ -27,6 +28,11 @@ namespace detinfer_cli {
 constexpr int kExitInconsistent = 3;
 // Exit code when --expect-system-fingerprint differs from this replica's.
 constexpr int kExitFingerprintMismatch = 4;
+
+// The requests that run on the HTTP server's quick workers (ServerOptions::is_quick): GET
+// and HEAD of /health and /metrics, so that probes and scrapes never wait behind
+// --http-threads long completions.
+bool is_probe_request(const detinfer_http::Request& r);
 
 enum class SeedSource : std::uint8_t { kGiven, kDrawn, kDefault };
 const char* to_string(SeedSource s);
