@@ -110,6 +110,34 @@ TEST_P(QuantFormats, EveryKernelVariantWithAndWithoutVnniEqualsReference) {
     std::printf("[ note ] variants checked: %zu (this CPU lacks AVX-512 or VNNI)\n", fns.size());
 }
 
+// Long rows with several row tiles: the kernels walk the blocks in runs (every row tile
+// over a run while its weights are in L1, the sums waiting in y between runs); the runs'
+// sizes differ per form, so K spans two or more runs with a partial last one for every
+// format. Each variant, the dispatcher on 1 and 2 threads, with a bias, equals the
+// reference.
+TEST_P(QuantFormats, RowsInBlockRunsEqualReference) {
+  const QuantFormat f = GetParam();
+  IsaGuard guard;
+  const std::int64_t n = 150, k = k_format(f) ? 256 * 11 : 32 * 75;
+  const std::vector<std::uint8_t> w = random_q(f, n, k, 11);
+  const std::vector<float> bias = random_floats(n, 12);
+  const PackedLinear p = PackedLinear::pack_quantized(w.data(), f, n, k, bias.data());
+  for (const std::int64_t m : {3, 5, 8, 16, 33}) {
+    const std::vector<float> x = random_floats(m * k, 13 + static_cast<std::uint64_t>(m), 2.0f);
+    std::vector<float> want(static_cast<std::size_t>(m * n));
+    ref::quant_linear(x.data(), k, m, w.data(), f, n, k, bias.data(), want.data(), n);
+    for (const Isa isa : available_isas()) {
+      set_isa(isa);
+      for (const int t : {1, 2}) {
+        std::vector<float> got(want.size(), -1.0f);
+        p.run(x.data(), k, m, got.data(), n, pool_for(t));
+        ASSERT_TRUE(same_bits(got.data(), want.data(), m * n))
+            << to_string(isa) << " m=" << m << " t=" << t;
+      }
+    }
+  }
+}
+
 // Decoding at load on a thread pool (PackedLinear::pack_quantized's pool): every array of
 // the panels equals the serial decode's, whatever the thread count (n not a multiple of
 // the panel width, more panels than threads).
