@@ -315,7 +315,7 @@ constexpr std::int64_t kRunBytes = 16384;
 template <class D, int C>
 std::int64_t tile_blocks(const QuantPacked& w) {
   const std::int64_t per_block =
-      C * (w.nibble ? kBlockBytes<0> + 64 * w.planes : kBlockBytes<-1>)*D::L / kQuantGroup;
+      C * (w.nibble ? nibble_block_bytes(w.planes) : kBlockBytes<-1>)*D::L / kQuantGroup;
   const std::int64_t n = kRunBytes / per_block;
   return n > 0 ? n : 1;
 }
