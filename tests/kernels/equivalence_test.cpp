@@ -324,6 +324,45 @@ TEST(RowOps, EqualReferenceForEveryIsa) {
   }
 }
 
+// argmax equals the reference on every ISA: the lowest index of the largest value, with
+// the maximum at every position of every length (heads, vector bodies, tails), ties
+// (repeated maxima, -0 against +0, all -inf), and a NaN anywhere an error.
+TEST(RowOps, ArgmaxEqualsReferenceForEveryIsa) {
+  IsaGuard guard;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    for (std::int64_t n : {1, 2, 15, 16, 17, 31, 33, 64, 100, 1000}) {
+      std::vector<float> x = random_floats(n, 90 + n, 4.0f);
+      for (std::int64_t at = 0; at < n; at += (n > 40 ? 7 : 1)) {
+        std::vector<float> y = x;
+        y[at] = 9.0f;
+        ASSERT_EQ(argmax(y.data(), n), at) << to_string(isa) << " n=" << n;
+        y[n - 1] = 9.0f;  // a tie later on: still the first
+        ASSERT_EQ(argmax(y.data(), n), at) << to_string(isa) << " n=" << n;
+        for (float& v : y) v = -inf;
+        ASSERT_EQ(argmax(y.data(), n), 0) << to_string(isa) << " n=" << n;
+        y[at] = -0.0f;
+        if (at + 1 < n) y[n - 1] = 0.0f;  // -0 == +0: the first of them
+        ASSERT_EQ(argmax(y.data(), n), ref::argmax(y.data(), n)) << to_string(isa) << n;
+        ASSERT_EQ(argmax(y.data(), n), at) << to_string(isa) << " n=" << n;
+        y = x;
+        y[at] = std::nanf("");
+        try {
+          argmax(y.data(), n);
+          FAIL() << to_string(isa) << " accepted a NaN at " << at << " of " << n;
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+          EXPECT_NE(std::string(e.what()).find("index " + std::to_string(at)),
+                    std::string::npos)
+              << e.what();
+        }
+      }
+      ASSERT_EQ(argmax(x.data(), n), ref::argmax(x.data(), n)) << to_string(isa) << n;
+    }
+  }
+}
+
 TEST(RowOps, VectorExpEqualsScalarOnDenseSample) {
   IsaGuard guard;
   // Every 61st bit pattern: all finite values, infinities, NaNs, subnormals.

@@ -139,6 +139,8 @@ struct V512 {
   static reg max_seq(reg m, reg x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, m, _CMP_GT_OQ), m, x);
   }
+  static unsigned nan_bits(reg x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
+  static unsigned eq_bits(reg x, reg m) { return _mm512_cmp_ps_mask(x, m, _CMP_EQ_OQ); }
   static reg pow2(__m512i e) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23));
   }
@@ -176,7 +178,7 @@ constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in regi
 
 const IsaKernels& avx512_kernels() {
   static const IsaKernels k{linear_simd, attn_scores, attn_partials, attn_transpose_k,
-                            exp_vec,     dot_fma,     silu_mul_vec};
+                            exp_vec,     dot_fma,     silu_mul_vec, argmax_vec};
   return k;
 }
 

@@ -85,6 +85,9 @@ using SiluMulFn = void (*)(const float* g, const float* u, float* out, std::int6
 // Chunked dot product (ref::dot), with hardware fma where the ISA has it.
 using DotFn = float (*)(const float* a, const float* b, std::int64_t k);
 
+// ref::argmax: the lowest index of the largest of x[0..n) (n > 0; a NaN is an error).
+using ArgmaxFn = std::int64_t (*)(const float* x, std::int64_t n);
+
 struct IsaKernels {
   LinearFn linear;
   AttnScoresFn attn_scores;
@@ -93,6 +96,7 @@ struct IsaKernels {
   ExpFn exp;
   DotFn dot;
   SiluMulFn silu_mul;
+  ArgmaxFn argmax;
 };
 
 // Scratch of AttnScoresFn: 8 transposed blocks of 16 keys, then 16 lane-wise maxima per

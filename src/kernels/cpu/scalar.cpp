@@ -110,7 +110,7 @@ void silu_mul_scalar(const float* g, const float* u, float* out, std::int64_t n)
 const IsaKernels& scalar_kernels() {
   static const IsaKernels k{linear_scalar,           attn_scores_scalar, attn_partials_scalar,
                             attn_transpose_k_scalar, exp_scalar,         ref::dot,
-                            silu_mul_scalar};
+                            silu_mul_scalar,         ref::argmax};
   return k;
 }
 

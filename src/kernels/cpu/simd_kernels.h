@@ -8,6 +8,7 @@
 //     load_bf16(p), load_f16(p) (L values widened exactly),
 //     fnma(a, b, c) = -(a*b) + c rounded once (= fma(-a, b, c)),
 //     max_seq(m, x) = x > m ? x : m lane-wise,
+//     nan_bits(x), eq_bits(x, m): bit i set where lane i is NaN, where x == m (IEEE),
 //     scale_pow2(y, kf) = (y * 2^(k>>1)) * 2^(k - (k>>1)) for integral kf = k,
 //     exp_special(y, x): y, except 0 where x < kExpLo, inf where x > kExpHi, x+x for NaN.
 //   };
@@ -69,6 +70,41 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
     const int rest = static_cast<int>(n - i);
     V::store_n(out + i, silu_mul_lanes(V::load_n(g + i, rest), V::load_n(u + i, rest)), rest);
   }
+}
+
+// --- argmax ------------------------------------------------------------------------
+
+// ref::argmax (the lowest index of the largest value; a NaN is an error) in two passes:
+// the largest value m (lane-wise x > m ? x : m; the lanes' order only decides which of
+// -0 and +0 is kept, and they compare equal), then the first index with x[i] == m, which
+// is the first index the reference's `x[i] > x[best]` ends on. A NaN anywhere: the
+// reference, which names its index.
+[[maybe_unused]] std::int64_t argmax_vec(const float* x, std::int64_t n) {
+  const std::int64_t full = n > 0 ? n / V::L * V::L : 0;
+  if (full == 0) return ref::argmax(x, n);
+  typename V::reg mv = V::load(x);
+  unsigned nan = V::nan_bits(mv);
+  for (std::int64_t i = V::L; i < full; i += V::L) {
+    const typename V::reg v = V::load(x + i);
+    nan |= V::nan_bits(v);
+    mv = V::max_seq(mv, v);
+  }
+  float lanes[V::L];
+  V::store(lanes, mv);
+  float m = lanes[0];
+  for (int l = 1; l < V::L; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (std::int64_t i = full; i < n; ++i) {
+    if (x[i] != x[i]) nan = 1;
+    m = x[i] > m ? x[i] : m;
+  }
+  if (nan != 0) return ref::argmax(x, n);
+  const typename V::reg mb = V::set1(m);
+  for (std::int64_t i = 0; i < full; i += V::L)
+    if (const unsigned eq = V::eq_bits(V::load(x + i), mb); eq != 0)
+      return i + __builtin_ctz(eq);
+  for (std::int64_t i = full; i < n; ++i)
+    if (x[i] == m) return i;
+  return ref::argmax(x, n);  // unreachable: m is one of the values
 }
 
 // --- dot ---------------------------------------------------------------------------

@@ -60,6 +60,12 @@ struct V256 {
   static reg max_seq(reg m, reg x) {
     return _mm256_blendv_ps(m, x, _mm256_cmp_ps(x, m, _CMP_GT_OQ));
   }
+  static unsigned nan_bits(reg x) {  // bit i: lane i is NaN
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+  }
+  static unsigned eq_bits(reg x, reg m) {  // bit i: lane i == m (IEEE ==: -0 == +0)
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, m, _CMP_EQ_OQ)));
+  }
   static reg pow2(__m256i e) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
   }
