@@ -200,6 +200,9 @@ class Backend {
   virtual void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) = 0;
   // Waits for the step's work and copies n floats to the host (the logits copy-out).
   virtual void copy_out(const float* src, std::int64_t n, float* host) = 0;
+  // Whether the backend computes in host memory, so that an op may write straight into a
+  // caller's host buffer (the logits: no copy-out).
+  virtual bool computes_in_host_memory() const { return false; }
 
   // --- Gemma 2 / Gemma 3 (issue 29). The defaults refuse (Error kUnsupported): a backend
   // that implements them says so with has_gemma_ops(). attention() with a KvLayer window

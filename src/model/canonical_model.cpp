@@ -295,7 +295,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
       for (BackendBuffer* b : {&a.g, &a.u, &a.a}) grow(*b, dense ? m * c.intermediate_size : 1);
       a.rows = m;
     }
-    if (lr > a.logit_rows) {
+    if (lr > a.logit_rows && !backend_->computes_in_host_memory()) {
       grow(a.logits, lr * c.vocab_size);
       a.logit_rows = lr;
     }
@@ -415,14 +415,18 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     float* hn = act_.hn.as<float>();
     be.gather_logit_rows(act_.x.as<float>(), h, h, tmp);
     be.rms_norm(tmp, h, final_norm_.as<float>(), c.rms_norm_eps, hn, h, rows, h);
-    be.linear(*lm_head_, hn, h, rows, act_.logits.as<float>(), c.vocab_size);
-    if (c.final_logit_softcapping > 0.0) {
-      be.softcap(act_.logits.as<float>(), static_cast<float>(c.final_logit_softcapping),
-                 rows * c.vocab_size);
-    }
+    // On a host backend the lm_head writes into `logits` itself (a 256-row verify pass
+    // of a 151936-token vocabulary would otherwise copy 155 MB).
     const std::size_t base = logits.size();
+    const bool direct = be.computes_in_host_memory();
+    if (direct) core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
+    float* out = direct ? logits.data() + base : act_.logits.as<float>();
+    be.linear(*lm_head_, hn, h, rows, out, c.vocab_size);
+    if (c.final_logit_softcapping > 0.0)
+      be.softcap(out, static_cast<float>(c.final_logit_softcapping), rows * c.vocab_size);
+    if (direct) return;
     core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
-    be.copy_out(act_.logits.as<float>(), rows * c.vocab_size, logits.data() + base);
+    be.copy_out(out, rows * c.vocab_size, logits.data() + base);
   }
 
   std::shared_ptr<Backend> backend_;

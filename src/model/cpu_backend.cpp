@@ -167,6 +167,7 @@ class CpuBackend final : public Backend {
   void copy_out(const float* src, std::int64_t n, float* host) override {
     std::memcpy(host, src, static_cast<std::size_t>(n) * sizeof(float));
   }
+  bool computes_in_host_memory() const override { return true; }
 
   // --- Gemma 2 / Gemma 3 ---
   bool has_gemma_ops() const override { return true; }
