@@ -28,6 +28,10 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) : pool_(threads) {}
 
+  // Below these sizes an elementwise op stays on the calling thread (a decode step's rows).
+  static constexpr std::int64_t kMinRowsPerTask = 16;     // rope
+  static constexpr std::int64_t kMinAddPerTask = 16384;  // add, floats
+
   std::string name() const override { return "cpu"; }
   DeviceInfo device_info() const override { return {}; }
   NumericsMode numerics() const override { return NumericsMode::kCanonical; }
@@ -109,10 +113,14 @@ class CpuBackend final : public Backend {
 
   void rope(float* x, std::int64_t ldx, std::int64_t heads, std::int64_t head_dim,
             std::int64_t rotary_dims) override {
-    for (std::int64_t r = 0; r < plan_->rows; ++r) {
-      const std::int64_t pos = plan_->positions[static_cast<std::size_t>(r)];
-      kernels::rope(x + r * ldx, heads, head_dim, rotary_dims, rope_->cos(pos), rope_->sin(pos));
-    }
+    // Rows are independent (each its own rotation): split over the pool in a prefill.
+    pool_.parallel_for(plan_->rows, kMinRowsPerTask, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t pos = plan_->positions[static_cast<std::size_t>(r)];
+        kernels::rope(x + r * ldx, heads, head_dim, rotary_dims, rope_->cos(pos),
+                      rope_->sin(pos));
+      }
+    });
   }
 
   void kv_write(const float* k, const float* v, std::int64_t ld, const KvLayer& kv) override {
@@ -154,7 +162,10 @@ class CpuBackend final : public Backend {
   }
 
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+    // Elementwise, so any split gives the same bits; a decode row's add stays on one thread.
+    pool_.parallel_for(n, kMinAddPerTask, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+    });
   }
 
   void gather_logit_rows(const float* x, std::int64_t ld, std::int64_t n, float* out) override {
