@@ -12,6 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include <immintrin.h>
+
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "detinfer/philox.h"
 #include "isa_test_util.h"
@@ -167,6 +170,33 @@ TEST(QuantActs, SharedRowsOnAPoolEqualTheReference) {
       EXPECT_EQ(std::memcmp(plain.rows().q, wq.data(), wq.size()), 0);
     }
   }
+}
+
+// The AVX2 quantizer narrows the block scale with F16C (round to nearest even) and widens
+// it back with F16C: the bits of f32_to_f16_rne and f16_to_f32 for every value that is not
+// a NaN. Every 5th float bit pattern (both signs, zeros, subnormals, overflow to inf) and
+// every half.
+__attribute__((target("f16c"))) std::int64_t f16c_mismatches() {
+  std::int64_t bad = 0;
+  for (std::uint64_t i = 0; i <= 0xFFFFFFFFull; i += 5) {
+    const auto u = static_cast<std::uint32_t>(i);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    if (f != f) continue;
+    bad += _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT) != f32_to_f16_rne(f);
+  }
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const bool nan = (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0;
+    const float hw = _cvtsh_ss(static_cast<unsigned short>(h));
+    const float sw = f16_to_f32(static_cast<std::uint16_t>(h));
+    bad += !nan && std::memcmp(&hw, &sw, sizeof hw) != 0;
+  }
+  return bad;
+}
+
+TEST(QuantActs, F16cEqualsHalfRound) {
+  if (!core::cpu_features().f16c) GTEST_SKIP() << "this CPU has no F16C";
+  EXPECT_EQ(f16c_mismatches(), 0);
 }
 
 // The kept scratch: a second holder on the same thread gets a buffer of its own; released,

@@ -48,7 +48,10 @@ float quantize_block(const float* x, std::int8_t* q, std::int32_t* xs) {
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
   const float d = _mm_cvtss_f32(m4) / 127.0f;
-  const std::uint16_t dh = f32_to_f16_rne(d);
+  // F16C's round-to-nearest-even narrowing and its widening give f32_to_f16_rne's and
+  // f16_to_f32's bits for every value that is not a NaN (QuantActs.F16cEqualsHalfRound);
+  // a NaN d goes to the reference below.
+  const auto dh = static_cast<std::uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
   if (finite != 0xFF || (dh & 0x7FFFu) == 0) {
     const std::uint16_t h = ref::quantize_q8_block(x, q);
     if (xs != nullptr) ref::act_half_sums(q, ref::kQuantBlock, xs);
@@ -72,7 +75,7 @@ float quantize_block(const float* x, std::int8_t* q, std::int32_t* xs) {
       xs[h] = _mm_cvtsi128_si32(s4);
     }
   }
-  return f16_to_f32(dh);
+  return _cvtsh_ss(dh);
 }
 
 void quantize_acts_vec(const float* x, std::int64_t ldx, std::int64_t m, std::int64_t k,
