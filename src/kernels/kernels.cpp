@@ -258,9 +258,7 @@ float log_softmax_at(const float* x, std::int64_t n, std::int64_t i) {
   return (x[i] - norm.max) - norm.log_sum;
 }
 
-std::int64_t argmax(const float* x, std::int64_t n) {
-  return cpu::active_kernels().argmax(x, n);
-}
+std::int64_t argmax(const float* x, std::int64_t n) { return cpu::active_kernels().argmax(x, n); }
 
 void rope(float* x, std::int64_t heads, std::int64_t ldx, std::int64_t d, const float* cos,
           const float* sin) {

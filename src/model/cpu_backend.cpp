@@ -29,7 +29,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int threads) : pool_(threads) {}
 
   // Below these sizes an elementwise op stays on the calling thread (a decode step's rows).
-  static constexpr std::int64_t kMinRowsPerTask = 16;     // rope
+  static constexpr std::int64_t kMinRowsPerTask = 16;    // rope
   static constexpr std::int64_t kMinAddPerTask = 16384;  // add, floats
 
   std::string name() const override { return "cpu"; }
@@ -117,8 +117,7 @@ class CpuBackend final : public Backend {
     pool_.parallel_for(plan_->rows, kMinRowsPerTask, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t pos = plan_->positions[static_cast<std::size_t>(r)];
-        kernels::rope(x + r * ldx, heads, head_dim, rotary_dims, rope_->cos(pos),
-                      rope_->sin(pos));
+        kernels::rope(x + r * ldx, heads, head_dim, rotary_dims, rope_->cos(pos), rope_->sin(pos));
       }
     });
   }

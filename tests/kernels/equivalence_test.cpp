@@ -353,8 +353,7 @@ TEST(RowOps, ArgmaxEqualsReferenceForEveryIsa) {
           FAIL() << to_string(isa) << " accepted a NaN at " << at << " of " << n;
         } catch (const Error& e) {
           EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-          EXPECT_NE(std::string(e.what()).find("index " + std::to_string(at)),
-                    std::string::npos)
+          EXPECT_NE(std::string(e.what()).find("index " + std::to_string(at)), std::string::npos)
               << e.what();
         }
       }

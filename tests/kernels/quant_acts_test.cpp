@@ -4,6 +4,7 @@
 // (exact halves), of non-finite and zero blocks, of scales that round to binary16 zero or
 // overflow it, and of row strides wider than k.
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -11,8 +12,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <immintrin.h>
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"

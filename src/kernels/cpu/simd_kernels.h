@@ -100,8 +100,7 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
   if (nan != 0) return ref::argmax(x, n);
   const typename V::reg mb = V::set1(m);
   for (std::int64_t i = 0; i < full; i += V::L)
-    if (const unsigned eq = V::eq_bits(V::load(x + i), mb); eq != 0)
-      return i + __builtin_ctz(eq);
+    if (const unsigned eq = V::eq_bits(V::load(x + i), mb); eq != 0) return i + __builtin_ctz(eq);
   for (std::int64_t i = full; i < n; ++i)
     if (x[i] == m) return i;
   return ref::argmax(x, n);  // unreachable: m is one of the values
