@@ -418,15 +418,13 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     // On a host backend the lm_head writes into `logits` itself (a 256-row verify pass
     // of a 151936-token vocabulary would otherwise copy 155 MB).
     const std::size_t base = logits.size();
+    core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
     const bool direct = be.computes_in_host_memory();
-    if (direct) core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
     float* out = direct ? logits.data() + base : act_.logits.as<float>();
     be.linear(*lm_head_, hn, h, rows, out, c.vocab_size);
     if (c.final_logit_softcapping > 0.0)
       be.softcap(out, static_cast<float>(c.final_logit_softcapping), rows * c.vocab_size);
-    if (direct) return;
-    core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
-    be.copy_out(out, rows * c.vocab_size, logits.data() + base);
+    if (!direct) be.copy_out(out, rows * c.vocab_size, logits.data() + base);
   }
 
   std::shared_ptr<Backend> backend_;
