@@ -96,7 +96,7 @@ struct Engine::Impl {
         pool(m.config(), o.kv_block_size, o.kv_budget_bytes, m.kv_backend(), m.kv_dtype()),
         vocab(m.config().vocab_size),
         horizon(m.kv_horizon()),
-        output({t, vocab, pool, observers, prefix}, [this](Group& g) { on_released(g); }) {}
+        output({t, vocab, pool, observers, prefix, m}, [this](Group& g) { on_released(g); }) {}
 
   std::int64_t blocks_needed(std::int64_t prompt, const GenerationConfig& c) const {
     const std::int64_t width = std::max(c.num_beams, c.num_return_sequences);

@@ -33,6 +33,7 @@ class OutputStage {
     model::KvCachePool& pool;
     const std::vector<std::shared_ptr<EngineObserver>>& observers;
     const std::shared_ptr<PrefixProvider>& prefix;  // null: no prefix cache
+    model::Model& model;  // its host threads run EngineRequest::score_prepare
   };
   // Called when a group gives its blocks back (finished, failed), after its blocks are
   // released and `done` is set and before its result is delivered: the scheduler's

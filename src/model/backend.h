@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -203,6 +204,13 @@ class Backend {
   // Whether the backend computes in host memory, so that an op may write straight into a
   // caller's host buffer (the logits: no copy-out).
   virtual bool computes_in_host_memory() const { return false; }
+  // Runs fn over [0, n) in ranges on the backend's host threads (the CPU backend's pool,
+  // idle between steps), or as one range on the calling thread (the default). Host work
+  // on a step's output rows: called between steps, from the thread that runs them.
+  virtual void host_parallel_for(std::int64_t n,
+                                 const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    if (n > 0) fn(0, n);
+  }
 
   // --- Gemma 2 / Gemma 3 (issue 29). The defaults refuse (Error kUnsupported): a backend
   // that implements them says so with has_gemma_ops(). attention() with a KvLayer window

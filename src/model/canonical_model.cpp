@@ -84,6 +84,10 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
   }
 
   std::shared_ptr<Backend> kv_backend() const override { return backend_; }
+  void host_parallel_for(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) override {
+    backend_->host_parallel_for(n, fn);
+  }
   std::string stored_quant_formats() const override {
     std::string out;
     for (const std::string& f : stored_formats_) out += (out.empty() ? "" : "+") + f;

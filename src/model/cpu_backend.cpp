@@ -178,6 +178,10 @@ class CpuBackend final : public Backend {
     std::memcpy(host, src, static_cast<std::size_t>(n) * sizeof(float));
   }
   bool computes_in_host_memory() const override { return true; }
+  void host_parallel_for(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) override {
+    pool_.parallel_for(n, 1, fn);
+  }
 
   // --- Gemma 2 / Gemma 3 ---
   bool has_gemma_ops() const override { return true; }

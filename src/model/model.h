@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,13 @@ class Model {
   virtual ModelLoadStats load_stats() const { return {}; }
   // Where the KV pool must live for forward() (null: host memory).
   virtual std::shared_ptr<Backend> kv_backend() const { return nullptr; }
+  // Runs fn over [0, n) in ranges on the model's host threads when it has them (the
+  // forward pass's pool, idle between forward() calls), else as one range here. Called
+  // only between forward() calls, from the thread that calls forward() (Backend).
+  virtual void host_parallel_for(std::int64_t n,
+                                 const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    if (n > 0) fn(0, n);
+  }
   // The element type forward() expects of the KV pool (ModelOptions::kv_dtype).
   virtual core::DType kv_dtype() const { return core::DType::kF32; }
   // The device the forward pass runs on (recorded in run fingerprints).

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "decode/json_schema.h"
+#include "decode/logits_processor.h"
 #include "decode/sampler.h"
 #include "engine/structured_masks.h"
 
@@ -34,8 +35,34 @@ struct SampleCheck {
   const decode::TokenTrie* trie = nullptr;
   std::vector<std::uint8_t> allowed;
   bool complete = false;
+  // Steps prepared ahead (EngineRequest::score_prepare, in parallel): the digest, and the
+  // choice when it does not depend on the earlier steps (no penalties, which read the
+  // tokens before the step, and no JSON mask, which reads the state they advanced).
+  // ready[t]: 0 none, 1 the digest, 2 the digest and the token.
+  std::vector<std::uint64_t> pre_digest;
+  std::vector<std::int32_t> pre_token;
+  std::vector<std::uint8_t> ready;
 
   const TranscriptSample& recorded() const { return transcript->samples[sample]; }
+
+  void prepare(std::int64_t step, const float* row) noexcept {
+    const auto t = static_cast<std::size_t>(step);
+    if (t >= ready.size()) return;
+    try {
+      pre_digest[t] = logits_digest(row, static_cast<std::size_t>(vocab));
+      ready[t] = 1;
+      if (grammar || decode::has_penalties(config)) return;
+      static const std::vector<std::int32_t> kUnread;  // no penalty reads the history
+      decode::SamplingWorkspace ws;
+      pre_token[t] = decode::choose_token(config, row, vocab, transcript->prompt_tokens, kUnread,
+                                          transcript->seed, static_cast<std::uint32_t>(sample),
+                                          static_cast<std::uint64_t>(step), ws, nullptr,
+                                          decode::LogprobNeed::kSkip)
+                         .token;
+      ready[t] = 2;
+    } catch (...) {  // step() recomputes it on the engine thread, where the error surfaces
+    }
+  }
 
   const std::vector<std::uint8_t>* mask() {
     if (!json) return nullptr;
@@ -46,7 +73,9 @@ struct SampleCheck {
   bool step(std::int64_t step, const float* row) {
     const auto t = static_cast<std::size_t>(step);
     const TranscriptSample& s = recorded();
-    const std::uint64_t digest = logits_digest(row, static_cast<std::size_t>(vocab));
+    const std::uint8_t pre = t < ready.size() ? ready[t] : 0;
+    const std::uint64_t digest =
+        pre >= 1 ? pre_digest[t] : logits_digest(row, static_cast<std::size_t>(vocab));
     if (complete) {  // generation ends with the value: nothing follows it
       divergence = VerifyDivergence{sample,
                                     static_cast<std::int32_t>(step),
@@ -57,10 +86,15 @@ struct SampleCheck {
                                     "continues after the structured output is complete"};
       return false;
     }
-    const decode::TokenChoice c = decode::choose_token(
-        config, row, vocab, transcript->prompt_tokens, history, transcript->seed,
-        static_cast<std::uint32_t>(sample), static_cast<std::uint64_t>(step), sampling, mask(),
-        decode::LogprobNeed::kSkip);
+    decode::TokenChoice c;
+    if (pre == 2) {
+      c.token = pre_token[t];
+    } else {
+      c = decode::choose_token(config, row, vocab, transcript->prompt_tokens, history,
+                               transcript->seed, static_cast<std::uint32_t>(sample),
+                               static_cast<std::uint64_t>(step), sampling, mask(),
+                               decode::LogprobNeed::kSkip);
+    }
     ++checked;
     const bool token_ok = c.token == s.tokens[t];
     const bool digest_ok = digest == s.step_digests[t];
@@ -219,8 +253,12 @@ engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std
   r.config.num_return_sequences = 1;
   r.config.max_new_tokens = 1;
   r.config.logprobs = 0;
+  c.pre_digest.assign(limit, 0);
+  c.pre_token.assign(limit, 0);
+  c.ready.assign(limit, 0);
   SampleCheck* raw = &c;
   r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
+  r.score_prepare = [raw](std::int64_t step, const float* row) { raw->prepare(step, row); };
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <utility>
 
@@ -273,10 +274,18 @@ TEST(EnginePreemption, BeamSearchesAreNeverPreemptedAndMixedTrafficCompletes) {
   EXPECT_EQ(t.stats.kv_blocks_in_use, 0);
 }
 
+// The rows a scoring request's score_prepare saw, by step (called concurrently).
+struct PreparedRows {
+  std::mutex mu;
+  std::map<std::int64_t, std::vector<float>> rows;
+};
+
 TEST(EnginePreemption, TeacherForcedScoringIsNeverPreemptedAndSeesEachRowOnce) {
   // Scoring requests (EngineRequest::score_row) hold their prompt's blocks and are never
   // preempted; among preempted traffic each hands every position's row over once, in
-  // order, equal to the row computed directly.
+  // order, equal to the row computed directly. With score_prepare (the second one), every
+  // row goes to it once before score_row sees it.
+  auto prepared = std::make_shared<PreparedRows>();
   Traffic t;
   t.requests = mixed_requests(8);
   std::vector<std::shared_ptr<std::vector<std::vector<float>>>> rows;
@@ -289,11 +298,26 @@ TEST(EnginePreemption, TeacherForcedScoringIsNeverPreemptedAndSeesEachRowOnce) {
     engine::EngineRequest r = request(prompt, c);
     r.id = 30 + k;
     auto seen = std::make_shared<std::vector<std::vector<float>>>();
-    r.score_row = [seen](std::int64_t step, const float* row) {
+    r.score_row = [seen, prepared, k](std::int64_t step, const float* row) {
       EXPECT_EQ(step, static_cast<std::int64_t>(seen->size()));
       seen->emplace_back(row, row + kFakeVocab);
+      if (k == 1) {
+        std::lock_guard<std::mutex> lk(prepared->mu);
+        const auto it = prepared->rows.find(step);
+        EXPECT_TRUE(it != prepared->rows.end()) << "step " << step << " scored unprepared";
+        if (it != prepared->rows.end()) {
+          EXPECT_EQ(it->second, seen->back()) << "step " << step;
+        }
+      }
       return true;
     };
+    if (k == 1) {
+      r.score_prepare = [prepared](std::int64_t step, const float* row) {
+        std::lock_guard<std::mutex> lk(prepared->mu);
+        EXPECT_EQ(prepared->rows.count(step), 0u) << "step " << step << " prepared twice";
+        prepared->rows[step].assign(row, row + kFakeVocab);
+      };
+    }
     rows.push_back(seen);
     t.requests.insert(t.requests.begin() + static_cast<std::ptrdiff_t>(3 + 4 * k), r);
   }
@@ -308,6 +332,9 @@ TEST(EnginePreemption, TeacherForcedScoringIsNeverPreemptedAndSeesEachRowOnce) {
     }
     const std::vector<std::vector<float>>& seen = *rows[k++];
     ASSERT_EQ(seen.size(), r.prompt.size());
+    if (k == 2) {
+      EXPECT_EQ(prepared->rows.size(), seen.size());
+    }
     for (std::size_t p = 0; p < seen.size(); ++p) {
       const std::vector<std::int32_t> prefix(r.prompt.begin(),
                                              r.prompt.begin() + static_cast<std::ptrdiff_t>(p + 1));

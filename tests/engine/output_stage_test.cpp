@@ -30,7 +30,7 @@ class OutputStageTest : public ::testing::Test {
  protected:
   OutputStageTest()
       : pool_(fake_config(), 4, 4096 * 4 * 32, model_.kv_backend(), model_.kv_dtype()),
-        stage_({nullptr, kFakeVocab, pool_, observers_, prefix_}, [this](Group& g) {
+        stage_({nullptr, kFakeVocab, pool_, observers_, prefix_, model_}, [this](Group& g) {
           // Blocks are back and the group is done before its result is delivered.
           EXPECT_TRUE(g.done);
           for (const auto& s : g.seqs) EXPECT_TRUE(s.blocks.empty());
