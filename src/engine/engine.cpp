@@ -1,3 +1,6 @@
+#include <algorithm>
+
+#include "core/huge_pages.h"
 #include "engine/engine_impl.h"
 
 namespace detinfer::engine {
@@ -277,6 +280,19 @@ void Engine::Impl::publish_gauges() {
   for (auto& o : observers) o->on_gauges(s);
 }
 
+float* engine_internal::StepLogits::append(std::size_t n) {
+  if (size + n > capacity) {
+    std::unique_ptr<float[]> grown(new float[size + n]);               // not value-initialized
+    core::advise_huge_pages(grown.get(), (size + n) * sizeof(float));  // before first touch
+    std::copy(data.get(), data.get() + size, grown.get());
+    data = std::move(grown);
+    capacity = size + n;
+  }
+  float* const out = data.get() + size;
+  size += n;
+  return out;
+}
+
 void Engine::Impl::step() {
   for (auto& g : running) {
     if (!g->done && g->cancelled()) {
@@ -288,16 +304,15 @@ void Engine::Impl::step() {
   build_batch(b);
   blocks_in_use.store(pool.capacity() - pool.free_blocks());  // with this step's new blocks
   if (b.steps.empty()) return;
-  std::vector<float>& logits = step_logits;
-  logits.clear();  // forward() appends; the capacity stays
-  model.forward(b.steps, pool, logits);
+  step_logits.size = 0;  // forward_rows appends; the capacity stays
+  model.forward_rows(b.steps, pool, [this](std::size_t n) { return step_logits.append(n); });
   steps.fetch_add(1);
   std::int64_t rows = 0;
   for (const BatchEntry& e : b.entries) rows += e.rows;
-  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(logits.size()) == rows * vocab);
+  DETINFER_INTERNAL_CHECK(static_cast<std::int64_t>(step_logits.size) == rows * vocab);
   for (const auto& [s, n] : b.advance) s->num_computed += n;  // recomputed K/V
   b.entries.resize(b.processed);
-  output.process_rows(b.entries, logits.data());
+  output.process_rows(b.entries, step_logits.data.get());
   const OutputStage::DraftCounts d = output.take_draft_counts();
   for (int k = 0; k < kDrafterCount; ++k) {
     if (d[k].drafted == 0) continue;  // counted before any result of this step is delivered

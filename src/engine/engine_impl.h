@@ -46,6 +46,15 @@ struct Waker {
   void cancel(const std::atomic<bool>* flag);
 };
 
+// Room for a step's logits rows that grows to the largest step and is never zero-filled.
+struct StepLogits {
+  std::unique_ptr<float[]> data;
+  std::size_t size = 0;
+  std::size_t capacity = 0;
+  // Room for n more floats after the first `size` (which are kept when it grows).
+  float* append(std::size_t n);
+};
+
 }  // namespace engine_internal
 
 using engine_internal::Batch;
@@ -81,9 +90,11 @@ struct Engine::Impl {
   std::int64_t horizon = 0;
 
   std::vector<std::unique_ptr<Group>> running;  // scheduler thread only, by Group::order
-  // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary), kept across
-  // steps so that each step does not map, fault in and unmap fresh pages. Scheduler only.
-  std::vector<float> step_logits;
+  // A step's logits ([rows][vocab], 19 MB at 32 rows of a 152k vocabulary, 155 MB for a
+  // 256-row teacher-forced chunk), kept across steps so that each step does not map, fault
+  // in and unmap fresh pages, and never zero-filled: forward_rows writes every float it
+  // appends. Scheduler only.
+  engine_internal::StepLogits step_logits;
   OutputStage output;  // scheduler thread only
   std::thread thread;
   std::once_flag shutdown_once;

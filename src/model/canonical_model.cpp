@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "core/check.h"
-#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 #include "model/canonical_layer.h"
 #include "model/gemma_config.h"
@@ -398,7 +397,7 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     residual_add(l.post_ff_norm, tmp, m);  // (pre-norm layers: a plain add)
   }
 
-  void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {
+  void run(const BatchPlan& plan, KvCachePool& kv, const LogitsAppend& append) override {
     const ModelConfig& c = config_;
     Backend& be = *backend_;
     const std::int64_t m = plan.rows, h = c.hidden_size;
@@ -419,16 +418,15 @@ class CanonicalModel final : public TransformerBase, private WeightSink {
     float* hn = act_.hn.as<float>();
     be.gather_logit_rows(act_.x.as<float>(), h, h, tmp);
     be.rms_norm(tmp, h, final_norm_.as<float>(), c.rms_norm_eps, hn, h, rows, h);
-    // On a host backend the lm_head writes into `logits` itself (a 256-row verify pass
-    // of a 151936-token vocabulary would otherwise copy 155 MB).
-    const std::size_t base = logits.size();
-    core::resize_huge(logits, base + static_cast<std::size_t>(rows * c.vocab_size));
+    // On a host backend the lm_head writes into the caller's rows itself (a 256-row verify
+    // pass of a 151936-token vocabulary would otherwise copy 155 MB).
+    float* const dst = append(static_cast<std::size_t>(rows * c.vocab_size));
     const bool direct = be.computes_in_host_memory();
-    float* out = direct ? logits.data() + base : act_.logits.as<float>();
+    float* out = direct ? dst : act_.logits.as<float>();
     be.linear(*lm_head_, hn, h, rows, out, c.vocab_size);
     if (c.final_logit_softcapping > 0.0)
       be.softcap(out, static_cast<float>(c.final_logit_softcapping), rows * c.vocab_size);
-    if (!direct) be.copy_out(out, rows * c.vocab_size, logits.data() + base);
+    if (!direct) be.copy_out(out, rows * c.vocab_size, dst);
   }
 
   std::shared_ptr<Backend> backend_;

@@ -220,7 +220,7 @@ class FastModel final : public TransformerBase, private WeightSink {
     return x + sublayer_out(y, l.post_ff_norm);
   }
 
-  void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) override {
+  void run(const BatchPlan& plan, KvCachePool& kv, const LogitsAppend& append) override {
     at::NoGradGuard no_grad;
     const ModelConfig& c = config_;
     const at::Tensor tokens =
@@ -243,9 +243,7 @@ class FastModel final : public TransformerBase, private WeightSink {
       out = at::tanh(out / c.final_logit_softcapping) * c.final_logit_softcapping;
     }
     out = out.contiguous();
-    const std::size_t base = logits.size();
-    logits.resize(base + static_cast<std::size_t>(out.numel()));
-    std::memcpy(logits.data() + base, out.data_ptr<float>(),
+    std::memcpy(append(static_cast<std::size_t>(out.numel())), out.data_ptr<float>(),
                 static_cast<std::size_t>(out.numel()) * 4);
   }
 

@@ -168,8 +168,13 @@ class Model {
   // ([rows][vocab_size] floats) to `logits`. In canonical mode every row is a pure
   // function of (model, the sequence's tokens up to that position): independent of
   // the other sequences, of chunking and of the thread count.
-  virtual void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
-                       std::vector<float>& logits) = 0;
+  void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv, std::vector<float>& logits);
+  // The same, with the rows written where append(n) says: it returns room for n more
+  // floats (contiguous with what it returned before in this call), which forward_rows
+  // writes whole, so the caller need not zero them (the engine's step buffer).
+  using LogitsAppend = std::function<float*(std::size_t n)>;
+  virtual void forward_rows(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+                            const LogitsAppend& append) = 0;
 };
 
 }  // namespace detinfer::model

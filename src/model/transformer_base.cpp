@@ -91,8 +91,8 @@ BatchPlan TransformerBase::make_plan(const std::vector<SequenceStep>& batch,
   return p;
 }
 
-void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
-                              std::vector<float>& logits) {
+void TransformerBase::forward_rows(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+                                   const LogitsAppend& append) {
   if (batch.empty()) return;
   // The pool's elements are what the kernels read: another storage type would be misread.
   if (kv.kv_dtype() != options_.kv_dtype) {
@@ -108,7 +108,7 @@ void TransformerBase::forward(const std::vector<SequenceStep>& batch, KvCachePoo
   rope_.ensure(max_pos + 1);
   if (rope_local_ != nullptr) rope_local_->ensure(max_pos + 1);
   rope_bytes_.store(rope_.bytes() + (rope_local_ != nullptr ? rope_local_->bytes() : 0));
-  run(plan, kv, logits);
+  run(plan, kv, append);
 }
 
 }  // namespace detinfer::model

@@ -34,13 +34,13 @@ class TransformerBase : public Model {
   std::int64_t kv_horizon() const override { return model::kv_horizon(config_); }
   void set_load_seconds(double s) { load_stats_.load_seconds = s; }
 
-  void forward(const std::vector<SequenceStep>& batch, KvCachePool& kv,
-               std::vector<float>& logits) final;
+  void forward_rows(const std::vector<SequenceStep>& batch, KvCachePool& kv,
+                    const LogitsAppend& append) final;
 
  protected:
   TransformerBase(const ModelConfig& config, const ModelOptions& options);
-  // Runs the layers over a validated plan; appends logits rows.
-  virtual void run(const BatchPlan& plan, KvCachePool& kv, std::vector<float>& logits) = 0;
+  // Runs the layers over a validated plan; appends logits rows (forward_rows).
+  virtual void run(const BatchPlan& plan, KvCachePool& kv, const LogitsAppend& append) = 0;
   // embed_only_bytes: resident bytes of an embedding table that only serves row lookups
   // (0 when the table is also the lm_head); a decode step reads one row of it.
   // unrouted_bytes: resident weight bytes one decode row does not read (mixture of experts:

@@ -62,8 +62,8 @@ class FakeModel : public model::Model {
   std::int64_t weight_bytes() const override { return 0; }
   std::int64_t resident_bytes() const override { return 0; }
 
-  void forward(const std::vector<model::SequenceStep>& batch, model::KvCachePool& kv,
-               std::vector<float>& logits) override {
+  void forward_rows(const std::vector<model::SequenceStep>& batch, model::KvCachePool& kv,
+                    const LogitsAppend& append) override {
     for (const model::SequenceStep& s : batch) {
       if (s.start_pos == 0 && s.tokens.at(0) == kFakePoisonToken) {
         fail(ErrorCode::kInternal, "fake model: poison token");
@@ -75,9 +75,7 @@ class FakeModel : public model::Model {
         state = fake_next_state(state, s.tokens[i]);
         store(kv, s.block_table, s.start_pos + static_cast<std::int64_t>(i), state);
         if (s.all_logits || i + 1 == s.tokens.size()) {  // every position's row, or the last
-          const std::size_t at = logits.size();
-          logits.resize(at + kFakeVocab);
-          fake_row(state, logits.data() + at);
+          fake_row(state, append(kFakeVocab));
         }
       }
     }
