@@ -125,8 +125,9 @@ __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ir
 // The block loop of q8_0 (the int8 form, no sub-scales) with the C vectors side by side:
 // each kq row's broadcast of a row's x serves all C weight vectors, and the R x C
 // accumulators are independent chains (written as qblocks_plain, the compiler kept one
-// vector's block at a time and spilled).
-template <class D, int R, int C>
+// vector's block at a time and spilled). kFetch false: no prefetch instruction at all (a
+// later row tile over a run of blocks whose weights the first row tile brought into L1).
+template <class D, int R, int C, bool kFetch>
 __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, const QRows& a,
                                                         const QCols<C>& cols, typename D::freg* s) {
   constexpr std::int64_t kAhead = 8 * kBlockBytes<-1>;  // prefetch 8 blocks ahead
@@ -144,7 +145,8 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         const std::int8_t* wb = cols.w[c] + b * kBlockBytes<-1> + kq * kQuantGroup * 4;
-        if (cols.prefetch[c]) _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead), _MM_HINT_T0);
+        if (kFetch && cols.prefetch[c])
+          _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead), _MM_HINT_T0);
         wv[c] = D::load(wb);
       }
 #pragma GCC unroll 4
@@ -173,7 +175,10 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
                                                          const QCols<C>& cols,
                                                          typename D::freg* s) {
   if constexpr (kP < 0) {
-    qblocks_int8<D, R, C>(w, a, cols, s);
+    bool fetch = false;
+    for (int c = 0; c < C; ++c) fetch = fetch || cols.prefetch[c];
+    fetch ? qblocks_int8<D, R, C, true>(w, a, cols, s)
+          : qblocks_int8<D, R, C, false>(w, a, cols, s);
     return;
   }
   for (std::int64_t b = cols.b0; b < cols.b1; ++b) {
@@ -255,10 +260,11 @@ void qblocks(const QuantPacked& w, const QRows& a, const QCols<C>& cols, typenam
 // Columns [l0, l0 + C D::L) of panel p (l0 a multiple of D::L), rows a[0..R), blocks
 // [b0, b1): sums into out[r] (C D::L floats each), which hold the sums of blocks [0, b0)
 // when b0 > 0 (s = s + v continues over the blocks in order); the bias is added with the
-// last block. Vector c's columns are a stream of their own.
+// last block. Vector c's columns are a stream of their own, prefetched when `fetch` (the
+// first row tile over these blocks; the others find them in L1).
 template <class D, int R, int C>
 void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0, float* const* out,
-           const float* bias, std::int64_t b0, std::int64_t b1) {
+           const float* bias, std::int64_t b0, std::int64_t b1, bool fetch) {
   typename D::freg s[C * R];
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r) s[c * R + r] = b0 == 0 ? D::fzero() : D::loadf(out[r] + c * D::L);
@@ -270,7 +276,7 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
     cols.w[c] =
         w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l) : qs_offset(w.nb, p, 0, l, 0));
     cols.d0[c] = qd_index(w.nb, p, 0, l);
-    cols.prefetch[c] = D::L == kQuantGroup || l % kQuantGroup == 0;
+    cols.prefetch[c] = fetch && (D::L == kQuantGroup || l % kQuantGroup == 0);
   }
   if (!w.nibble)
     qblocks<D, R, C, -1>(w, a, cols, s);
@@ -290,12 +296,12 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
 
 template <class D, int C, int... I>
 void qtile_rows(int rows, const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0,
-                float* const* out, const float* bias, std::int64_t b0, std::int64_t b1,
+                float* const* out, const float* bias, std::int64_t b0, std::int64_t b1, bool fetch,
                 std::integer_sequence<int, I...>) {
   using Fn = void (*)(const QuantPacked&, const QRows&, std::int64_t, std::int64_t, float* const*,
-                      const float*, std::int64_t, std::int64_t);
+                      const float*, std::int64_t, std::int64_t, bool);
   constexpr Fn fns[] = {&qtile<D, I + 1, C>...};
-  fns[rows - 1](w, a, p, l0, out, bias, b0, b1);
+  fns[rows - 1](w, a, p, l0, out, bias, b0, b1, fetch);
 }
 
 // Up to kStreamRows rows, a tile spans kStreamCols vectors (the whole 64-column panel
@@ -351,7 +357,7 @@ void qlinear_cols(const QuantPacked& w, const std::int8_t* xq, const float* xd,
             a.xs[r] = reads_act_sums(w) ? xs + (r0 + r) * 2 * w.nb : nullptr;
             out[r] = cols == kCols ? y + (r0 + r) * ldy + col0 : tmp[r];
           }
-          qtile_rows<D, C>(rows, w, a, p, l0, out, bias, b0, b1,
+          qtile_rows<D, C>(rows, w, a, p, l0, out, bias, b0, b1, r0 == 0,
                            std::make_integer_sequence<int, kRows>());
           if (cols == kCols) continue;
           for (int r = 0; r < rows; ++r)
