@@ -282,11 +282,14 @@ void Engine::Impl::publish_gauges() {
 
 float* engine_internal::StepLogits::append(std::size_t n) {
   if (size + n > capacity) {
-    std::unique_ptr<float[]> grown(new float[size + n]);               // not value-initialized
-    core::advise_huge_pages(grown.get(), (size + n) * sizeof(float));  // before first touch
+    // Exact at a step's first append (one per step for the real models: no slack kept);
+    // doubling when a step appends again (a model appending row by row: no quadratic copy).
+    const std::size_t want = size == 0 ? n : std::max(size + n, 2 * capacity);
+    std::unique_ptr<float[]> grown(new float[want]);             // not value-initialized
+    core::advise_huge_pages(grown.get(), want * sizeof(float));  // before first touch
     std::copy(data.get(), data.get() + size, grown.get());
     data = std::move(grown);
-    capacity = size + n;
+    capacity = want;
   }
   float* const out = data.get() + size;
   size += n;

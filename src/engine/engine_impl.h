@@ -46,7 +46,8 @@ struct Waker {
   void cancel(const std::atomic<bool>* flag);
 };
 
-// Room for a step's logits rows that grows to the largest step and is never zero-filled.
+// Room for a step's logits rows that grows to the largest step and is never zero-filled
+// (geometrically while one step appends several times).
 struct StepLogits {
   std::unique_ptr<float[]> data;
   std::size_t size = 0;

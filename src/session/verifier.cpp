@@ -38,28 +38,31 @@ struct SampleCheck {
   // Steps prepared ahead (EngineRequest::score_prepare, in parallel): the digest, and the
   // choice when it does not depend on the earlier steps (no penalties, which read the
   // tokens before the step, and no JSON mask, which reads the state they advanced).
-  // ready[t]: 0 none, 1 the digest, 2 the digest and the token.
-  std::vector<std::uint64_t> pre_digest;
-  std::vector<std::int32_t> pre_token;
-  std::vector<std::uint8_t> ready;
+  struct Prepared {
+    std::uint64_t digest = 0;
+    std::int32_t token = 0;
+    std::uint8_t ready = 0;  // 0 none, 1 the digest, 2 the digest and the token
+  };
+  std::vector<Prepared> pre;  // by step; each written by one prepare call only
 
   const TranscriptSample& recorded() const { return transcript->samples[sample]; }
 
   void prepare(std::int64_t step, const float* row) noexcept {
     const auto t = static_cast<std::size_t>(step);
-    if (t >= ready.size()) return;
+    if (t >= pre.size()) return;
+    Prepared& p = pre[t];
     try {
-      pre_digest[t] = logits_digest(row, static_cast<std::size_t>(vocab));
-      ready[t] = 1;
+      p.digest = logits_digest(row, static_cast<std::size_t>(vocab));
+      p.ready = 1;
       if (grammar || decode::has_penalties(config)) return;
       static const std::vector<std::int32_t> kUnread;  // no penalty reads the history
       decode::SamplingWorkspace ws;
-      pre_token[t] = decode::choose_token(config, row, vocab, transcript->prompt_tokens, kUnread,
-                                          transcript->seed, static_cast<std::uint32_t>(sample),
-                                          static_cast<std::uint64_t>(step), ws, nullptr,
-                                          decode::LogprobNeed::kSkip)
-                         .token;
-      ready[t] = 2;
+      p.token = decode::choose_token(config, row, vocab, transcript->prompt_tokens, kUnread,
+                                     transcript->seed, static_cast<std::uint32_t>(sample),
+                                     static_cast<std::uint64_t>(step), ws, nullptr,
+                                     decode::LogprobNeed::kSkip)
+                    .token;
+      p.ready = 2;
     } catch (...) {  // step() recomputes it on the engine thread, where the error surfaces
     }
   }
@@ -73,9 +76,9 @@ struct SampleCheck {
   bool step(std::int64_t step, const float* row) {
     const auto t = static_cast<std::size_t>(step);
     const TranscriptSample& s = recorded();
-    const std::uint8_t pre = t < ready.size() ? ready[t] : 0;
+    const Prepared p = t < pre.size() ? pre[t] : Prepared{};
     const std::uint64_t digest =
-        pre >= 1 ? pre_digest[t] : logits_digest(row, static_cast<std::size_t>(vocab));
+        p.ready >= 1 ? p.digest : logits_digest(row, static_cast<std::size_t>(vocab));
     if (complete) {  // generation ends with the value: nothing follows it
       divergence = VerifyDivergence{sample,
                                     static_cast<std::int32_t>(step),
@@ -87,8 +90,8 @@ struct SampleCheck {
       return false;
     }
     decode::TokenChoice c;
-    if (pre == 2) {
-      c.token = pre_token[t];
+    if (p.ready == 2) {
+      c.token = p.token;
     } else {
       c = decode::choose_token(config, row, vocab, transcript->prompt_tokens, history,
                                transcript->seed, static_cast<std::uint32_t>(sample),
@@ -253,9 +256,7 @@ engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std
   r.config.num_return_sequences = 1;
   r.config.max_new_tokens = 1;
   r.config.logprobs = 0;
-  c.pre_digest.assign(limit, 0);
-  c.pre_token.assign(limit, 0);
-  c.ready.assign(limit, 0);
+  c.pre.assign(limit, {});
   SampleCheck* raw = &c;
   r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
   r.score_prepare = [raw](std::int64_t step, const float* row) { raw->prepare(step, row); };
