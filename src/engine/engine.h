@@ -56,10 +56,12 @@ struct EngineRequest {
   // step at that position computed.
   std::function<bool(std::int64_t step, const float* row)> score_row;
   // Optional, with score_row: called for every row of a chunk before score_row sees any
-  // of them, concurrently for distinct steps (on the model's host threads, which are idle
-  // then), so that per-row work that does not depend on the earlier rows (a digest, a
-  // choice given the recorded tokens) runs in parallel. Must not throw.
-  std::function<void(std::int64_t step, const float* row)> score_prepare;
+  // of them, concurrently for distinct ranges of steps (on the model's host threads, which
+  // are idle then; one call per thread and chunk), so that per-row work that does not
+  // depend on the earlier rows (a digest, a choice given the recorded tokens) runs in
+  // parallel and can reuse its buffers across a range. `rows` holds the rows of steps
+  // [step, step + count), each `vocab` floats after the previous one. Must not throw.
+  std::function<void(std::int64_t step, const float* rows, std::int64_t count)> score_prepare;
   std::int64_t score_from = 0;
   // Speculative decoding (config.draft_tokens > 0, docs/speculative.md): when set, this
   // drafter replaces the n-gram drafter (tests and benchmarks: one that replays or

@@ -80,8 +80,8 @@ void OutputStage::score_chunk(Group& g, const BatchEntry& be, const float* rows)
   const std::int64_t r0 = std::max<std::int64_t>(0, g.req.score_from - first);
   if (g.req.score_prepare && be.rows > r0 && !g.cancelled()) {
     ctx_.model.host_parallel_for(be.rows - r0, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t r = r0 + i0; r < r0 + i1; ++r)
-        g.req.score_prepare(first + r - g.req.score_from, rows + r * ctx_.vocab);
+      const std::int64_t r = r0 + i0;
+      g.req.score_prepare(first + r - g.req.score_from, rows + r * ctx_.vocab, i1 - i0);
     });
   }
   for (std::int64_t r = 0; r < be.rows && !g.cancelled(); ++r) {

@@ -47,7 +47,14 @@ struct SampleCheck {
 
   const TranscriptSample& recorded() const { return transcript->samples[sample]; }
 
-  void prepare(std::int64_t step, const float* row) noexcept {
+  // Steps [step0, step0 + count), rows `vocab` floats apart; `ws` is this call's (one
+  // range of one thread: the rows share its buffers, and no two threads share it).
+  void prepare(std::int64_t step0, const float* rows, std::int64_t count) noexcept {
+    decode::SamplingWorkspace ws;
+    for (std::int64_t i = 0; i < count; ++i) prepare_one(step0 + i, rows + i * vocab, ws);
+  }
+
+  void prepare_one(std::int64_t step, const float* row, decode::SamplingWorkspace& ws) noexcept {
     const auto t = static_cast<std::size_t>(step);
     if (t >= pre.size()) return;
     Prepared& p = pre[t];
@@ -56,7 +63,6 @@ struct SampleCheck {
       p.ready = 1;
       if (grammar || decode::has_penalties(config)) return;
       static const std::vector<std::int32_t> kUnread;  // no penalty reads the history
-      decode::SamplingWorkspace ws;
       p.token = decode::choose_token(config, row, vocab, transcript->prompt_tokens, kUnread,
                                      transcript->seed, static_cast<std::uint32_t>(sample),
                                      static_cast<std::uint64_t>(step), ws, nullptr,
@@ -259,7 +265,9 @@ engine::EngineRequest sample_request(RequestPrep& prep, const Transcript& t, std
   c.pre.assign(limit, {});
   SampleCheck* raw = &c;
   r.score_row = [raw](std::int64_t step, const float* row) { return raw->step(step, row); };
-  r.score_prepare = [raw](std::int64_t step, const float* row) { raw->prepare(step, row); };
+  r.score_prepare = [raw](std::int64_t step, const float* rows, std::int64_t count) {
+    raw->prepare(step, rows, count);
+  };
   return r;
 }
 

@@ -312,10 +312,14 @@ TEST(EnginePreemption, TeacherForcedScoringIsNeverPreemptedAndSeesEachRowOnce) {
       return true;
     };
     if (k == 1) {
-      r.score_prepare = [prepared](std::int64_t step, const float* row) {
+      r.score_prepare = [prepared](std::int64_t step, const float* rows, std::int64_t count) {
+        EXPECT_GT(count, 0);
         std::lock_guard<std::mutex> lk(prepared->mu);
-        EXPECT_EQ(prepared->rows.count(step), 0u) << "step " << step << " prepared twice";
-        prepared->rows[step].assign(row, row + kFakeVocab);
+        for (std::int64_t i = 0; i < count; ++i) {
+          EXPECT_EQ(prepared->rows.count(step + i), 0u) << "step " << step + i << " prepared twice";
+          const float* row = rows + i * kFakeVocab;
+          prepared->rows[step + i].assign(row, row + kFakeVocab);
+        }
       };
     }
     rows.push_back(seen);
