@@ -30,6 +30,7 @@ struct Args {
   std::int32_t repeats = 3;
   std::int32_t verifies = 1;  // verify passes per generation (all count in the verify median)
   std::string weights = "native";
+  double temperature = 0;  // > 0: seeded sampling (top_k 40, seed 7) instead of greedy
 };
 
 Args parse(int argc, char** argv) {
@@ -45,6 +46,7 @@ Args parse(int argc, char** argv) {
     if (k == "--repeats") a.repeats = std::max(1, std::atoi(v.c_str()));
     if (k == "--weights") a.weights = v;
     if (k == "--verifies") a.verifies = std::max(1, std::atoi(v.c_str()));
+    if (k == "--temperature") a.temperature = std::atof(v.c_str());
   }
   return a;
 }
@@ -71,7 +73,12 @@ int main(int argc, char** argv) {
     so.weights = a.weights;
     auto session = detinfer::DeterministicSession::open(model_dir(a), so);
     const std::vector<std::int32_t> prompt = detinfer_bench::bench_prompt(a.prompt_tokens);
-    const detinfer::GenerationConfig c = detinfer_bench::greedy_past_eos(a.tokens);
+    detinfer::GenerationConfig c = detinfer_bench::greedy_past_eos(a.tokens);
+    if (a.temperature > 0) {
+      c.temperature = static_cast<float>(a.temperature);
+      c.top_k = 40;
+      c.seed = 7;
+    }
     std::vector<double> gen, ver;
     detinfer::Transcript t;
     for (std::int32_t r = 0; r < a.repeats; ++r) {
@@ -90,10 +97,11 @@ int main(int argc, char** argv) {
     }
     const double g = median(gen), v = median(ver);
     std::printf(
-        "weights %s, threads %d, prompt %d, tokens %d, repeats %d: generate median %.3f s "
+        "weights %s, temperature %g, threads %d, prompt %d, tokens %d, repeats %d: generate "
+        "median %.3f s "
         "(%.1f tok/s), verify median %.3f s; same-run ratio generate/verify %.2fx\n",
-        a.weights.c_str(), session.threads(), a.prompt_tokens, a.tokens, a.repeats, g, a.tokens / g,
-        v, g / v);
+        a.weights.c_str(), a.temperature, session.threads(), a.prompt_tokens, a.tokens, a.repeats,
+        g, a.tokens / g, v, g / v);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_verify: %s\n", e.what());
