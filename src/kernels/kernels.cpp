@@ -228,11 +228,20 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n) {
   cpu::active_kernels().silu_mul(g, u, out, n);
 }
 
+float max_value(const float* x, std::int64_t n) {
+  if (n <= 0) fail(ErrorCode::kInvalidArgument, "max_value: n must be > 0, got ", n);
+  return cpu::active_kernels().max_value(x, n);
+}
+
+void exp_sub(const float* x, float m, float* y, std::int64_t n) {
+  cpu::active_kernels().exp_sub(x, m, y, n);
+}
+
 SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n) {
   SoftmaxNorm norm;
-  norm.max = ref::max_value(x, n);
-  for (std::int64_t i = 0; i < n; ++i) e[i] = x[i] - norm.max;
-  exp_n(e, e, n);
+  const cpu::IsaKernels& k = cpu::active_kernels();
+  norm.max = k.max_value(x, n);
+  k.exp_sub(x, norm.max, e, n);
   norm.sum = sum(e, n);
   norm.log_sum = ref::log_f32(norm.sum);
   return norm;

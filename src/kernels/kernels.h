@@ -78,6 +78,10 @@ struct SoftmaxNorm {
   float log_sum = 0.0f;
 };
 SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n);
+// ref::max_value on the active ISA (n > 0), bit for bit: softmax_norm's maximum.
+float max_value(const float* x, std::int64_t n);
+// y[i] = exp_f32(x[i] - m) on the active ISA (x and y may alias): softmax_norm's exponentials.
+void exp_sub(const float* x, float m, float* y, std::int64_t n);
 void softmax(const float* x, float* y, std::int64_t n);
 void log_softmax(const float* x, float* y, std::int64_t n);
 // log_softmax(x)[i] alone (same operations and bits, without writing the other n - 1

@@ -362,6 +362,48 @@ TEST(RowOps, ArgmaxEqualsReferenceForEveryIsa) {
   }
 }
 
+// max_value equals the reference's bits on every ISA: the largest value anywhere (heads,
+// vector bodies, tails), -0 against +0 in either order (the first of them), NaNs skipped
+// unless x[0] is one, all -inf.
+TEST(RowOps, MaxValueEqualsReferenceForEveryIsa) {
+  IsaGuard guard;
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto same = [](float a, float b) {
+    std::uint32_t ua, ub;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ub, &b, 4);
+    return ua == ub || (a != a && b != b);
+  };
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    for (std::int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 64, 100, 1000}) {
+      const std::vector<float> x = random_floats(n, 190 + n, 4.0f);
+      ASSERT_TRUE(same(max_value(x.data(), n), ref::max_value(x.data(), n))) << n;
+      for (std::int64_t at = 0; at < n; at += (n > 40 ? 7 : 1)) {
+        std::vector<float> y = x;
+        y[at] = 9.0f;
+        ASSERT_EQ(max_value(y.data(), n), 9.0f) << to_string(isa) << " n=" << n;
+        for (const float first : {-0.0f, 0.0f}) {
+          for (float& v : y) v = -1.0f - std::fabs(v);
+          y[at] = first;
+          if (at + 1 < n) y[n - 1] = -first;
+          if (at + 15 < n) y[at + 15] = -first;  // a lower lane, a later index
+          const float got = max_value(y.data(), n);
+          ASSERT_TRUE(same(got, ref::max_value(y.data(), n))) << to_string(isa) << " n=" << n;
+          ASSERT_EQ(std::signbit(got), std::signbit(first)) << to_string(isa) << " n=" << n;
+        }
+        for (float& v : y) v = -inf;
+        ASSERT_EQ(max_value(y.data(), n), -inf) << to_string(isa) << " n=" << n;
+        y = x;
+        y[at] = std::nanf("");
+        const float got = max_value(y.data(), n);
+        ASSERT_TRUE(same(got, ref::max_value(y.data(), n))) << to_string(isa) << " at=" << at;
+        ASSERT_EQ(got != got, at == 0) << to_string(isa) << " n=" << n << " at=" << at;
+      }
+    }
+  }
+}
+
 TEST(RowOps, VectorExpEqualsScalarOnDenseSample) {
   IsaGuard guard;
   // Every 61st bit pattern: all finite values, infinities, NaNs, subnormals.

@@ -34,8 +34,9 @@ constexpr int kRegScoreMinHeads = 99;  // never: 16 ymm registers cannot hold a 
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{linear_simd, attn_scores, attn_partials, attn_transpose_k,
-                            exp_vec,     dot_fma,     silu_mul_vec,  argmax_vec};
+  static const IsaKernels k{linear_simd,   attn_scores, attn_partials, attn_transpose_k,
+                            exp_vec,       dot_fma,     silu_mul_vec,  argmax_vec,
+                            max_value_vec, exp_sub_vec};
   return k;
 }
 

@@ -88,6 +88,13 @@ using DotFn = float (*)(const float* a, const float* b, std::int64_t k);
 // ref::argmax: the lowest index of the largest of x[0..n) (n > 0; a NaN is an error).
 using ArgmaxFn = std::int64_t (*)(const float* x, std::int64_t n);
 
+// ref::max_value (n > 0): x[0] when it is NaN, else the largest non-NaN value, the first
+// of equal values (which of -0 and +0).
+using MaxValueFn = float (*)(const float* x, std::int64_t n);
+
+// y[i] = exp_f32(x[i] - m) (x and y may alias): softmax's exponentials in one pass.
+using ExpSubFn = void (*)(const float* x, float m, float* y, std::int64_t n);
+
 struct IsaKernels {
   LinearFn linear;
   AttnScoresFn attn_scores;
@@ -97,6 +104,8 @@ struct IsaKernels {
   DotFn dot;
   SiluMulFn silu_mul;
   ArgmaxFn argmax;
+  MaxValueFn max_value;
+  ExpSubFn exp_sub;
 };
 
 // Scratch of AttnScoresFn: 8 transposed blocks of 16 keys, then 16 lane-wise maxima per

@@ -54,6 +54,16 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   }
 }
 
+[[maybe_unused]] void exp_sub_vec(const float* x, float m, float* y, std::int64_t n) {
+  const typename V::reg mv = V::set1(m);
+  std::int64_t i = 0;
+  for (; i + V::L <= n; i += V::L) V::store(y + i, exp_lanes(V::sub(V::load(x + i), mv)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    V::store_n(y + i, exp_lanes(V::sub(V::load_n(x + i, rest), mv)), rest);
+  }
+}
+
 // --- silu_mul ----------------------------------------------------------------------
 
 // ref::silu_mul lane-wise: g / (1 + exp_f32(-g)) * u, the reference's operations in its
@@ -104,6 +114,22 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
   for (std::int64_t i = full; i < n; ++i)
     if (x[i] == m) return i;
   return ref::argmax(x, n);  // unreachable: m is one of the values
+}
+
+// ref::max_value with lanes: every lane starts at x[0] and keeps x > m ? x : m (a NaN
+// never wins), then the lanes fold the same way. Only the choice between -0 and +0
+// depends on the order, so a zero result is the reference's; x[0] NaN is returned as is.
+[[maybe_unused]] float max_value_vec(const float* x, std::int64_t n) {
+  if (n < 2 * V::L || x[0] != x[0]) return ref::max_value(x, n);
+  const std::int64_t full = n / V::L * V::L;
+  typename V::reg mv = V::set1(x[0]);
+  for (std::int64_t i = 0; i < full; i += V::L) mv = V::max_seq(mv, V::load(x + i));
+  alignas(64) float lanes[V::L];
+  V::store(lanes, mv);
+  float m = lanes[0];
+  for (int l = 1; l < V::L; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (std::int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m == 0.0f ? ref::max_value(x, n) : m;
 }
 
 // --- dot ---------------------------------------------------------------------------
