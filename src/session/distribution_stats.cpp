@@ -5,22 +5,34 @@
 #include <limits>
 
 #include "engine/engine.h"
+#include "kernels/kernels.h"
 
 namespace detinfer::session {
 
 RowDistribution row_distribution(const float* row, std::int64_t vocab) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (std::int64_t i = 0; i < vocab; ++i) m = std::max(m, static_cast<double>(row[i]));
   RowDistribution d;
-  if (!std::isfinite(m)) return d;
+  if (vocab <= 0) return d;
+  float mf = kernels::max_value(row, vocab);
+  if (mf != mf) {  // row[0] is NaN: the largest of the others
+    mf = -std::numeric_limits<float>::infinity();
+    for (std::int64_t i = 1; i < vocab; ++i) mf = row[i] > mf ? row[i] : mf;
+  }
+  if (!std::isfinite(mf)) return d;
+  const double m = mf;
+  // e^(x - m) in binary32 (the kernels' exp, a chunk at a time), summed in double: a
+  // metric, never an input of numerics; NaN and -inf entries count as probability 0.
+  constexpr std::int64_t kChunk = 1024;
+  float e[kChunk];
   double s = 0;
   double t = 0;  // sum of e^(x - m) * (x - m)
-  for (std::int64_t i = 0; i < vocab; ++i) {
-    const double x = static_cast<double>(row[i]) - m;
-    if (!(x > -std::numeric_limits<double>::infinity())) continue;
-    const double e = std::exp(x);
-    s += e;
-    t += e * x;
+  for (std::int64_t c = 0; c < vocab; c += kChunk) {
+    const std::int64_t len = std::min(kChunk, vocab - c);
+    kernels::exp_sub(row + c, mf, e, len);
+    for (std::int64_t i = 0; i < len; ++i) {
+      if (!(row[c + i] > -std::numeric_limits<float>::infinity())) continue;
+      s += e[i];
+      t += static_cast<double>(e[i]) * (static_cast<double>(row[c + i]) - m);
+    }
   }
   d.top1 = 1.0 / s;
   d.entropy = std::max(0.0, std::log(s) - t / s);
