@@ -129,12 +129,23 @@ float kth_largest_by_heap(const float* x, std::size_t n, std::size_t k, std::vec
   const auto greater = std::greater<float>();
   std::copy(x, x + k, h);
   std::make_heap(h, h + k, greater);
-  for (std::size_t i = k; i < n; ++i) {
-    if (!(x[i] > h[0])) continue;  // equal values leave the k-th largest where it is
+  const auto offer = [&](std::size_t i) {
+    if (!(x[i] > h[0])) return;  // equal values leave the k-th largest where it is
     std::pop_heap(h, h + k, greater);
     h[k - 1] = x[i];
     std::push_heap(h, h + k, greater);
+  };
+  // Blocks of 16 whose largest value (NaNs never win) does not pass the heap's minimum
+  // change nothing; the others are offered value by value, in order, as before.
+  constexpr std::size_t kBlock = 16;
+  std::size_t i = k;
+  for (; i + kBlock <= n; i += kBlock) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < kBlock; ++j) m = x[i + j] > m ? x[i + j] : m;
+    if (!(m > h[0])) continue;
+    for (std::size_t j = 0; j < kBlock; ++j) offer(i + j);
   }
+  for (; i < n; ++i) offer(i);
   return h[0];
 }
 }  // namespace
