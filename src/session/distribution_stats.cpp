@@ -12,11 +12,8 @@ namespace detinfer::session {
 RowDistribution row_distribution(const float* row, std::int64_t vocab) {
   RowDistribution d;
   if (vocab <= 0) return d;
-  float mf = kernels::max_value(row, vocab);
-  if (mf != mf) {  // row[0] is NaN: the largest of the others
-    mf = -std::numeric_limits<float>::infinity();
-    for (std::int64_t i = 1; i < vocab; ++i) mf = row[i] > mf ? row[i] : mf;
-  }
+  float mf = kernels::max_value(row, vocab);  // NaN only when row[0] is: then the others'
+  if (mf != mf && vocab > 1) mf = kernels::max_value(row + 1, vocab - 1);
   if (!std::isfinite(mf)) return d;
   const double m = mf;
   // e^(x - m) in binary32 (the kernels' exp, a chunk at a time), summed in double: a

@@ -82,7 +82,18 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
   }
 }
 
-// --- argmax ------------------------------------------------------------------------
+// --- argmax, max_value -------------------------------------------------------------
+
+// The lane-wise maxima mv folded in lane order (x > m ? x : m), then x[full, n) in order:
+// the second half of argmax_vec's and max_value_vec's passes.
+inline float fold_max(typename V::reg mv, const float* x, std::int64_t full, std::int64_t n) {
+  alignas(64) float lanes[V::L];
+  V::store(lanes, mv);
+  float m = lanes[0];
+  for (int l = 1; l < V::L; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (std::int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
 
 // ref::argmax (the lowest index of the largest value; a NaN is an error) in two passes:
 // the largest value m (lane-wise x > m ? x : m; the lanes' order only decides which of
@@ -99,14 +110,8 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
     nan |= V::nan_bits(v);
     mv = V::max_seq(mv, v);
   }
-  float lanes[V::L];
-  V::store(lanes, mv);
-  float m = lanes[0];
-  for (int l = 1; l < V::L; ++l) m = lanes[l] > m ? lanes[l] : m;
-  for (std::int64_t i = full; i < n; ++i) {
-    if (x[i] != x[i]) nan = 1;
-    m = x[i] > m ? x[i] : m;
-  }
+  const float m = fold_max(mv, x, full, n);
+  for (std::int64_t i = full; i < n; ++i) nan |= x[i] != x[i] ? 1u : 0u;
   if (nan != 0) return ref::argmax(x, n);
   const typename V::reg mb = V::set1(m);
   for (std::int64_t i = 0; i < full; i += V::L)
@@ -124,11 +129,7 @@ inline typename V::reg silu_mul_lanes(typename V::reg g, typename V::reg u) {
   const std::int64_t full = n / V::L * V::L;
   typename V::reg mv = V::set1(x[0]);
   for (std::int64_t i = 0; i < full; i += V::L) mv = V::max_seq(mv, V::load(x + i));
-  alignas(64) float lanes[V::L];
-  V::store(lanes, mv);
-  float m = lanes[0];
-  for (int l = 1; l < V::L; ++l) m = lanes[l] > m ? lanes[l] : m;
-  for (std::int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
+  const float m = fold_max(mv, x, full, n);
   return m == 0.0f ? ref::max_value(x, n) : m;
 }
 
