@@ -499,7 +499,7 @@ BENCHMARK(BM_DecodeAttentionCpu)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeAttentionBf16VsF32)
     ->ArgNames({"threads", "cold", "keys"})
-    ->ArgsProduct({{1, 2}, {0, 1}, {8192}})
+    ->ArgsProduct({{1, 2}, {0, 1}, {8192, 16384}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -182,23 +182,39 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::Threa
   }
 }
 
-// run_split's fold: s = +0; s = s + p for each chunk in order; out = num / den.
-void fold_split(const Job& job, std::int64_t pairs, std::int64_t max_chunks, const float* dp,
-                const float* np, core::ThreadPool& pool) {
+// run_split's partials: the first key range's chunks folded in place as they are computed
+// (the spec's s = +0; s = s + p from the first chunk on), every later range's chunks one
+// by one, then folded on by fold_split.
+struct SplitPartials {
+  float* acc_num;  // pair p's first-range sums at acc_num + p * G * d (from +0)
+  float* acc_den;  // ... at acc_den + p * G
+  float* dp;       // chunk c (pair-major, max_chunks per pair): den at dp + c * G
+  float* np;       // ... and num at np + c * G * d
+  std::int64_t max_chunks;
+};
+
+// run_split's fold: from the first range's sums, s = s + p for each later chunk in order;
+// out = num / den.
+void fold_split(const Job& job, std::int64_t pairs, std::int64_t parts, const SplitPartials& sp,
+                core::ThreadPool& pool) {
   const std::int64_t G = job.group, d = job.d;
+  const cpu::IsaKernels& isa = cpu::active_kernels();
   pool.parallel_for(pairs * G, 1, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t pair = t / G, g = t % G, nk = job.keys(pair);
       const std::int64_t chunks = (nk + kChunk - 1) / kChunk;
       float* out = job.out_of(pair) + g * d;
-      std::fill(out, out + d, 0.0f);
-      if (chunks == 0) continue;
-      float den = 0.0f;
-      for (std::int64_t i = 0; i < chunks; ++i) {
-        const std::int64_t chunk = pair * max_chunks + i;
-        den = den + dp[static_cast<std::size_t>(chunk * G + g)];
-        const float* p = &np[static_cast<std::size_t>((chunk * G + g) * d)];
-        for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] + p[c];
+      if (chunks == 0) {
+        std::fill(out, out + d, 0.0f);
+        continue;
+      }
+      const float* first = sp.acc_num + (pair * G + g) * d;
+      std::copy(first, first + d, out);
+      float den = sp.acc_den[pair * G + g];
+      for (std::int64_t i = chunks / parts; i < chunks; ++i) {  // run_split's second range on
+        const std::int64_t chunk = pair * sp.max_chunks + i;
+        den = den + sp.dp[chunk * G + g];
+        isa.add_to(out, sp.np + (chunk * G + g) * d, d);
       }
       for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] / den;
     }
@@ -216,14 +232,21 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
   const std::int64_t G = job.group, d = job.d, lds = job.lds;
   const std::int64_t max_chunks = lds / kChunk - 1;  // chunks of the longest row
   const std::int64_t tasks = pairs / per * parts;
-  // Every float of these is written before it is read (each chunk by the task owning it).
-  const std::int64_t sizes[] = {pairs * G * lds, pairs * parts * G, pairs * max_chunks * G};
+  // Every float of these is written before it is read (each chunk by the task owning it,
+  // the first range's sums zeroed by the first range's task).
+  const std::int64_t sizes[] = {pairs * G * lds,        pairs * parts * G,
+                                pairs * max_chunks * G, pairs * max_chunks * G * d,
+                                pairs * G * d,          pairs * G};
   const cpu::ThreadScratch held(
-      scratch_bytes(sizes[0] + sizes[1] + sizes[2] + pairs * max_chunks * G * d));
+      scratch_bytes(sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4] + sizes[5]));
   float* S = held.as<float>();
   float* mx = S + sizes[0];
-  float* dp = mx + sizes[1];
-  float* np = dp + sizes[2];
+  SplitPartials sp;
+  sp.dp = mx + sizes[1];
+  sp.np = sp.dp + sizes[2];
+  sp.acc_num = sp.np + sizes[3];
+  sp.acc_den = sp.acc_num + sizes[4];
+  sp.max_chunks = max_chunks;
   const cpu::IsaKernels& isa = cpu::active_kernels();
   // Task t: pairs [p0, p0 + per), part t % parts: chunks [c0, ...), keys [j0, j1).
   auto range = [&](std::int64_t t, std::int64_t* p0, std::int64_t* c0, std::int64_t* j0,
@@ -247,6 +270,9 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
       for (std::int64_t i = 0; i < per; ++i) {
         float* m = &mx[static_cast<std::size_t>(((p0 + i) * parts + part) * G)];
         std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+        if (part != 0) continue;
+        std::fill(sp.acc_num + (p0 + i) * G * d, sp.acc_num + (p0 + i + 1) * G * d, 0.0f);
+        std::fill(sp.acc_den + (p0 + i) * G, sp.acc_den + (p0 + i + 1) * G, 0.0f);
       }
       for (std::int64_t j = j0; j < j1; j += kStep) {
         const std::int64_t je = std::min(j1, j + kStep);
@@ -272,15 +298,16 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
         const std::int64_t je = std::min(j1, j + kStep);
         for (std::int64_t i = 0; i < per; ++i) {
           const std::int64_t chunk = (p0 + i) * max_chunks + j / kChunk;
-          isa.attn_partials(job.heads(p0 + i), S_of(p0 + i), lds,
-                            &m[static_cast<std::size_t>(i * G)], j, je,
-                            &dp[static_cast<std::size_t>(chunk * G)], G,
-                            &np[static_cast<std::size_t>(chunk * G * d)], G * d);
+          const bool first = t % parts == 0;  // in place (strides 0), else chunk by chunk
+          isa.attn_partials(job.heads(p0 + i), S_of(p0 + i), lds, m.data() + i * G, j, je,
+                            first ? sp.acc_den + (p0 + i) * G : sp.dp + chunk * G, first ? 0 : G,
+                            first ? sp.acc_num + (p0 + i) * G * d : sp.np + chunk * G * d,
+                            first ? 0 : G * d);
         }
       }
     }
   });
-  fold_split(job, pairs, max_chunks, dp, np, pool);
+  fold_split(job, pairs, parts, sp, pool);
 }
 
 // Row offsets of tokens 0..max_keys-1, shared by every row and head (no divisions in the

@@ -18,6 +18,7 @@
 #include "detinfer/error.h"
 #include "isa_test_util.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "linear_test_util.h"
@@ -400,6 +401,32 @@ TEST(RowOps, MaxValueEqualsReferenceForEveryIsa) {
         ASSERT_TRUE(same(got, ref::max_value(y.data(), n))) << to_string(isa) << " at=" << at;
         ASSERT_EQ(got != got, at == 0) << to_string(isa) << " n=" << n << " at=" << at;
       }
+    }
+  }
+}
+
+// The folds' y = y + x (cpu::IsaKernels::add_to): every ISA one binary32 add per element,
+// tails included, with signed zeros, infinities and NaNs.
+TEST(RowOps, AddToEqualsScalarAddsForEveryIsa) {
+  IsaGuard guard;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (Isa isa : available_isas()) {
+    set_isa(isa);
+    for (std::int64_t n : {1, 7, 8, 15, 16, 17, 64, 100}) {
+      std::vector<float> y = random_floats(n, 300 + n, 3.0f);
+      std::vector<float> x = random_floats(n, 400 + n, 3.0e-3f);
+      x[0] = -y[0];  // +0
+      if (n > 2) {
+        y[n - 1] = x[n - 1] = -0.0f;  // -0
+        x[1] = inf;
+        y[1] = -inf;  // NaN
+      }
+      std::vector<float> want(y);
+      for (std::int64_t i = 0; i < n; ++i) want[i] = y[i] + x[i];
+      std::vector<float> got(y);
+      cpu::active_kernels().add_to(got.data(), x.data(), n);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0)
+          << to_string(isa) << " n=" << n;
     }
   }
 }

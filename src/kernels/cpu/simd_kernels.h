@@ -64,6 +64,15 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   }
 }
 
+[[maybe_unused]] void add_to_vec(float* y, const float* x, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + V::L <= n; i += V::L) V::store(y + i, V::add(V::load(y + i), V::load(x + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    V::store_n(y + i, V::add(V::load_n(y + i, rest), V::load_n(x + i, rest)), rest);
+  }
+}
+
 // --- silu_mul ----------------------------------------------------------------------
 
 // ref::silu_mul lane-wise: g / (1 + exp_f32(-g)) * u, the reference's operations in its
