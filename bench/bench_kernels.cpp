@@ -490,7 +490,7 @@ BENCHMARK(BM_DecodeAttention)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeAttentionCpu)
     ->ArgNames({"cold", "keys"})
-    ->ArgsProduct({{0, 1}, {2048, 8192}})
+    ->ArgsProduct({{0, 1}, {512, 2048, 8192}})
     ->UseManualTime()
     ->ComputeStatistics("min",
                         [](const std::vector<double>& v) {
