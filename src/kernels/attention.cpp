@@ -191,6 +191,22 @@ struct SplitPartials {
   float* dp;       // chunk c (pair-major, max_chunks per pair): den at dp + c * G
   float* np;       // ... and num at np + c * G * d
   std::int64_t max_chunks;
+
+  static std::int64_t floats(std::int64_t pairs, std::int64_t G, std::int64_t d,
+                             std::int64_t max_chunks) {
+    return pairs * G * (d + 1) * (max_chunks + 1);
+  }
+  // The layout over `floats` floats from base.
+  static SplitPartials at(float* base, std::int64_t pairs, std::int64_t G, std::int64_t d,
+                          std::int64_t max_chunks) {
+    SplitPartials sp;
+    sp.dp = base;
+    sp.np = sp.dp + pairs * max_chunks * G;
+    sp.acc_num = sp.np + pairs * max_chunks * G * d;
+    sp.acc_den = sp.acc_num + pairs * G * d;
+    sp.max_chunks = max_chunks;
+    return sp;
+  }
 };
 
 // run_split's fold: from the first range's sums, s = s + p for each later chunk in order;
@@ -234,19 +250,12 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
   const std::int64_t tasks = pairs / per * parts;
   // Every float of these is written before it is read (each chunk by the task owning it,
   // the first range's sums zeroed by the first range's task).
-  const std::int64_t sizes[] = {pairs * G * lds,        pairs * parts * G,
-                                pairs * max_chunks * G, pairs * max_chunks * G * d,
-                                pairs * G * d,          pairs * G};
+  const std::int64_t scores = pairs * G * lds, maxima = pairs * parts * G;
   const cpu::ThreadScratch held(
-      scratch_bytes(sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4] + sizes[5]));
+      scratch_bytes(scores + maxima + SplitPartials::floats(pairs, G, d, max_chunks)));
   float* S = held.as<float>();
-  float* mx = S + sizes[0];
-  SplitPartials sp;
-  sp.dp = mx + sizes[1];
-  sp.np = sp.dp + sizes[2];
-  sp.acc_num = sp.np + sizes[3];
-  sp.acc_den = sp.acc_num + sizes[4];
-  sp.max_chunks = max_chunks;
+  float* mx = S + scores;
+  const SplitPartials sp = SplitPartials::at(mx + maxima, pairs, G, d, max_chunks);
   const cpu::IsaKernels& isa = cpu::active_kernels();
   // Task t: pairs [p0, p0 + per), part t % parts: chunks [c0, ...), keys [j0, j1).
   auto range = [&](std::int64_t t, std::int64_t* p0, std::int64_t* c0, std::int64_t* j0,
