@@ -182,6 +182,11 @@ void run_whole(const Job& job, std::int64_t pairs, std::int64_t per, core::Threa
   }
 }
 
+// The first of a row's `chunks` chunks in key range `part` of `parts` (run_split's ranges).
+std::int64_t range_begin(std::int64_t chunks, std::int64_t part, std::int64_t parts) {
+  return chunks * part / parts;
+}
+
 // run_split's partials: the first key range's chunks folded in place as they are computed
 // (the spec's s = +0; s = s + p from the first chunk on), every later range's chunks one
 // by one, then folded on by fold_split.
@@ -227,7 +232,7 @@ void fold_split(const Job& job, std::int64_t pairs, std::int64_t parts, const Sp
       const float* first = sp.acc_num + (pair * G + g) * d;
       std::copy(first, first + d, out);
       float den = sp.acc_den[pair * G + g];
-      for (std::int64_t i = chunks / parts; i < chunks; ++i) {  // run_split's second range on
+      for (std::int64_t i = range_begin(chunks, 1, parts); i < chunks; ++i) {
         const std::int64_t chunk = pair * sp.max_chunks + i;
         den = den + sp.dp[chunk * G + g];
         isa.add_to(out, sp.np + (chunk * G + g) * d, d);
@@ -263,9 +268,9 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
     const std::int64_t part = t % parts;
     *p0 = t / parts * per;
     const std::int64_t nk = job.keys(*p0), chunks = (nk + kChunk - 1) / kChunk;
-    *c0 = chunks * part / parts;
+    *c0 = range_begin(chunks, part, parts);
     *j0 = *c0 * kChunk;
-    *j1 = std::min(nk, chunks * (part + 1) / parts * kChunk);
+    *j1 = std::min(nk, range_begin(chunks, part + 1, parts) * kChunk);
   };
   auto S_of = [&](std::int64_t pair) { return S + pair * G * lds; };
   pool.parallel_for(tasks, 1, [&](std::int64_t t0, std::int64_t t1) {
