@@ -235,7 +235,7 @@ void fold_split(const Job& job, std::int64_t pairs, std::int64_t parts, const Sp
       for (std::int64_t i = range_begin(chunks, 1, parts); i < chunks; ++i) {
         const std::int64_t chunk = pair * sp.max_chunks + i;
         den = den + sp.dp[chunk * G + g];
-        isa.add_to(out, sp.np + (chunk * G + g) * d, d);
+        isa.add(out, sp.np + (chunk * G + g) * d, out, d);
       }
       for (std::int64_t c = 0; c < d; ++c) out[c] = out[c] / den;
     }
@@ -305,6 +305,7 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
       std::int64_t p0, c0, j0, j1;
       range(t, &p0, &c0, &j0, &j1);
       if (j0 >= j1) continue;
+      const bool first = t % parts == 0;  // in place (strides 0), else chunk by chunk
       for (std::int64_t i = 0; i < per; ++i)
         fold_max(S_of(p0 + i), lds, G, &mx[static_cast<std::size_t>((p0 + i) * parts * G)], parts,
                  &m[static_cast<std::size_t>(i * G)]);
@@ -312,7 +313,6 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
         const std::int64_t je = std::min(j1, j + kStep);
         for (std::int64_t i = 0; i < per; ++i) {
           const std::int64_t chunk = (p0 + i) * max_chunks + j / kChunk;
-          const bool first = t % parts == 0;  // in place (strides 0), else chunk by chunk
           isa.attn_partials(job.heads(p0 + i), S_of(p0 + i), lds, m.data() + i * G, j, je,
                             first ? sp.acc_den + (p0 + i) * G : sp.dp + chunk * G, first ? 0 : G,
                             first ? sp.acc_num + (p0 + i) * G * d : sp.np + chunk * G * d,

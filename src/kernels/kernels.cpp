@@ -228,6 +228,10 @@ void silu_mul(const float* g, const float* u, float* out, std::int64_t n) {
   cpu::active_kernels().silu_mul(g, u, out, n);
 }
 
+void add(const float* a, const float* b, float* out, std::int64_t n) {
+  cpu::active_kernels().add(a, b, out, n);
+}
+
 float max_value(const float* x, std::int64_t n) {
   if (n <= 0) fail(ErrorCode::kInvalidArgument, "max_value: n must be > 0, got ", n);
   return cpu::active_kernels().max_value(x, n);

@@ -78,6 +78,8 @@ struct SoftmaxNorm {
   float log_sum = 0.0f;
 };
 SoftmaxNorm softmax_norm(const float* x, float* e, std::int64_t n);
+// out[i] = a[i] + b[i] on the active ISA (out may alias a or b; elementwise binary32).
+void add(const float* a, const float* b, float* out, std::int64_t n);
 // ref::max_value on the active ISA (n > 0), bit for bit: softmax_norm's maximum.
 float max_value(const float* x, std::int64_t n);
 // y[i] = exp_f32(x[i] - m) on the active ISA (x and y may alias): softmax_norm's exponentials.

@@ -163,7 +163,7 @@ class CpuBackend final : public Backend {
   void add(const float* a, const float* b, float* out, std::int64_t n) override {
     // Elementwise, so any split gives the same bits; a decode row's add stays on one thread.
     pool_.parallel_for(n, kMinAddPerTask, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+      kernels::add(a + i0, b + i0, out + i0, i1 - i0);
     });
   }
 

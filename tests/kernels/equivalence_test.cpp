@@ -18,7 +18,6 @@
 #include "detinfer/error.h"
 #include "isa_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "linear_test_util.h"
@@ -405,28 +404,33 @@ TEST(RowOps, MaxValueEqualsReferenceForEveryIsa) {
   }
 }
 
-// The folds' y = y + x (cpu::IsaKernels::add_to): every ISA one binary32 add per element,
-// tails included, with signed zeros, infinities and NaNs.
-TEST(RowOps, AddToEqualsScalarAddsForEveryIsa) {
+// kernels::add (residual adds, the folds of chunk partials): every ISA one binary32 add
+// per element, tails included, with signed zeros, infinities and NaNs, into a third array
+// and in place over either operand.
+TEST(RowOps, AddEqualsScalarAddsForEveryIsa) {
   IsaGuard guard;
   const float inf = std::numeric_limits<float>::infinity();
   for (Isa isa : available_isas()) {
     set_isa(isa);
     for (std::int64_t n : {1, 7, 8, 15, 16, 17, 64, 100}) {
-      std::vector<float> y = random_floats(n, 300 + n, 3.0f);
-      std::vector<float> x = random_floats(n, 400 + n, 3.0e-3f);
-      x[0] = -y[0];  // +0
+      std::vector<float> a = random_floats(n, 300 + n, 3.0f);
+      std::vector<float> b = random_floats(n, 400 + n, 3.0e-3f);
+      b[0] = -a[0];  // +0
       if (n > 2) {
-        y[n - 1] = x[n - 1] = -0.0f;  // -0
-        x[1] = inf;
-        y[1] = -inf;  // NaN
+        a[n - 1] = b[n - 1] = -0.0f;  // -0
+        b[1] = inf;
+        a[1] = -inf;  // NaN
       }
-      std::vector<float> want(y);
-      for (std::int64_t i = 0; i < n; ++i) want[i] = y[i] + x[i];
-      std::vector<float> got(y);
-      cpu::active_kernels().add_to(got.data(), x.data(), n);
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0)
-          << to_string(isa) << " n=" << n;
+      std::vector<float> want(a);
+      for (std::int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+      const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+      std::vector<float> out(a.size(), -5.0f), in_a(a), in_b(b);
+      add(a.data(), b.data(), out.data(), n);
+      add(in_a.data(), b.data(), in_a.data(), n);
+      add(a.data(), in_b.data(), in_b.data(), n);
+      ASSERT_EQ(std::memcmp(out.data(), want.data(), bytes), 0) << to_string(isa) << " n=" << n;
+      ASSERT_EQ(std::memcmp(in_a.data(), want.data(), bytes), 0) << to_string(isa) << " n=" << n;
+      ASSERT_EQ(std::memcmp(in_b.data(), want.data(), bytes), 0) << to_string(isa) << " n=" << n;
     }
   }
 }

@@ -179,7 +179,7 @@ constexpr int kRegScoreMinHeads = 4;  // score_block (K tiles transposed in regi
 const IsaKernels& avx512_kernels() {
   static const IsaKernels k{linear_simd,   attn_scores, attn_partials, attn_transpose_k,
                             exp_vec,       dot_fma,     silu_mul_vec,  argmax_vec,
-                            max_value_vec, exp_sub_vec, add_to_vec};
+                            max_value_vec, exp_sub_vec, add_vec};
   return k;
 }
 

@@ -95,8 +95,9 @@ using MaxValueFn = float (*)(const float* x, std::int64_t n);
 // y[i] = exp_f32(x[i] - m) (x and y may alias): softmax's exponentials in one pass.
 using ExpSubFn = void (*)(const float* x, float m, float* y, std::int64_t n);
 
-// y[i] = y[i] + x[i]: the folds of chunk partials (elementwise; each lane one binary32 add).
-using AddToFn = void (*)(float* y, const float* x, std::int64_t n);
+// out[i] = a[i] + b[i] (out may alias a or b): residual adds and the folds of chunk
+// partials (elementwise; each lane one binary32 add).
+using AddFn = void (*)(const float* a, const float* b, float* out, std::int64_t n);
 
 struct IsaKernels {
   LinearFn linear;
@@ -109,7 +110,7 @@ struct IsaKernels {
   ArgmaxFn argmax;
   MaxValueFn max_value;
   ExpSubFn exp_sub;
-  AddToFn add_to;
+  AddFn add;
 };
 
 // Scratch of AttnScoresFn: 8 transposed blocks of 16 keys, then 16 lane-wise maxima per

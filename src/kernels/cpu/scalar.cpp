@@ -105,8 +105,8 @@ void exp_sub_scalar(const float* x, float m, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = ref::exp_f32(x[i] - m);
 }
 
-void add_to_scalar(float* y, const float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = y[i] + x[i];
+void add_scalar(const float* a, const float* b, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 void silu_mul_scalar(const float* g, const float* u, float* out, std::int64_t n) {
@@ -119,7 +119,7 @@ const IsaKernels& scalar_kernels() {
   static const IsaKernels k{linear_scalar,           attn_scores_scalar, attn_partials_scalar,
                             attn_transpose_k_scalar, exp_scalar,         ref::dot,
                             silu_mul_scalar,         ref::argmax,        ref::max_value,
-                            exp_sub_scalar,          add_to_scalar};
+                            exp_sub_scalar,          add_scalar};
   return k;
 }
 

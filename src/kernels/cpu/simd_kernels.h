@@ -64,12 +64,12 @@ inline typename V::reg exp_lanes(typename V::reg x) {
   }
 }
 
-[[maybe_unused]] void add_to_vec(float* y, const float* x, std::int64_t n) {
+[[maybe_unused]] void add_vec(const float* a, const float* b, float* out, std::int64_t n) {
   std::int64_t i = 0;
-  for (; i + V::L <= n; i += V::L) V::store(y + i, V::add(V::load(y + i), V::load(x + i)));
+  for (; i + V::L <= n; i += V::L) V::store(out + i, V::add(V::load(a + i), V::load(b + i)));
   if (i < n) {
     const int rest = static_cast<int>(n - i);
-    V::store_n(y + i, V::add(V::load_n(y + i, rest), V::load_n(x + i, rest)), rest);
+    V::store_n(out + i, V::add(V::load_n(a + i, rest), V::load_n(b + i, rest)), rest);
   }
 }
 
