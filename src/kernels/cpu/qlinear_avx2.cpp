@@ -15,6 +15,7 @@
 
 namespace detinfer::kernels::cpu {
 namespace {
+#include "kernels/cpu/qlinear_dot256.h"
 #include "kernels/cpu/qlinear_simd.h"
 
 // x * id rounded half away from zero (std::round), as int32: r = trunc(t), then r + sign(t)

@@ -16,6 +16,7 @@
 
 namespace detinfer::kernels::cpu {
 namespace {
+#include "kernels/cpu/qlinear_dot256.h"
 #include "kernels/cpu/qlinear_simd.h"
 
 struct DotVnni512 {

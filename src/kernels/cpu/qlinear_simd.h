@@ -8,7 +8,8 @@
 //   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
 //   D::shl / shr (32-bit lanes), and8 (a byte mask), or8, or_and8 (a | (b & mask)): the
 //   planes' bits.
-// Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace;
+// Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace
+// (each with its policies: qlinear_dot256.h, DotVnni512);
 // no include guard.
 //
 // Lanes run over output columns, never over a reduction: each lane performs the
@@ -27,12 +28,18 @@ inline std::int32_t load4(const std::int8_t* p) {
 
 // The column vectors of a tile: vector c's first block in the panels, its index in d, and
 // whether it prefetches (one vector per 64-byte line); the tile runs blocks [b0, b1).
+// next_blocks > 0 (the int8 form's second row tile over a run): the tile prefetches the
+// next run's weights instead, vector c's at next[c] (next_blocks blocks), so that their
+// read from memory overlaps this run's arithmetic rather than stalling the next run's
+// first row tile.
 template <int C>
 struct QCols {
   const std::int8_t* w[C];
   std::int64_t d0[C];
   bool prefetch[C];
   std::int64_t b0, b1;
+  const std::int8_t* next[C];
+  std::int64_t next_blocks;
 };
 
 // Rows' activations for a tile: int8 values, block scales, half sums (has_min only).
@@ -127,7 +134,8 @@ __attribute__((always_inline)) inline typename D::ireg block_isum(typename D::ir
 // accumulators are independent chains (written as qblocks_plain, the compiler kept one
 // vector's block at a time and spilled). kFetch false: no prefetch instruction at all (a
 // later row tile over a run of blocks whose weights the first row tile brought into L1).
-template <class D, int R, int C, bool kFetch>
+// kNext: prefetch the next run's weights (QCols::next), one line per kq row and vector.
+template <class D, int R, int C, bool kFetch, bool kNext>
 __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, const QRows& a,
                                                         const QCols<C>& cols, typename D::freg* s) {
   constexpr std::int64_t kAhead = 8 * kBlockBytes<-1>;  // prefetch 8 blocks ahead
@@ -147,6 +155,10 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
         const std::int8_t* wb = cols.w[c] + b * kBlockBytes<-1> + kq * kQuantGroup * 4;
         if (kFetch && cols.prefetch[c])
           _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead), _MM_HINT_T0);
+        if (kNext && b - cols.b0 < cols.next_blocks)
+          _mm_prefetch(reinterpret_cast<const char*>(
+                           cols.next[c] + (b - cols.b0) * kBlockBytes<-1> + kq * kQuantGroup * 4),
+                       _MM_HINT_T0);
         wv[c] = D::load(wb);
       }
 #pragma GCC unroll 4
@@ -177,8 +189,12 @@ __attribute__((always_inline)) inline void qblocks_plain(const QuantPacked& w, c
   if constexpr (kP < 0) {
     bool fetch = false;
     for (int c = 0; c < C; ++c) fetch = fetch || cols.prefetch[c];
-    fetch ? qblocks_int8<D, R, C, true>(w, a, cols, s)
-          : qblocks_int8<D, R, C, false>(w, a, cols, s);
+    if (fetch)
+      qblocks_int8<D, R, C, true, false>(w, a, cols, s);
+    else if (cols.next_blocks > 0)
+      qblocks_int8<D, R, C, false, true>(w, a, cols, s);
+    else
+      qblocks_int8<D, R, C, false, false>(w, a, cols, s);
     return;
   }
   for (std::int64_t b = cols.b0; b < cols.b1; ++b) {
@@ -257,6 +273,11 @@ void qblocks(const QuantPacked& w, const QRows& a, const QCols<C>& cols, typenam
               : qblocks_ext<D, R, C, false, false, kP>(w, a, cols, s);
 }
 
+// A run of blocks [b0, b0 + blocks) of the column group at (p, l0); blocks 0: none.
+struct QRun {
+  std::int64_t p = 0, l0 = 0, b0 = 0, blocks = 0;
+};
+
 // Columns [l0, l0 + C D::L) of panel p (l0 a multiple of D::L), rows a[0..R), blocks
 // [b0, b1): sums into out[r] (C D::L floats each), which hold the sums of blocks [0, b0)
 // when b0 > 0 (s = s + v continues over the blocks in order); the bias is added with the
@@ -264,7 +285,7 @@ void qblocks(const QuantPacked& w, const QRows& a, const QCols<C>& cols, typenam
 // first row tile over these blocks; the others find them in L1).
 template <class D, int R, int C>
 void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0, float* const* out,
-           const float* bias, std::int64_t b0, std::int64_t b1, bool fetch) {
+           const float* bias, std::int64_t b0, std::int64_t b1, bool fetch, const QRun& next) {
   typename D::freg s[C * R];
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r) s[c * R + r] = b0 == 0 ? D::fzero() : D::loadf(out[r] + c * D::L);
@@ -277,7 +298,12 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
         w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l) : qs_offset(w.nb, p, 0, l, 0));
     cols.d0[c] = qd_index(w.nb, p, 0, l);
     cols.prefetch[c] = fetch && (D::L == kQuantGroup || l % kQuantGroup == 0);
+    cols.next[c] =
+        w.nibble || next.blocks == 0
+            ? nullptr
+            : w.qs + qs_offset(w.nb, next.p, 0, next.l0 + c * D::L, 0) + next.b0 * kBlockBytes<-1>;
   }
+  cols.next_blocks = w.nibble ? 0 : next.blocks;
   if (!w.nibble)
     qblocks<D, R, C, -1>(w, a, cols, s);
   else if (w.planes == 0)
@@ -297,11 +323,31 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
 template <class D, int C, int... I>
 void qtile_rows(int rows, const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0,
                 float* const* out, const float* bias, std::int64_t b0, std::int64_t b1, bool fetch,
-                std::integer_sequence<int, I...>) {
+                const QRun& next, std::integer_sequence<int, I...>) {
   using Fn = void (*)(const QuantPacked&, const QRows&, std::int64_t, std::int64_t, float* const*,
-                      const float*, std::int64_t, std::int64_t, bool);
+                      const float*, std::int64_t, std::int64_t, bool, const QRun&);
   constexpr Fn fns[] = {&qtile<D, I + 1, C>...};
-  fns[rows - 1](w, a, p, l0, out, bias, b0, b1, fetch);
+  fns[rows - 1](w, a, p, l0, out, bias, b0, b1, fetch, next);
+}
+
+// The run after blocks [b0, b1) of the column group at (p, l0) in qlinear_cols's order
+// (blocks, then column groups, then panels below p1), `run` blocks long at most; none
+// past the last.
+template <class D, int C>
+QRun next_run(const QuantPacked& w, std::int64_t p, std::int64_t l0, std::int64_t b1,
+              std::int64_t run, std::int64_t p1) {
+  QRun r{p, l0, b1, 0};
+  if (b1 >= w.nb) {
+    r.b0 = 0;
+    r.l0 = l0 + C * D::L;
+    if (r.l0 >= kPanel || p * kPanel + r.l0 >= w.n) {
+      r.p = p + 1;
+      r.l0 = 0;
+      if (r.p >= p1) return r;
+    }
+  }
+  r.blocks = w.nb - r.b0 < run ? w.nb - r.b0 : run;
+  return r;
 }
 
 // Up to kStreamRows rows, a tile spans kStreamCols vectors (the whole 64-column panel
@@ -357,7 +403,9 @@ void qlinear_cols(const QuantPacked& w, const std::int8_t* xq, const float* xd,
             a.xs[r] = reads_act_sums(w) ? xs + (r0 + r) * 2 * w.nb : nullptr;
             out[r] = cols == kCols ? y + (r0 + r) * ldy + col0 : tmp[r];
           }
-          qtile_rows<D, C>(rows, w, a, p, l0, out, bias, b0, b1, r0 == 0,
+          // The second row tile brings the next run's weights in (the first finds them).
+          const QRun next = r0 == kRows ? next_run<D, C>(w, p, l0, b1, run, p1) : QRun{};
+          qtile_rows<D, C>(rows, w, a, p, l0, out, bias, b0, b1, r0 == 0, next,
                            std::make_integer_sequence<int, kRows>());
           if (cols == kCols) continue;
           for (int r = 0; r < rows; ++r)
@@ -383,65 +431,3 @@ void qlinear_panels(const QuantPacked& w, const QuantRows& x, float* y, std::int
   else
     qlinear_cols<D, 1, kMaxQRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
 }
-
-// 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
-// pairs summed in int16 (at most 2 * 128 * 127 = 32512: no saturation), then in int32.
-struct Dot256 {
-  using ireg = __m256i;
-  using freg = __m256;
-  static constexpr int L = 8;
-  static constexpr bool kShifted = false;
-  static constexpr int kRowCols = 1;  // vectors per tile of kMaxQRows rows (16 registers)
-  static ireg izero() { return _mm256_setzero_si256(); }
-  static ireg load(const std::int8_t* p) {
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-  }
-  static ireg dot(ireg acc, ireg w, std::int32_t x4) {
-    const __m256i p16 =
-        _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
-  }
-  // u (unsigned, <= 15) times x, pairs summed in int16 (|sum| <= 2 * 15 * 128), then int32.
-  static ireg dotu(ireg acc, ireg u, std::int32_t x4) {
-    const __m256i p16 = _mm256_maddubs_epi16(u, _mm256_set1_epi32(x4));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
-  }
-  // The low and high nibbles of 32 bytes, each as a byte.
-  static void nibbles(const std::int8_t* p, ireg& lo, ireg& hi) {
-    const __m256i v = load(p), mask = _mm256_set1_epi8(0x0F);
-    lo = _mm256_and_si256(v, mask);
-    hi = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask);
-  }
-  static ireg shl(ireg v, int n) { return _mm256_slli_epi32(v, n); }
-  static ireg shr(ireg v, int n) { return _mm256_srli_epi32(v, n); }
-  static ireg and8(ireg v, int byte) {
-    return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(byte)));
-  }
-  static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
-  // a | (b & byte) in every byte.
-  static ireg or_and8(ireg a, ireg b, int byte) { return or8(a, and8(b, byte)); }
-  static ireg isum(ireg acc, const std::int16_t*) { return acc; }
-  static freg fzero() { return _mm256_setzero_ps(); }
-  static freg set1(float f) { return _mm256_set1_ps(f); }
-  static freg loadf(const float* p) { return _mm256_loadu_ps(p); }
-  // 8 binary16 bit patterns widened exactly.
-  static freg loadh(const std::uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static void storef(float* p, freg a) { _mm256_storeu_ps(p, a); }
-  static freg cvt(ireg a) { return _mm256_cvtepi32_ps(a); }
-  static freg add(freg a, freg b) { return _mm256_add_ps(a, b); }
-  static freg mul(freg a, freg b) { return _mm256_mul_ps(a, b); }
-  static freg sub(freg a, freg b) { return _mm256_sub_ps(a, b); }
-  static ireg loadi(const std::int32_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  }
-  static ireg set1i(std::int32_t v) { return _mm256_set1_epi32(v); }
-  static ireg addi(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
-  static ireg mullo(ireg a, ireg b) { return _mm256_mullo_epi32(a, b); }
-  // Byte J of each 32-bit lane, sign-extended (cpu::sm_byte).
-  template <int J>
-  static ireg sbyte(ireg v) {
-    return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
-  }
-};

@@ -1,0 +1,66 @@
+// The AVX2 block-dot policy of the quantized panel kernel (qlinear_simd.h's D), also the
+// AVX-512 translation unit's policy on CPUs without VNNI. Included ONLY by
+// qlinear_avx2.cpp and qlinear_avx512.cpp inside their anonymous namespace, after
+// qlinear_simd.h; no include guard.
+
+// 8 lanes over 256-bit vectors (AVX2 instructions): |w| (unsigned) times x with w's sign,
+// pairs summed in int16 (at most 2 * 128 * 127 = 32512: no saturation), then in int32.
+struct Dot256 {
+  using ireg = __m256i;
+  using freg = __m256;
+  static constexpr int L = 8;
+  static constexpr bool kShifted = false;
+  static constexpr int kRowCols = 1;  // vectors per tile of kMaxQRows rows (16 registers)
+  static ireg izero() { return _mm256_setzero_si256(); }
+  static ireg load(const std::int8_t* p) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static ireg dot(ireg acc, ireg w, std::int32_t x4) {
+    const __m256i p16 =
+        _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  // u (unsigned, <= 15) times x, pairs summed in int16 (|sum| <= 2 * 15 * 128), then int32.
+  static ireg dotu(ireg acc, ireg u, std::int32_t x4) {
+    const __m256i p16 = _mm256_maddubs_epi16(u, _mm256_set1_epi32(x4));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  // The low and high nibbles of 32 bytes, each as a byte.
+  static void nibbles(const std::int8_t* p, ireg& lo, ireg& hi) {
+    const __m256i v = load(p), mask = _mm256_set1_epi8(0x0F);
+    lo = _mm256_and_si256(v, mask);
+    hi = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask);
+  }
+  static ireg shl(ireg v, int n) { return _mm256_slli_epi32(v, n); }
+  static ireg shr(ireg v, int n) { return _mm256_srli_epi32(v, n); }
+  static ireg and8(ireg v, int byte) {
+    return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(byte)));
+  }
+  static ireg or8(ireg a, ireg b) { return _mm256_or_si256(a, b); }
+  // a | (b & byte) in every byte.
+  static ireg or_and8(ireg a, ireg b, int byte) { return or8(a, and8(b, byte)); }
+  static ireg isum(ireg acc, const std::int16_t*) { return acc; }
+  static freg fzero() { return _mm256_setzero_ps(); }
+  static freg set1(float f) { return _mm256_set1_ps(f); }
+  static freg loadf(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 binary16 bit patterns widened exactly.
+  static freg loadh(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void storef(float* p, freg a) { _mm256_storeu_ps(p, a); }
+  static freg cvt(ireg a) { return _mm256_cvtepi32_ps(a); }
+  static freg add(freg a, freg b) { return _mm256_add_ps(a, b); }
+  static freg mul(freg a, freg b) { return _mm256_mul_ps(a, b); }
+  static freg sub(freg a, freg b) { return _mm256_sub_ps(a, b); }
+  static ireg loadi(const std::int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static ireg set1i(std::int32_t v) { return _mm256_set1_epi32(v); }
+  static ireg addi(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
+  static ireg mullo(ireg a, ireg b) { return _mm256_mullo_epi32(a, b); }
+  // Byte J of each 32-bit lane, sign-extended (cpu::sm_byte).
+  template <int J>
+  static ireg sbyte(ireg v) {
+    return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
+  }
+};
