@@ -25,6 +25,7 @@ void OutputStage::process_rows(const std::vector<BatchEntry>& entries, const flo
   // Beam groups need all their rows at once; everything else is handled per row.
   std::vector<std::pair<Group*, std::vector<std::size_t>>> beam_seqs;
   std::vector<std::vector<const float*>> beam_rows;
+  prepare_choices(entries, logits);
   std::int64_t row_index = 0;
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const BatchEntry& be = entries[e];
@@ -56,7 +57,7 @@ void OutputStage::process_rows(const std::vector<BatchEntry>& entries, const flo
         beam_seqs[k].second.push_back(be.seq);
         beam_rows[k].push_back(row);
       } else {
-        sample_step(g, s, row);
+        sample_step(g, s, row, &prepared_[e]);
       }
     } catch (const Error& err) {
       fail_group(g, err);
@@ -70,6 +71,49 @@ void OutputStage::process_rows(const std::vector<BatchEntry>& entries, const flo
     } catch (const Error& err) {
       fail_group(g, err);
     }
+  }
+}
+
+void OutputStage::prepare_choices(const std::vector<BatchEntry>& entries, const float* logits) {
+  prepared_.assign(entries.size(), Prepared{});
+  prepare_rows_.clear();
+  std::int64_t row_index = 0;
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const BatchEntry& be = entries[e];
+    const Group& g = *be.group;
+    const float* row = logits + row_index * ctx_.vocab;
+    row_index += be.rows;
+    if (g.done || g.req.score_row || be.prefill || g.beam) continue;
+    const SeqState& s = g.seqs[be.seq];
+    if (s.draft.empty() && !s.json) prepare_rows_.push_back({e, row});
+  }
+  const auto n = static_cast<std::int64_t>(prepare_rows_.size());
+  const std::int64_t lanes = std::min<std::int64_t>(n, ctx_.model.threads());
+  if (lanes < 2) return;
+  if (static_cast<std::int64_t>(lane_sampling_.size()) < lanes)
+    lane_sampling_.resize(static_cast<std::size_t>(lanes));
+  // Lane l: rows [l n / lanes, (l + 1) n / lanes) with workspace l; no two lanes share one.
+  ctx_.model.host_parallel_for(lanes, [&](std::int64_t l0, std::int64_t l1) {
+    for (std::int64_t l = l0; l < l1; ++l) {
+      for (std::int64_t i = l * n / lanes; i < (l + 1) * n / lanes; ++i) {
+        const auto [e, row] = prepare_rows_[static_cast<std::size_t>(i)];
+        prepare_one(entries[e], row, lane_sampling_[static_cast<std::size_t>(l)], prepared_[e]);
+      }
+    }
+  });
+}
+
+void OutputStage::prepare_one(const BatchEntry& be, const float* row, decode::SamplingWorkspace& ws,
+                              Prepared& p) noexcept {
+  const Group& g = *be.group;
+  const SeqState& s = g.seqs[be.seq];
+  try {
+    p.choice = decode::choose_token(g.req.config, row, ctx_.vocab, g.req.prompt, s.generated,
+                                    g.req.seed, static_cast<std::uint32_t>(s.sample_index),
+                                    static_cast<std::uint64_t>(s.generated.size()), ws, nullptr);
+    p.digest = logits_digest(row, static_cast<std::size_t>(ctx_.vocab));
+    p.ready = true;
+  } catch (...) {  // sample_step computes it again on this thread, where the error surfaces
   }
 }
 
@@ -132,11 +176,14 @@ void OutputStage::prefill_done(Group& g, const float* row) {
   for (std::int32_t i = 0; i < n; ++i) sample_step(g, g.seqs[i], row);
 }
 
-void OutputStage::sample_step(Group& g, SeqState& s, const float* row) {
+void OutputStage::sample_step(Group& g, SeqState& s, const float* row, const Prepared* p) {
   const auto step = static_cast<std::uint64_t>(s.generated.size());
-  const decode::TokenChoice c = decode::choose_token(
-      g.req.config, row, ctx_.vocab, g.req.prompt, s.generated, g.req.seed,
-      static_cast<std::uint32_t>(s.sample_index), step, sampling_, token_mask(g, s));
+  const bool ready = p != nullptr && p->ready;
+  const decode::TokenChoice c =
+      ready ? p->choice
+            : decode::choose_token(g.req.config, row, ctx_.vocab, g.req.prompt, s.generated,
+                                   g.req.seed, static_cast<std::uint32_t>(s.sample_index), step,
+                                   sampling_, token_mask(g, s));
   const bool complete = advance_structure(g, s, c.token);
   StepLogprobs lp;
   lp.token = c.token;
@@ -144,7 +191,8 @@ void OutputStage::sample_step(Group& g, SeqState& s, const float* row) {
   lp.top = c.top;
   s.out.score += static_cast<double>(c.logprob);
   append_token(g, s, c.token, g.req.config.logprobs > 0 ? &lp : nullptr,
-               logits_digest(row, static_cast<std::size_t>(ctx_.vocab)), row, complete);
+               ready ? p->digest : logits_digest(row, static_cast<std::size_t>(ctx_.vocab)), row,
+               complete);
 }
 
 void OutputStage::append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,

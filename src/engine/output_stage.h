@@ -14,8 +14,10 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "decode/sampler.h"
 #include "decode/sampling_workspace.h"
 #include "decode/token_trie.h"
 #include "engine/engine_state.h"
@@ -71,7 +73,19 @@ class OutputStage {
   void prefill_done(Group& g, const float* row);
   // A teacher-forced chunk (EngineRequest::score_row): hands its rows to the callback.
   void score_chunk(Group& g, const BatchEntry& be, const float* rows);
-  void sample_step(Group& g, SeqState& s, const float* row);
+  // A decode row's choice and digest, computed ahead (prepare_choices) or not (ready false).
+  struct Prepared {
+    bool ready = false;
+    decode::TokenChoice choice;
+    std::uint64_t digest = 0;
+  };
+  // The step's plain decode rows (no beam, no drafts, no JSON mask: nothing another row
+  // of the step changes is read) get their choice and digest on the model's host threads
+  // before the rows are processed in order; with fewer than two threads or rows, none.
+  void prepare_choices(const std::vector<BatchEntry>& entries, const float* logits);
+  void prepare_one(const BatchEntry& be, const float* row, decode::SamplingWorkspace& ws,
+                   Prepared& p) noexcept;
+  void sample_step(Group& g, SeqState& s, const float* row, const Prepared* p = nullptr);
   void append_token(Group& g, SeqState& s, std::int32_t token, const StepLogprobs* lp,
                     std::uint64_t digest, const float* row, bool complete = false);
   void finish_seq(Group& g, SeqState& s, FinishReason reason);
@@ -103,6 +117,11 @@ class OutputStage {
   // by every sequence of every step instead of ~10 vocabulary-sized allocations per token
   // (issue 33, item 5).
   decode::SamplingWorkspace sampling_;
+  // prepare_choices: by entry of the step being processed; the rows to prepare (entry,
+  // row); one workspace per lane of host threads.
+  std::vector<Prepared> prepared_;
+  std::vector<std::pair<std::size_t, const float*>> prepare_rows_;
+  std::vector<decode::SamplingWorkspace> lane_sampling_;
   DraftCounts drafts_;
   std::vector<std::promise<GenerationResult>> failed_promises_;
 };

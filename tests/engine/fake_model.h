@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "core/check.h"
@@ -58,7 +60,21 @@ class FakeModel : public model::Model {
   const model::ModelConfig& config() const override { return config_; }
   const Hash128& fingerprint() const override { return fp_; }
   NumericsMode mode() const override { return NumericsMode::kCanonical; }
-  int threads() const override { return 1; }
+  int threads() const override { return host_threads_; }
+  // host_parallel_for's ranges: one per thread, each on a thread of its own (real
+  // concurrency, for ThreadSanitizer) when threads > 1; calls counted.
+  void set_host_threads(int threads) { host_threads_ = threads; }
+  int host_calls() const { return host_calls_; }
+  void host_parallel_for(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) override {
+    ++host_calls_;
+    std::vector<std::thread> ts;
+    for (std::int64_t t = 0; t < host_threads_; ++t) {
+      const std::int64_t i0 = t * n / host_threads_, i1 = (t + 1) * n / host_threads_;
+      if (i1 > i0) ts.emplace_back([&fn, i0, i1] { fn(i0, i1); });
+    }
+    for (std::thread& t : ts) t.join();
+  }
   std::int64_t weight_bytes() const override { return 0; }
   std::int64_t resident_bytes() const override { return 0; }
 
@@ -103,6 +119,8 @@ class FakeModel : public model::Model {
 
   model::ModelConfig config_ = fake_config();
   Hash128 fp_;
+  int host_threads_ = 1;
+  int host_calls_ = 0;
 };
 
 }  // namespace detinfer::testing

@@ -158,5 +158,90 @@ TEST_F(OutputStageTest, CancelKeepsWhatWasGenerated) {
   EXPECT_EQ(pool_.free_blocks(), pool_.capacity());
 }
 
+// Rows whose choices the stage prepares on host threads (prepare_choices) give each
+// sequence exactly what it gets when its rows come one step and one row at a time:
+// tokens, logprobs and their top lists, digests, score. Every row differs, so a prepared
+// choice or digest attached to another entry's row changes a token or a digest.
+TEST_F(OutputStageTest, DecodeRowsPreparedOnHostThreadsEqualRowsOneAtATime) {
+  std::vector<GenerationConfig> configs(5);
+  configs[0].logprobs = 3;        // greedy with top logprobs
+  configs[1].temperature = 0.8f;  // seeded sampling
+  configs[1].top_k = 20;
+  configs[2].temperature = 1.3f;  // sampling with a penalty (reads the history)
+  configs[2].repetition_penalty = 1.4f;
+  configs[2].logprobs = 2;
+  configs[3].presence_penalty = 1.5f;  // greedy with a penalty
+  configs[4].temperature = 0.5f;
+  configs[4].top_p = 0.9f;
+  constexpr int kSteps = 6;
+  const auto row_of = [](std::size_t i, int step) {
+    std::vector<float> row(kFakeVocab);
+    fake_row(1000 * (i + 1) + static_cast<std::uint64_t>(step), row.data());
+    return row;
+  };
+  const auto run = [&](int threads, bool together) {
+    model_.set_host_threads(threads);
+    std::vector<std::unique_ptr<Group>> groups;
+    std::vector<std::future<GenerationResult>> results;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      GenerationConfig c = configs[i];
+      c.max_new_tokens = kSteps + 1;
+      c.ignore_eos = true;
+      groups.push_back(admitted({static_cast<std::int32_t>(5 + i), 7}, c));
+      groups.back()->req.seed = 40 + i;
+      results.push_back(groups.back()->promise.get_future());
+      prefill(*groups.back(), row_of(i, 0));
+    }
+    for (int step = 1; step <= kSteps; ++step) {
+      std::vector<BatchEntry> entries;
+      std::vector<float> rows;
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        Group& g = *groups[i];
+        engine::ensure_blocks(pool_, g.seqs[0].blocks, g.seqs[0].num_computed + 1);
+        const std::vector<float> row = row_of(i, step);
+        if (!together) {
+          stage_.process_rows({BatchEntry{&g, 0, 1, false, 1}}, row.data());
+          continue;
+        }
+        entries.push_back(BatchEntry{&g, 0, 1, false, 1});
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      if (together) stage_.process_rows(entries, rows.data());
+    }
+    std::vector<GenerationResult> out;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      stage_.maybe_complete(*groups[i]);
+      out.push_back(results[i].get());
+    }
+    return out;
+  };
+  const std::vector<GenerationResult> alone = run(1, false);
+  const int calls = model_.host_calls();
+  const std::vector<GenerationResult> together = run(3, true);
+  EXPECT_EQ(model_.host_calls() - calls, kSteps);  // every step prepared on host threads
+  ASSERT_EQ(alone.size(), together.size());
+  for (std::size_t i = 0; i < alone.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Sequence& a = alone[i].sequences.at(0);
+    const Sequence& b = together[i].sequences.at(0);
+    EXPECT_EQ(a.tokens.size(), static_cast<std::size_t>(kSteps + 1));
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.step_digests, b.step_digests);
+    EXPECT_EQ(a.digest, b.digest);
+    EXPECT_EQ(a.score, b.score);
+    ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+    for (std::size_t t = 0; t < a.logprobs.size(); ++t) {
+      EXPECT_EQ(a.logprobs[t].token, b.logprobs[t].token);
+      EXPECT_EQ(a.logprobs[t].logprob, b.logprobs[t].logprob);  // bitwise: same float ops
+      ASSERT_EQ(a.logprobs[t].top.size(), b.logprobs[t].top.size());
+      for (std::size_t k = 0; k < a.logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(a.logprobs[t].top[k].token, b.logprobs[t].top[k].token);
+        EXPECT_EQ(a.logprobs[t].top[k].logprob, b.logprobs[t].top[k].logprob);
+      }
+    }
+  }
+  EXPECT_EQ(pool_.free_blocks(), pool_.capacity());
+}
+
 }  // namespace
 }  // namespace detinfer::testing
