@@ -29,7 +29,7 @@ inline std::int32_t load4(const std::int8_t* p) {
 // The column vectors of a tile: vector c's first block in the panels, its index in d, and
 // whether it prefetches (one vector per 64-byte line); the tile runs blocks [b0, b1).
 // next_blocks > 0 (the int8 form's second row tile over a run): the tile prefetches the
-// next run's weights instead, vector c's at next[c] (next_blocks blocks), so that their
+// next run's weights instead, vector c's at next[c] (null: none; next_blocks blocks), so that their
 // read from memory overlaps this run's arithmetic rather than stalling the next run's
 // first row tile.
 template <int C>
@@ -155,7 +155,7 @@ __attribute__((always_inline)) inline void qblocks_int8(const QuantPacked& w, co
         const std::int8_t* wb = cols.w[c] + b * kBlockBytes<-1> + kq * kQuantGroup * 4;
         if (kFetch && cols.prefetch[c])
           _mm_prefetch(reinterpret_cast<const char*>(wb + kAhead), _MM_HINT_T0);
-        if (kNext && b - cols.b0 < cols.next_blocks)
+        if (kNext && cols.next[c] != nullptr && b - cols.b0 < cols.next_blocks)
           _mm_prefetch(reinterpret_cast<const char*>(
                            cols.next[c] + (b - cols.b0) * kBlockBytes<-1> + kq * kQuantGroup * 4),
                        _MM_HINT_T0);
@@ -297,13 +297,14 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
     cols.w[c] =
         w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l) : qs_offset(w.nb, p, 0, l, 0));
     cols.d0[c] = qd_index(w.nb, p, 0, l);
-    cols.prefetch[c] = fetch && (D::L == kQuantGroup || l % kQuantGroup == 0);
-    cols.next[c] =
-        w.nibble || next.blocks == 0
-            ? nullptr
-            : w.qs + qs_offset(w.nb, next.p, 0, next.l0 + c * D::L, 0) + next.b0 * kBlockBytes<-1>;
+    // One vector per 16-column group prefetches (with 8 lanes, two share its lines).
+    const bool lead = D::L == kQuantGroup || l % kQuantGroup == 0;
+    cols.prefetch[c] = fetch && lead;
+    cols.next[c] = w.nibble || next.blocks == 0 || !lead
+                       ? nullptr
+                       : w.qs + qs_offset(w.nb, next.p, next.b0, next.l0 + c * D::L, 0);
   }
-  cols.next_blocks = w.nibble ? 0 : next.blocks;
+  cols.next_blocks = next.blocks;
   if (!w.nibble)
     qblocks<D, R, C, -1>(w, a, cols, s);
   else if (w.planes == 0)
