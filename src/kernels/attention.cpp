@@ -67,6 +67,13 @@ struct Job {
                           scale,
                           kt != nullptr ? kt + h * kt_stride : nullptr};
   }
+  // heads(pair) for the first of `task_heads` consecutive kv heads of a row that one task
+  // runs in turns over the same keys (it prefetches their token rows), else for a later one.
+  cpu::AttnHeads heads(std::int64_t pair, std::int64_t i, std::int64_t task_heads) const {
+    cpu::AttnHeads a = heads(pair);
+    if (i == 0) a.prefetch_heads = task_heads;
+    return a;
+  }
   float* out_of(std::int64_t pair) const {
     return out + (pair / kv_heads) * ldo + (pair % kv_heads) * group * d;
   }
@@ -105,8 +112,8 @@ void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, fl
   std::fill(mx, mx + n * G, -std::numeric_limits<float>::infinity());
   for (std::int64_t j = 0; j < nk; j += kStep) {
     for (std::int64_t i = 0; i < n; ++i) {
-      isa.attn_scores(job.heads(p0 + i), j, std::min(nk, j + kStep), S + i * G * job.lds, job.lds,
-                      tmp, kt);
+      isa.attn_scores(job.heads(p0 + i, i, n), j, std::min(nk, j + kStep), S + i * G * job.lds,
+                      job.lds, tmp, kt);
       job.cap(S + i * G * job.lds, j, std::min(nk, j + kStep), tmp);
       for (std::int64_t g = 0; g < G; ++g)
         mx[i * G + g] = tmp[g] > mx[i * G + g] ? tmp[g] : mx[i * G + g];
@@ -117,7 +124,7 @@ void attend_heads(const Job& job, std::int64_t p0, std::int64_t p1, float* S, fl
   std::fill(den, den + n * G, 0.0f);
   for (std::int64_t j = 0; j < nk; j += kStep) {
     for (std::int64_t i = 0; i < n; ++i)
-      isa.attn_partials(job.heads(p0 + i), S + i * G * job.lds, job.lds, m + i * G, j,
+      isa.attn_partials(job.heads(p0 + i, i, n), S + i * G * job.lds, job.lds, m + i * G, j,
                         std::min(nk, j + kStep), den + i * G, 0, job.out_of(p0 + i), 0);
   }
   for (std::int64_t i = 0; i < n; ++i) {
@@ -292,7 +299,7 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
         const std::int64_t je = std::min(j1, j + kStep);
         for (std::int64_t i = 0; i < per; ++i) {
           float* m = &mx[static_cast<std::size_t>(((p0 + i) * parts + part) * G)];
-          isa.attn_scores(job.heads(p0 + i), j, je, S_of(p0 + i), lds, tmp, buf.get());
+          isa.attn_scores(job.heads(p0 + i, i, per), j, je, S_of(p0 + i), lds, tmp, buf.get());
           job.cap(S_of(p0 + i), j, je, tmp);
           for (std::int64_t g = 0; g < G; ++g) m[g] = tmp[g] > m[g] ? tmp[g] : m[g];
         }
@@ -313,7 +320,7 @@ void run_split(const Job& job, std::int64_t pairs, std::int64_t per, std::int64_
         const std::int64_t je = std::min(j1, j + kStep);
         for (std::int64_t i = 0; i < per; ++i) {
           const std::int64_t chunk = (p0 + i) * max_chunks + j / kChunk;
-          isa.attn_partials(job.heads(p0 + i), S_of(p0 + i), lds, m.data() + i * G, j, je,
+          isa.attn_partials(job.heads(p0 + i, i, per), S_of(p0 + i), lds, m.data() + i * G, j, je,
                             first ? sp.acc_den + (p0 + i) * G : sp.dp + chunk * G, first ? 0 : G,
                             first ? sp.acc_num + (p0 + i) * G * d : sp.np + chunk * G * d,
                             first ? 0 : G * d);

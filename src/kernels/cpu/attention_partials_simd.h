@@ -38,6 +38,7 @@ struct ChunkOut {
   bool acc;             // add to num/den (else store)
   std::int64_t pf_end;  // the first pass prefetches key j + kValuePrefetch's V row while < pf_end
   std::int64_t d;
+  std::int64_t pf_len;  // elements of a V row prefetched (prefetch_len)
 };
 
 // One chunk [j0, j1) of the numerator for HG heads over CB vectors of columns (CB*L
@@ -60,7 +61,7 @@ void attend_chunk(const float* E, std::int64_t lds, std::int64_t j0, std::int64_
   for (std::int64_t j = j0; j < j1; ++j) {
     const typename Ld::T* vr = vbase + off[j];
     if constexpr (FIRST) {
-      if (j + kValuePrefetch < o.pf_end) prefetch_row(vbase + off[j + kValuePrefetch], o.d);
+      if (j + kValuePrefetch < o.pf_end) prefetch_row(vbase + off[j + kValuePrefetch], o.pf_len);
     }
     typename V::reg vv[CB];
 #pragma GCC unroll 4
@@ -132,12 +133,13 @@ void attn_partials_t(const AttnHeads& a, float* S, std::int64_t lds, const float
   const std::int64_t d = a.kv->head_dim;
   const int G = static_cast<int>(a.group);
   const auto* vbase = static_cast<const typename KvLoad<D>::T*>(a.kv->v_pool) + a.kv_head * d;
+  const std::int64_t pf = prefetch_len<D>(a);
   for (std::int64_t j = j0; j < j0 + kValuePrefetch && j < j1; ++j)
-    prefetch_row(vbase + a.off[j], d);
+    prefetch_row(vbase + a.off[j], pf);
   for (std::int64_t k0 = j0, i = 0; k0 < j1; k0 += kChunk, ++i) {
     const std::int64_t k1 = k0 + kChunk < j1 ? k0 + kChunk : j1;
     chunk_exp(S, lds, G, m, k0, k1);
-    const ChunkOut o{num + i * num_stride, den + i * den_stride, den_stride == 0, j1, d};
+    const ChunkOut o{num + i * num_stride, den + i * den_stride, den_stride == 0, j1, d, pf};
     chunk_num<D>(S, lds, G, k0, k1, vbase, a.off, o);
   }
 }

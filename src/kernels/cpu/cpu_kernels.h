@@ -51,6 +51,9 @@ struct AttnHeads {
   // same ISA), keys [0, t) with no mask offset; the key block starting at j (a multiple of
   // the ISA's lanes) at kt + j * head_dim. Null: the kernels transpose as they go.
   const float* kt = nullptr;
+  // Kv heads of each K/V token row whose lines the kernels prefetch, from this head on: the
+  // heads that the same task runs next over the same keys (1: this head's only).
+  std::int64_t prefetch_heads = 1;
 };
 
 // Scores of keys [j0, j1): S[g * lds + j] = dot(q_g, K[j], d) * scale, and mx[g] = the
