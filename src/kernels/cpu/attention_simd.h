@@ -62,7 +62,8 @@ inline void prefetch_row(const T* row, std::int64_t d) {
 // come to at most kMaxRowPrefetchBytes. Each head's pass over a range of keys (they take
 // turns every 256 keys) otherwise waited on DRAM for its own part of the same token rows
 // (0.5B shape, 2 kv heads of 64, cold KV at 8192-16384 keys: bf16 rows 12-27% less time,
-// f32 rows 0-6%; a prefetcht1 of the other heads' lines was 1.6x slower than none).
+// f32 rows 0-6%; prefetching the other heads' lines with prefetcht1 instead was 1.6x slower
+// than the own head's lines alone).
 // Measured only for rows of 256 (bf16) and 512 bytes (f32); larger rows keep to their own
 // head.
 constexpr std::int64_t kMaxRowPrefetchBytes = 512;
