@@ -139,8 +139,11 @@ void set_view(QuantPanels& out, std::int8_t* qs, QuantFormat format, std::int64_
   v.offset = v.nibble ? form.offset : 0;
   v.planes = v.nibble ? form.planes : 0;
   if (v.ext) v.sm = out.sm.data();
+  if (v.split && v.has_min) v.mm = out.mm.data();
   if (v.split && !v.nibble) v.wsum_hi = out.wsum_hi.data();
   if (v.has_min) v.dm = out.dm.data();
+  // A K format's d and dm are its super-block's: one cell per 8 blocks.
+  for (std::int64_t b = info.block_elems / kQB; b > 1; b /= 2) ++v.dshift;
 }
 
 // Stores q at panel p, block b, column l, k-in-block i of the nibble form (zeroed before).
@@ -172,9 +175,11 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
   std::int8_t* qs =
       out.storage.data() + (64 - reinterpret_cast<std::uintptr_t>(out.storage.data()) % 64) % 64;
   const QuantFormatInfo info = quant_format_info(format);
-  core::assign_huge(out.d, cells, 0);
+  const auto dm_cells = static_cast<std::size_t>(panels * kPanel * nb * kQB / info.block_elems);
+  core::assign_huge(out.d, dm_cells, 0);
   if (info.sub_scaled || info.has_min) core::assign_huge(out.sm, cells, 0);
-  if (info.has_min) core::assign_huge(out.dm, cells, 0);
+  if (split_format(format) && info.has_min) core::assign_huge(out.mm, cells, 0);
+  if (info.has_min) core::assign_huge(out.dm, dm_cells, 0);
   if (form.offset < 0) core::assign_huge(out.wsum, cells, 0);
   if (form.offset < 0 && split_format(format)) core::assign_huge(out.wsum_hi, cells, 0);
   set_view(out, qs, format, n, k, bias, form);
@@ -184,6 +189,7 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
     const std::int64_t p = j / kPanel, l = j % kPanel;
     for (std::int64_t b = 0; b < nb; ++b) {
       const auto at = static_cast<std::size_t>(qd_index(nb, p, b, l));
+      const auto atd = static_cast<std::size_t>(qdm_index(v, p, b, l));
       std::int8_t q[kQB];
       const ref::BlockScales s = ref::decode_block(format, row, b, q);
       std::int32_t sum[2] = {0, 0};
@@ -195,15 +201,20 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
         }
         set_nibble_weight(qs, v, p, b, l, i, q[i]);
       }
-      out.d[at] = f16_bits_of(s.d);
+      // The super-block's blocks share d and dm: the first writes them, the others agree.
+      DETINFER_INTERNAL_CHECK(
+          b % (std::int64_t{1} << v.dshift) == 0 ||
+          (out.d[atd] == f16_bits_of(s.d) && (!v.has_min || out.dm[atd] == f16_bits_of(s.dm))));
+      out.d[atd] = f16_bits_of(s.d);
       // |sum| <= 32 * 128: exact in int16.
       if (!v.nibble) out.wsum[at] = static_cast<std::int16_t>(v.split ? sum[0] : sum[0] + sum[1]);
       if (!v.nibble && v.split) out.wsum_hi[at] = static_cast<std::int16_t>(sum[1]);
-      if (v.ext) {
+      if (v.ext) {  // every sub-scale and min is within int8
         DETINFER_INTERNAL_CHECK(v.split || (s.s[0] == s.s[1] && s.m[0] == s.m[1]));
-        out.sm[at] = pack_sm(s.s, s.m);  // every sub-scale and min is within int8
+        out.sm[at] = pack_sm(s.s[0], v.split ? s.s[1] : s.m[0]);
+        if (v.split && v.has_min) out.mm[at] = pack_sm(s.m[0], s.m[1]);
       }
-      if (v.has_min) out.dm[at] = f16_bits_of(s.dm);
+      if (v.has_min) out.dm[atd] = f16_bits_of(s.dm);
     }
   };
   const auto decode_panels = [&](std::int64_t p0, std::int64_t p1) {
@@ -280,15 +291,15 @@ void quant_widen_row(const PackedLinear::Impl& im, std::int64_t j, float* dst) {
   const cpu::QuantPacked& w = im.quant.view;
   const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
   for (std::int64_t b = 0; b < w.nb; ++b) {
-    const std::int64_t at = cpu::qd_index(w.nb, p, b, l);
+    const std::int64_t at = cpu::qd_index(w.nb, p, b, l), atd = cpu::qdm_index(w, p, b, l);
     for (std::int64_t i = 0; i < kQB; ++i) {  // ref::dequantize_block's formula
+      const int h = i < 16 ? 0 : 1;
       const std::int32_t q = cpu::packed_weight(w, p, b, l, i);
-      const std::int32_t s = !w.ext ? 1 : cpu::sm_byte(w.sm[at], i < 16 ? 0 : 1);
-      const float v = f16_to_f32(w.d[at]) * static_cast<float>(s * q);  // exact
-      dst[b * kQB + i] = w.has_min
-                             ? v - f16_to_f32(w.dm[at]) *
-                                       static_cast<float>(cpu::sm_byte(w.sm[at], i < 16 ? 2 : 3))
-                             : v;
+      const float v =
+          f16_to_f32(w.d[atd]) * static_cast<float>(cpu::packed_sub_scale(w, at, h) * q);
+      dst[b * kQB + i] =
+          w.has_min ? v - f16_to_f32(w.dm[atd]) * static_cast<float>(cpu::packed_sub_min(w, at, h))
+                    : v;  // the products are exact
     }
   }
 }

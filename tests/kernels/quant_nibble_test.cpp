@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,54 @@ TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInFewerBytes) {
     std::printf("[ bytes ] %s n=%lld k=%lld: nibble %zu / int8 %zu = %.3f\n", to_string(f),
                 static_cast<long long>(s.n), static_cast<long long>(s.k), nib.bytes(), i8.bytes(),
                 ratio);
+  }
+}
+
+// The scale cells hold what a block needs and no more: int16 sub-scales (two int8), a
+// second int16 for q2_k's two mins, and a K format's d and dm once per super-block (8
+// blocks), as the file does. Fails when d / dm go back to one cell per block (a q4_k group
+// block read 288 + 64 bytes instead of 256 + 36) or sm to an int32.
+TEST_P(NibbleFormats, ScaleCellsPerBlockAndSuperBlock) {
+  const QuantFormat f = GetParam();
+  const QuantFormatInfo info = quant_format_info(f);
+  const bool split = f == QuantFormat::kQ2_K || f == QuantFormat::kQ3_K || f == QuantFormat::kQ6_K;
+  const bool ext = info.sub_scaled || info.has_min;
+  const std::int64_t dblocks = info.block_elems / 32;
+  const auto bits = [](float v) {  // random scales may be NaN: compare bit patterns
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+  };
+  for (const Shape s : shapes(f)) {
+    const std::vector<std::uint8_t> w = weights(f, s, 13);
+    const cpu::QuantPanels nib = cpu::pack_quant_panels(w.data(), f, s.n, s.k, nullptr);
+    const std::int64_t cells = nib.view.panels * cpu::kPanel * nib.view.nb;
+    EXPECT_EQ(static_cast<std::int64_t>(nib.d.size()), cells / dblocks) << to_string(f);
+    EXPECT_EQ(static_cast<std::int64_t>(nib.dm.size()), info.has_min ? cells / dblocks : 0);
+    EXPECT_EQ(static_cast<std::int64_t>(nib.sm.size()), ext ? cells : 0);
+    EXPECT_EQ(static_cast<std::int64_t>(nib.mm.size()), split && info.has_min ? cells : 0);
+    EXPECT_EQ(nib.view.dshift, info.block_elems == 256 ? 3 : 0);
+    // A K format's blocks read their super-block's scales: every block's d and dm are the
+    // reference's (ref::decode_block) for each column.
+    const std::int64_t row_bytes = quant_row_bytes(f, s.k);
+    for (std::int64_t j = 0; j < s.n; ++j)
+      for (std::int64_t b = 0; b < nib.view.nb; ++b) {
+        std::int8_t q[32];
+        const ref::BlockScales bs = ref::decode_block(f, w.data() + j * row_bytes, b, q);
+        const std::int64_t p = j / cpu::kPanel, l = j % cpu::kPanel;
+        const std::int64_t at = cpu::qd_index(nib.view.nb, p, b, l);
+        const std::int64_t atd = cpu::qdm_index(nib.view, p, b, l);
+        ASSERT_EQ(bits(f16_to_f32(nib.d[static_cast<std::size_t>(atd)])), bits(bs.d))
+            << j << " " << b;
+        for (int h = 0; h < 2; ++h) {
+          ASSERT_EQ(cpu::packed_sub_scale(nib.view, at, h), bs.s[h]) << j << " " << b;
+          ASSERT_EQ(cpu::packed_sub_min(nib.view, at, h), bs.m[h]) << j << " " << b;
+        }
+        if (info.has_min) {
+          ASSERT_EQ(bits(f16_to_f32(nib.dm[static_cast<std::size_t>(atd)])), bits(bs.dm))
+              << j << " " << b;
+        }
+      }
   }
 }
 

@@ -46,11 +46,15 @@ namespace detinfer::kernels::cpu {
 //         of k 16..31.
 // Half-width d and wsum: a q8_0 decode step reads 576 bytes per 512 weights, not 640.
 // `ext` formats (sub-scales or a min term: q4_1, q5_1 and the K formats) also hold, at
-// qd_index, `sm`: the integer sub-scales of the block's halves and its integer mins
-// (ref::BlockScales s[0], s[1], m[0], m[1], each within int8) as the bytes 0..3 of one
-// int32, and with has_min the min scale dm as binary16 bits (also a binary16 widened). Columns past
-// n hold zeros. Any format decodes to the int8 form exactly, and the nibble ones to the nibble
-// form.
+// qd_index, `sm`: int16 whose byte 0 is the sub-scale of the block's first half
+// (ref::BlockScales s[0]) and byte 1 that of its second half s[1] (`split` formats) or its
+// integer min m[0] (the others, where s[1] = s[0] and m[1] = m[0]), each within int8; split
+// formats with a min (q2_k) hold the mins m[0], m[1] as bytes 0 and 1 of `mm`. With has_min,
+// `dm` holds the min scale as binary16 bits (also a binary16 widened). A K format's d and dm
+// are its super-block's (8 blocks), so d and dm hold one cell per 2^dshift blocks
+// (qdm_index; dshift 3 for the K formats, 0 for the others): a q4_k block and group reads
+// 256 + 32 + 16 bytes, not 256 + 64 + 64 + 32. Columns past n hold zeros. Any format decodes
+// to the int8 form exactly, and the nibble ones to the nibble form.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const std::uint16_t* d = nullptr;    // at qd_index, binary16 bits
@@ -65,8 +69,10 @@ struct QuantPacked {
   bool split = false;    // the halves' sub-scales differ (q2_k, q3_k, q6_k): summed apart
   bool has_min = false;  // a min term (q4_1, q5_1, q2_k, q4_k, q5_k)
   const std::int16_t* wsum_hi = nullptr;  // split
-  const std::int32_t* sm = nullptr;       // ext: int8 s[0], s[1], m[0], m[1] (byte 0..3)
-  const std::uint16_t* dm = nullptr;      // has_min, binary16 bits
+  const std::int16_t* sm = nullptr;       // ext: bytes s[0], then s[1] (split) or m[0]
+  const std::int16_t* mm = nullptr;       // split and has_min: bytes m[0], m[1]
+  const std::uint16_t* dm = nullptr;      // has_min, binary16 bits, at qdm_index
+  int dshift = 0;                         // d and dm: one cell per 2^dshift blocks
   bool nibble = false;                    // the nibble form (4 + planes bits per weight)
   std::int32_t offset = 0;                // nibble: u = q + offset
   int planes = 0;                         // nibble: bit planes above the nibble (0..2)
@@ -90,8 +96,7 @@ NibbleForm nibble_form(QuantFormat f);
 struct QuantPanels {
   std::vector<std::int8_t> storage;  // qs at a 64-byte aligned offset
   std::vector<std::uint16_t> d, dm;
-  std::vector<std::int16_t> wsum, wsum_hi;
-  std::vector<std::int32_t> sm;
+  std::vector<std::int16_t> wsum, wsum_hi, sm, mm;
   QuantPacked view;
   QuantPanels() = default;
   QuantPanels(QuantPanels&&) = default;
@@ -99,8 +104,8 @@ struct QuantPanels {
   QuantPanels(const QuantPanels&) = delete;
   QuantPanels& operator=(const QuantPanels&) = delete;
   std::size_t bytes() const {
-    return storage.size() + (d.size() + dm.size() + wsum.size() + wsum_hi.size()) * 2 +
-           sm.size() * sizeof(std::int32_t);
+    return storage.size() +
+           (d.size() + dm.size() + wsum.size() + wsum_hi.size() + sm.size() + mm.size()) * 2;
   }
 };
 
@@ -114,20 +119,35 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat f, std::int64_t n,
 
 inline constexpr std::int64_t kQuantGroup = 16;  // columns interleaved together
 
-// Byte j (0..3) of a packed sm word, sign-extended: s[0], s[1], m[0], m[1].
+// Byte j (0..3) of a packed scale word, sign-extended (sm and mm use bytes 0 and 1).
 inline std::int32_t sm_byte(std::int32_t word, int j) {
   return static_cast<std::int8_t>(static_cast<std::uint32_t>(word) >> (8 * j));
 }
-inline std::int32_t pack_sm(const std::int32_t* s, const std::int32_t* m) {
-  const auto b = [](std::int32_t v, int j) {
-    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(v)) << (8 * j);
-  };
-  return static_cast<std::int32_t>(b(s[0], 0) | b(s[1], 1) | b(m[0], 2) | b(m[1], 3));
+// Two int8 values as the bytes 0 and 1 of an int16 (sm, mm).
+inline std::int16_t pack_sm(std::int32_t b0, std::int32_t b1) {
+  return static_cast<std::int16_t>(
+      static_cast<std::uint16_t>(static_cast<std::uint8_t>(b0) |
+                                 (static_cast<std::uint16_t>(static_cast<std::uint8_t>(b1)) << 8)));
 }
 
 // Index in d / wsum of panel p, block b, column l of the panel.
 inline std::int64_t qd_index(std::int64_t nb, std::int64_t p, std::int64_t b, std::int64_t l) {
   return (p * kPanel + (l / kQuantGroup) * kQuantGroup) * nb + b * kQuantGroup + l % kQuantGroup;
+}
+
+// Index in d / dm of panel p, block b, column l: one cell per 2^dshift blocks.
+inline std::int64_t qdm_index(const QuantPacked& w, std::int64_t p, std::int64_t b,
+                              std::int64_t l) {
+  return qd_index(w.nb >> w.dshift, p, b >> w.dshift, l);
+}
+
+// The integer sub-scale (1 without sub-scales) and min of half h (0, 1) of the block whose
+// cell is at (qd_index), as ref::BlockScales s[h] and m[h].
+inline std::int32_t packed_sub_scale(const QuantPacked& w, std::int64_t at, int h) {
+  return !w.ext ? 1 : sm_byte(w.sm[at], w.split ? h : 0);
+}
+inline std::int32_t packed_sub_min(const QuantPacked& w, std::int64_t at, int h) {
+  return !w.has_min ? 0 : w.split ? sm_byte(w.mm[at], h) : sm_byte(w.sm[at], 1);
 }
 
 // Byte offset in qs of the weight of panel p, block b, column l of the panel, k-in-block i.

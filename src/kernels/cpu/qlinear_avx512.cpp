@@ -67,7 +67,10 @@ struct DotVnni512 {
   static freg add(freg a, freg b) { return _mm512_add_ps(a, b); }
   static freg mul(freg a, freg b) { return _mm512_mul_ps(a, b); }
   static freg sub(freg a, freg b) { return _mm512_sub_ps(a, b); }
-  static ireg loadi(const std::int32_t* p) { return _mm512_loadu_si512(p); }
+  // 16 int16 sign-extended to the lanes (sm, mm: sbyte<0> and sbyte<1> read their bytes).
+  static ireg loadi16(const std::int16_t* p) {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static ireg set1i(std::int32_t v) { return _mm512_set1_epi32(v); }
   static ireg addi(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
   static ireg mullo(ireg a, ireg b) { return _mm512_mullo_epi32(a, b); }

@@ -11,17 +11,16 @@ namespace detinfer::kernels::cpu {
 namespace {
 
 // Block b of column l of panel p as ref::decode_block gave it, read back from the panels.
-ref::BlockScales block_scales(const QuantPacked& w, std::int64_t at) {
+ref::BlockScales block_scales(const QuantPacked& w, std::int64_t p, std::int64_t b,
+                              std::int64_t l) {
+  const std::int64_t at = qd_index(w.nb, p, b, l), atd = qdm_index(w, p, b, l);
   ref::BlockScales s;
-  s.d = f16_to_f32(w.d[at]);
-  if (w.ext) {
-    s.s[0] = sm_byte(w.sm[at], 0);
-    s.s[1] = sm_byte(w.sm[at], 1);
-  }
+  s.d = f16_to_f32(w.d[atd]);
+  if (w.ext)
+    for (int h = 0; h < 2; ++h) s.s[h] = packed_sub_scale(w, at, h);
   if (w.has_min) {
-    s.dm = f16_to_f32(w.dm[at]);
-    s.m[0] = sm_byte(w.sm[at], 2);
-    s.m[1] = sm_byte(w.sm[at], 3);
+    s.dm = f16_to_f32(w.dm[atd]);
+    for (int h = 0; h < 2; ++h) s.m[h] = packed_sub_min(w, at, h);
   }
   return s;
 }
@@ -41,7 +40,7 @@ void qlinear_ref_panels(const QuantPacked& w, const QuantRows& x, float* y, std:
           std::int8_t wq[ref::kQuantBlock];
           for (std::int64_t i = 0; i < ref::kQuantBlock; ++i)
             wq[i] = static_cast<std::int8_t>(packed_weight(w, p, b, l, i));
-          const ref::BlockScales bs = block_scales(w, qd_index(w.nb, p, b, l));
+          const ref::BlockScales bs = block_scales(w, p, b, l);
           s = s + ref::block_value_scaled(bs, w.has_min, xd[r * w.nb + b], wq,
                                           xq + r * w.k + b * ref::kQuantBlock,
                                           w.has_min ? xs + r * 2 * w.nb + 2 * b : nullptr);

@@ -35,7 +35,8 @@ inline std::int32_t load4(const std::int8_t* p) {
 template <int C>
 struct QCols {
   const std::int8_t* w[C];
-  std::int64_t d0[C];
+  std::int64_t d0[C];   // in wsum / sm / mm (qd_index)
+  std::int64_t dd0[C];  // in d / dm (qdm_index: the K formats' super-block cells)
   bool prefetch[C];
   std::int64_t b0, b1;
   const std::int8_t* next[C];
@@ -233,9 +234,12 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
         for (int r = 0; r < R; ++r) acc[h][r] = D::izero();
       qblock_dots<D, R, kAcc, kP>(cols.w[c] + b * kBlockBytes<kP>, a, b, cols.prefetch[c], acc);
       const std::int64_t at = cols.d0[c] + b * kQuantGroup;
-      const typename D::freg dw = D::loadh(w.d + at);
-      const typename D::ireg sm = D::loadi(w.sm + at);  // int8 s_lo, s_hi, m_lo, m_hi
+      const std::int64_t atd = cols.dd0[c] + (b >> w.dshift) * kQuantGroup;
+      const typename D::freg dw = D::loadh(w.d + atd);
+      const typename D::ireg sm = D::loadi16(w.sm + at);  // bytes s_lo, s_hi (split) or m
       const typename D::ireg slo = D::template sbyte<0>(sm);
+      typename D::ireg mm = sm;  // split with a min: bytes m_lo, m_hi
+      if constexpr (kSplit && kMin) mm = D::loadi16(w.mm + at);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         typename D::ireg isum =
@@ -249,11 +253,11 @@ __attribute__((always_inline)) inline void qblocks_ext(const QuantPacked& w, con
           const std::int32_t* xs = a.xs[r] + 2 * b;
           typename D::ireg msum;
           if constexpr (kSplit)
-            msum = D::addi(D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0])),
-                           D::mullo(D::template sbyte<3>(sm), D::set1i(xs[1])));
+            msum = D::addi(D::mullo(D::template sbyte<0>(mm), D::set1i(xs[0])),
+                           D::mullo(D::template sbyte<1>(mm), D::set1i(xs[1])));
           else
-            msum = D::mullo(D::template sbyte<2>(sm), D::set1i(xs[0] + xs[1]));
-          v = D::sub(v, D::mul(D::mul(D::loadh(w.dm + at), dx), D::cvt(msum)));
+            msum = D::mullo(D::template sbyte<1>(sm), D::set1i(xs[0] + xs[1]));
+          v = D::sub(v, D::mul(D::mul(D::loadh(w.dm + atd), dx), D::cvt(msum)));
         }
         s[c * R + r] = D::add(s[c * R + r], v);
       }
@@ -297,6 +301,7 @@ void qtile(const QuantPacked& w, const QRows& a, std::int64_t p, std::int64_t l0
     cols.w[c] =
         w.qs + (w.nibble ? nibble_base(w.nb, w.planes, p, 0, l) : qs_offset(w.nb, p, 0, l, 0));
     cols.d0[c] = qd_index(w.nb, p, 0, l);
+    cols.dd0[c] = qdm_index(w, p, 0, l);
     // One vector per 16-column group prefetches (with 8 lanes, two share its lines).
     const bool lead = D::L == kQuantGroup || l % kQuantGroup == 0;
     cols.prefetch[c] = fetch && lead;
