@@ -121,8 +121,8 @@ TEST_P(NibbleFormats, HoldTheInt8PanelsIntegersInFewerBytes) {
 
 // The scale cells hold what a block needs and no more: int16 sub-scales (two int8), a
 // second int16 for q2_k's two mins, and a K format's d and dm once per super-block (8
-// blocks), as the file does. Fails when d / dm go back to one cell per block (a q4_k group
-// block read 288 + 64 bytes instead of 256 + 36) or sm to an int32.
+// blocks), as the file does. Fails when d / dm go back to one cell per block or sm to an
+// int32 (a q4_k block of a 16-column group read 384 bytes instead of 296).
 TEST_P(NibbleFormats, ScaleCellsPerBlockAndSuperBlock) {
   const QuantFormat f = GetParam();
   const QuantFormatInfo info = quant_format_info(f);

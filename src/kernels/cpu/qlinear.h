@@ -52,9 +52,9 @@ namespace detinfer::kernels::cpu {
 // formats with a min (q2_k) hold the mins m[0], m[1] as bytes 0 and 1 of `mm`. With has_min,
 // `dm` holds the min scale as binary16 bits (also a binary16 widened). A K format's d and dm
 // are its super-block's (8 blocks), so d and dm hold one cell per 2^dshift blocks
-// (qdm_index; dshift 3 for the K formats, 0 for the others): a q4_k block and group reads
-// 256 + 32 + 16 bytes, not 256 + 64 + 64 + 32. Columns past n hold zeros. Any format decodes
-// to the int8 form exactly, and the nibble ones to the nibble form.
+// (qdm_index; dshift 3 for the K formats, 0 for the others): a q4_k block of a 16-column
+// group reads 256 + 32 + 8 bytes (weights, sm, d and dm), not 256 + 64 + 32 + 32. Columns past n
+// hold zeros. Any format decodes to the int8 form exactly, and the nibble ones to the nibble form.
 struct QuantPacked {
   const std::int8_t* qs = nullptr;     // 64-byte aligned
   const std::uint16_t* d = nullptr;    // at qd_index, binary16 bits
