@@ -158,7 +158,7 @@ BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_QuantFormatVsQ8)
     ->ArgNames({"N", "K", "M", "F"})
-    ->ArgsProduct({{4864}, {1024}, {1, 16}, {1, 3, 7, 9}})  // q4_0, q4_1, q4_k, q6_k
+    ->ArgsProduct({{4864}, {1024}, {1, 16}, {1, 2, 3, 7, 9}})  // q4_0, q5_0, q4_1, q4_k, q6_k
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_Q8VsBf16Linear)
