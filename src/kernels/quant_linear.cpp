@@ -202,10 +202,10 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
         set_nibble_weight(qs, v, p, b, l, i, q[i]);
       }
       // The super-block's blocks share d and dm: the first writes them, the others agree.
-      DETINFER_INTERNAL_CHECK(
-          b % (std::int64_t{1} << v.dshift) == 0 ||
-          (out.d[atd] == f16_bits_of(s.d) && (!v.has_min || out.dm[atd] == f16_bits_of(s.dm))));
-      out.d[atd] = f16_bits_of(s.d);
+      const std::uint16_t d_bits = f16_bits_of(s.d), dm_bits = v.has_min ? f16_bits_of(s.dm) : 0;
+      DETINFER_INTERNAL_CHECK(b % (std::int64_t{1} << v.dshift) == 0 ||
+                              (out.d[atd] == d_bits && (!v.has_min || out.dm[atd] == dm_bits)));
+      out.d[atd] = d_bits;
       // |sum| <= 32 * 128: exact in int16.
       if (!v.nibble) out.wsum[at] = static_cast<std::int16_t>(v.split ? sum[0] : sum[0] + sum[1]);
       if (!v.nibble && v.split) out.wsum_hi[at] = static_cast<std::int16_t>(sum[1]);
@@ -214,7 +214,7 @@ QuantPanels pack_quant_panels(const void* blocks, QuantFormat format, std::int64
         out.sm[at] = pack_sm(s.s[0], v.split ? s.s[1] : s.m[0]);
         if (v.split && v.has_min) out.mm[at] = pack_sm(s.m[0], s.m[1]);
       }
-      if (v.has_min) out.dm[atd] = f16_bits_of(s.dm);
+      if (v.has_min) out.dm[atd] = dm_bits;
     }
   };
   const auto decode_panels = [&](std::int64_t p0, std::int64_t p1) {

@@ -114,8 +114,9 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
 }
 
 // The block scales' streams (d, wsum; sm, mm, dm) of vector c, kScaleAhead blocks ahead:
-// 2 bytes per column and block, so one 64-byte line of 16 columns per 2 blocks, prefetched
-// on even blocks (the hardware prefetcher alone left the M = 1 kernels waiting on them).
+// 2 bytes per column and cell, so one 64-byte line of 16 columns per 2 cells, prefetched
+// on even blocks (d and dm: on even cells; a K format's cell spans 8 blocks). The hardware
+// prefetcher alone left the M = 1 kernels waiting on them.
 constexpr std::int64_t kScaleAhead = 16;
 template <int C>
 __attribute__((always_inline)) inline void fetch_scales(const QuantPacked& w, const QCols<C>& cols,
@@ -124,11 +125,13 @@ __attribute__((always_inline)) inline void fetch_scales(const QuantPacked& w, co
   const std::int64_t at = cols.d0[c] + (b + kScaleAhead) * kQuantGroup;
   const std::int64_t atd = cols.dd0[c] + ((b + kScaleAhead) >> w.dshift) * kQuantGroup;
   const auto line = [](const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); };
-  if (((b >> w.dshift) & 1) == 0 || w.dshift == 0) line(w.d + atd);
+  if (((b >> w.dshift) & 1) == 0) {  // b even: for dshift 0 always
+    line(w.d + atd);
+    if (w.dm != nullptr) line(w.dm + atd);
+  }
   if (w.wsum != nullptr) line(w.wsum + at);
   if (w.sm != nullptr) line(w.sm + at);
   if (w.mm != nullptr) line(w.mm + at);
-  if (w.dm != nullptr) line(w.dm + atd);
 }
 
 // The exact integer sum of q * x of row r over block b (half < 0) or its half `half`, from
