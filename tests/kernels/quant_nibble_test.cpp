@@ -224,6 +224,61 @@ TEST_P(NibbleFormats, EveryIsaThreadCountAndMEqualsTheReference) {
   }
 }
 
+// The bytes [first, last) of a ggml block that hold its quants (not d, dm or sub-scales).
+std::pair<int, int> quant_bytes(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kQ4_0:
+      return {2, 18};
+    case QuantFormat::kQ4_1:
+      return {4, 20};
+    case QuantFormat::kQ5_0:
+      return {2, 22};
+    case QuantFormat::kQ5_1:
+      return {4, 24};
+    case QuantFormat::kQ2_K:
+      return {16, 80};
+    case QuantFormat::kQ3_K:
+      return {0, 96};
+    case QuantFormat::kQ4_K:
+      return {16, 144};
+    case QuantFormat::kQ5_K:
+      return {16, 176};
+    default:
+      return {0, 192};  // q6_k: ql, qh
+  }
+}
+
+// Every quant at its largest (all bits set: u = 2^(4 + planes) - 1, the nibble form's
+// widest) against activations all -127 or all +127: every product of a row's sums has one
+// sign, so a kernel that sums more products in a narrow integer than fits (the AVX2 int16
+// sums) gives other bits than the reference.
+TEST_P(NibbleFormats, TheLargestIntegersSumExactly) {
+  const QuantFormat f = GetParam();
+  const auto fns = kernel_variants();
+  const Shape s = k_format(f) ? Shape{77, 512} : Shape{77, 256};
+  std::vector<std::uint8_t> w = weights(f, s, 41);
+  const std::int64_t bytes = quant_format_info(f).block_bytes;
+  const auto [first, last] = quant_bytes(f);
+  for (std::size_t b = 0; b < w.size(); b += static_cast<std::size_t>(bytes))
+    std::memset(w.data() + b + first, 0xFF, static_cast<std::size_t>(last - first));
+  const cpu::QuantPanels nib = cpu::pack_quant_panels(w.data(), f, s.n, s.k, nullptr);
+  for (const float sign : {-1.0f, 1.0f}) {
+    for (std::int64_t m : {1, 2, 5, 16}) {
+      const std::vector<float> x(static_cast<std::size_t>(m * s.k), sign * 0.75f);
+      const Acts a(x, m, s.k);
+      ASSERT_EQ(a.q[0], sign < 0 ? -127 : 127);
+      std::vector<float> want(static_cast<std::size_t>(m * s.n));
+      ref::quant_linear(x.data(), s.k, m, w.data(), f, s.n, s.k, nullptr, want.data(), s.n);
+      for (const auto& [name, fn] : fns) {
+        std::vector<float> got(want.size(), -1.0f);
+        fn(nib.view, a.rows(m), got.data(), s.n, 0, nib.view.panels);
+        ASSERT_TRUE(same_bits(got.data(), want.data(), m * s.n))
+            << name << " x=" << sign << " m=" << m;
+      }
+    }
+  }
+}
+
 // Every format but q8_0 takes the nibble form, with planes_of(f) planes.
 TEST(NibbleForm, EveryFormatButQ8_0UsesIt) {
   for (const QuantFormat f : kAllQuantFormats) {

@@ -20,9 +20,15 @@ struct Dot256 {
         _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
   }
-  // u (unsigned, <= 15) times x, pairs summed in int16 (|sum| <= 2 * 15 * 128), then int32.
-  static ireg dotu(ireg acc, ireg u, std::int32_t x4) {
-    const __m256i p16 = _mm256_maddubs_epi16(u, _mm256_set1_epi32(x4));
+  // The nibble form's products in int16 (qblock_dots sums kT16 t's of them before one
+  // widening): u times x, pairs summed (|p| <= 2 * 63 * 128); their sum; its int32 widening
+  // (pairs of int16 summed) added to acc.
+  static constexpr bool kSum16 = true;
+  static ireg prod16(ireg u, std::int32_t x4) {
+    return _mm256_maddubs_epi16(u, _mm256_set1_epi32(x4));
+  }
+  static ireg add16(ireg a, ireg b) { return _mm256_add_epi16(a, b); }
+  static ireg widen16(ireg acc, ireg p16) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
   }
   // The low and high nibbles of 32 bytes, each as a byte.

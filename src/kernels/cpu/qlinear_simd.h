@@ -5,9 +5,11 @@
 //   D::isum(acc, wsum): the block's exact integer dot product per lane (wsum: int16);
 //   D::loadh(p): D::L binary16 scales widened exactly;
 //   nibble form: D::nibbles(p, lo, hi): the low and high nibbles of the D::L columns' 4
-//   bytes; D::dotu(acc, u, x4): acc plus the 4 products of unsigned u with signed x4, exact;
+//   bytes; D::dotu(acc, u, x4) (kSum16 false): acc plus the 4 products of unsigned u with
+//   signed x4, exact;
 //   D::shl / shr (32-bit lanes), and8 (a byte mask), or8, or_and8 (a | (b & mask)): the
-//   planes' bits.
+//   planes' bits; D::kSum16: the nibble form sums products in int16 first (D::prod16,
+//   add16, then widen16 into acc) where a product is not one instruction into int32.
 // Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace
 // (each with its policies: qlinear_dot256.h, DotVnni512);
 // no include guard.
@@ -85,6 +87,11 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
     }
   } else {
     typename D::ireg planes[kP > 0 ? kP : 1];  // the plane (kP 1) or the crumb rows (kP 2)
+    // D::kSum16: a row's products u * x summed in int16 over kT16 t's (2 kT16 products of
+    // pairs, each |p| <= 2 * (2^(4 + kP) - 1) * 128: 2 kT16 |p| <= 32256 for kP 2, 1 t;
+    // 31744 for kP 1, 2 t; 30720 for kP 0, 4 t), never across a half (kAcc 2): exact.
+    constexpr int kT16 = kP == 0 && kAcc == 1 ? 4 : kP == 2 ? 1 : 2;
+    [[maybe_unused]] typename D::ireg p16[R];
     for (int p = 0; p < kP; ++p) {
       fetch(4 + p);
       planes[p] = D::load(wb + 256 + 64 * p);
@@ -107,7 +114,13 @@ __attribute__((always_inline)) inline void qblock_dots(const std::int8_t* wb, co
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const std::int8_t* x = a.x[r] + b * kQB + t * 8;
-        acc[h][r] = D::dotu(D::dotu(acc[h][r], lo, load4(x)), hi, load4(x + 4));
+        if constexpr (D::kSum16) {  // int16 pair sums of kT16 t's, then one widening add
+          const typename D::ireg p = D::add16(D::prod16(lo, load4(x)), D::prod16(hi, load4(x + 4)));
+          p16[r] = t % kT16 == 0 ? p : D::add16(p16[r], p);
+          if (t % kT16 == kT16 - 1) acc[h][r] = D::widen16(acc[h][r], p16[r]);
+        } else {
+          acc[h][r] = D::dotu(D::dotu(acc[h][r], lo, load4(x)), hi, load4(x + 4));
+        }
       }
     }
   }
