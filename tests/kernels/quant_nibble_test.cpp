@@ -224,30 +224,6 @@ TEST_P(NibbleFormats, EveryIsaThreadCountAndMEqualsTheReference) {
   }
 }
 
-// The bytes [first, last) of a ggml block that hold its quants (not d, dm or sub-scales).
-std::pair<int, int> quant_bytes(QuantFormat f) {
-  switch (f) {
-    case QuantFormat::kQ4_0:
-      return {2, 18};
-    case QuantFormat::kQ4_1:
-      return {4, 20};
-    case QuantFormat::kQ5_0:
-      return {2, 22};
-    case QuantFormat::kQ5_1:
-      return {4, 24};
-    case QuantFormat::kQ2_K:
-      return {16, 80};
-    case QuantFormat::kQ3_K:
-      return {0, 96};
-    case QuantFormat::kQ4_K:
-      return {16, 144};
-    case QuantFormat::kQ5_K:
-      return {16, 176};
-    default:
-      return {0, 192};  // q6_k: ql, qh
-  }
-}
-
 // Every quant at its largest (all bits set: u = 2^(4 + planes) - 1, the nibble form's
 // widest) against activations all -127 or all +127: every product of a row's sums has one
 // sign, so a kernel that sums more products in a narrow integer than fits (the AVX2 int16
@@ -258,7 +234,7 @@ TEST_P(NibbleFormats, TheLargestIntegersSumExactly) {
   const Shape s = k_format(f) ? Shape{77, 512} : Shape{77, 256};
   std::vector<std::uint8_t> w = weights(f, s, 41);
   const std::int64_t bytes = quant_format_info(f).block_bytes;
-  const auto [first, last] = quant_bytes(f);
+  const auto [first, last] = testing::quant_byte_range(f);
   for (std::size_t b = 0; b < w.size(); b += static_cast<std::size_t>(bytes))
     std::memset(w.data() + b + first, 0xFF, static_cast<std::size_t>(last - first));
   const cpu::QuantPanels nib = cpu::pack_quant_panels(w.data(), f, s.n, s.k, nullptr);

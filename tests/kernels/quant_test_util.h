@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "detinfer/philox.h"
@@ -28,6 +29,35 @@ inline std::vector<int> half_offsets(QuantFormat f) {
       return {0, 2};
     default:
       return {0};
+  }
+}
+
+// The bytes [first, last) of a ggml block that hold its quants, not d, dm or the
+// sub-scales (the layouts half_offsets reads the scales of): q4_0 d, qs; q4_1 d, m, qs;
+// q5_0 d, qh, qs; q5_1 d, m, qh, qs; q2_k scales, qs, d, dmin; q3_k hmask, qs, scales, d;
+// q4_k d, dmin, scales, qs; q5_k d, dmin, scales, qh, qs; q6_k ql, qh, scales, d.
+inline std::pair<int, int> quant_byte_range(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kQ4_0:
+      return {2, 18};
+    case QuantFormat::kQ4_1:
+      return {4, 20};
+    case QuantFormat::kQ5_0:
+      return {2, 22};
+    case QuantFormat::kQ5_1:
+      return {4, 24};
+    case QuantFormat::kQ2_K:
+      return {16, 80};
+    case QuantFormat::kQ3_K:
+      return {0, 96};
+    case QuantFormat::kQ4_K:
+      return {16, 144};
+    case QuantFormat::kQ5_K:
+      return {16, 176};
+    case QuantFormat::kQ6_K:
+      return {0, 192};
+    default:
+      return {2, 34};  // q8_0: d, qs
   }
 }
 
