@@ -111,7 +111,9 @@ void BM_Q8VsBf16Linear(benchmark::State& state) {
 }
 
 // args: N, K, M, F (a kernels::QuantFormat number).
-void BM_QuantFormatVsQ8(benchmark::State& state) {
+// resident: one copy of the weights (stays in cache when small: the kernels' arithmetic
+// alone); else enough copies to pass 256 MiB (every call reads its weights from memory).
+void quant_format_vs_q8(benchmark::State& state, bool resident) {
   const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
   const auto f = static_cast<kernels::QuantFormat>(state.range(3));
   const std::vector<float> w = random_floats(n * k, 1);
@@ -121,7 +123,8 @@ void BM_QuantFormatVsQ8(benchmark::State& state) {
     return b;
   };
   const std::vector<std::uint8_t> w8 = quantized(kernels::QuantFormat::kQ8_0), wf = quantized(f);
-  const std::int64_t copies = std::max<std::int64_t>(1, (std::int64_t{256} << 20) / (n * k * 2));
+  const std::int64_t copies =
+      resident ? 1 : std::max<std::int64_t>(1, (std::int64_t{256} << 20) / (n * k * 2));
   std::vector<PackedLinear> q8, qf;
   for (std::int64_t c = 0; c < copies; ++c) {
     q8.push_back(PackedLinear::pack_quantized(w8.data(), kernels::QuantFormat::kQ8_0, n, k));
@@ -152,6 +155,9 @@ void BM_QuantFormatVsQ8(benchmark::State& state) {
                  kernels::to_string(kernels::active_isa()));
 }
 
+void BM_QuantFormatVsQ8(benchmark::State& state) { quant_format_vs_q8(state, false); }
+void BM_QuantFormatVsQ8Resident(benchmark::State& state) { quant_format_vs_q8(state, true); }
+
 }  // namespace
 
 BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond);
@@ -159,6 +165,12 @@ BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantFormatVsQ8)
     ->ArgNames({"N", "K", "M", "F"})
     ->ArgsProduct({{4864}, {1024}, {1, 16}, {1, 2, 3, 7, 9}})  // q4_0, q5_0, q4_1, q4_k, q6_k
+    ->Unit(benchmark::kMillisecond);
+
+// The same with N 256 and one copy: weights and activations in L2 (K 1024: 256 KiB of q8_0).
+BENCHMARK(BM_QuantFormatVsQ8Resident)
+    ->ArgNames({"N", "K", "M", "F"})
+    ->ArgsProduct({{256}, {1024}, {1, 16}, {1, 2, 3, 7, 9}})
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_Q8VsBf16Linear)
