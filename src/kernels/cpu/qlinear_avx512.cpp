@@ -23,9 +23,10 @@ struct DotVnni512 {
   using ireg = __m512i;
   using freg = __m512;
   static constexpr int L = 16;
-  static constexpr bool kShifted = true;  // x4 holds x + 128 (as unsigned bytes)
-  static constexpr int kRowCols = 2;      // vectors per tile of kMaxQRows rows
-  static constexpr bool kSum16 = false;   // dotu accumulates in int32 in one instruction
+  static constexpr bool kShifted = true;       // x4 holds x + 128 (as unsigned bytes)
+  static constexpr int kRowCols = 2;           // vectors per tile of kMaxQRows rows
+  static constexpr bool kSum16 = false;        // dotu accumulates in int32 in one instruction
+  static constexpr int kNibbleStreamCols = 4;  // the whole panel, as the int8 form
   static ireg izero() { return _mm512_setzero_si512(); }
   static ireg load(const std::int8_t* p) { return _mm512_load_si512(p); }
   static ireg dot(ireg acc, ireg w, std::int32_t x4) {

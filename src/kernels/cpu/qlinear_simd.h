@@ -9,7 +9,8 @@
 //   signed x4, exact;
 //   D::shl / shr (32-bit lanes), and8 (a byte mask), or8, or_and8 (a | (b & mask)): the
 //   planes' bits; D::kSum16: the nibble form sums products in int16 first (D::prod16,
-//   add16, then widen16 into acc) where a product is not one instruction into int32.
+//   add16, then widen16 into acc) where a product is not one instruction into int32;
+//   D::kNibbleStreamCols: the nibble form's vectors per tile up to kStreamRows rows.
 // Included ONLY by qlinear_avx2.cpp and qlinear_avx512.cpp inside an anonymous namespace
 // (each with its policies: qlinear_dot256.h, DotVnni512);
 // no include guard.
@@ -397,6 +398,7 @@ QRun next_run(const QuantPacked& w, std::int64_t p, std::int64_t l0, std::int64_
 // Up to kStreamRows rows, a tile spans kStreamCols vectors (the whole 64-column panel
 // with 16 lanes): four weight streams in flight instead of one. At M = 1 a single stream
 // read the q8_0 panels at ~20 GB/s where the bf16 kernel's four reach ~30 (bench_quant).
+// The nibble form takes D::kNibbleStreamCols vectors instead (see the policies).
 // More rows reuse each weight vector instead, in tiles of kMaxQRows rows and one vector.
 constexpr int kStreamRows = 2;
 template <class D>
@@ -468,7 +470,9 @@ void qlinear_panels(const QuantPacked& w, const QuantRows& x, float* y, std::int
   // u, so it reads x.
   const std::int8_t* xq = D::kShifted && !w.nibble ? x.u : x.q;
   DETINFER_INTERNAL_CHECK(xq != nullptr);
-  if (x.m <= kStreamRows)
+  if (x.m <= kStreamRows && w.nibble)
+    qlinear_cols<D, D::kNibbleStreamCols, kStreamRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
+  else if (x.m <= kStreamRows)
     qlinear_cols<D, kStreamCols<D>, kStreamRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
   else if (D::kRowCols > 1 && !w.split)
     qlinear_cols<D, D::kRowCols, kMaxQRows>(w, xq, x.d, x.xs, x.m, y, ldy, p0, p1);
