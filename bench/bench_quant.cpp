@@ -69,6 +69,46 @@ void BM_VnniPeak(benchmark::State& state) {
       64.0 * 24 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
 }
 
+// The AVX2 int8 ceiling (Dot256, no VNNI): 6 independent chains of the int8 form's
+// product, vpmaddubsw (32 u8 x s8 products, pairs summed in int16) + vpmaddwd (pairs into
+// int32) + vpaddd, i.e. 32 multiply-adds, without the vpsignb / vpabsb the kernel also
+// pays: what any AVX2 quantized kernel of spec v1's exact products can reach per core.
+__attribute__((target("avx2"))) void avx2_int8_chains(std::int64_t iters) {
+  asm volatile(
+      "vpxor %%ymm0, %%ymm0, %%ymm0\n\tvpxor %%ymm1, %%ymm1, %%ymm1\n\t"
+      "vpxor %%ymm15, %%ymm15, %%ymm15" ::
+          : "xmm0", "xmm1", "xmm15");
+  for (std::int64_t it = 0; it < iters; ++it) {
+#define DETINFER_I8(t, a)                   \
+  "vpmaddubsw %%ymm1, %%ymm0, %%ymm" #t     \
+  "\n\t"                                    \
+  "vpmaddwd %%ymm15, %%ymm" #t ", %%ymm" #t \
+  "\n\t"                                    \
+  "vpaddd %%ymm" #t ", %%ymm" #a ", %%ymm" #a "\n\t"
+    asm volatile(DETINFER_I8(2, 8) DETINFER_I8(3, 9) DETINFER_I8(4, 10) DETINFER_I8(5, 11)
+                     DETINFER_I8(6, 12) DETINFER_I8(7, 13)::
+                         : "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+                           "xmm11", "xmm12", "xmm13");
+#undef DETINFER_I8
+  }
+}
+
+void BM_Avx2Int8Peak(benchmark::State& state) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx2)) {
+    state.SkipWithError("no AVX2 on this CPU");
+    return;
+  }
+  constexpr std::int64_t kIters = 1 << 20;
+  double cpu = 0;
+  for (auto _ : state) {
+    const auto c0 = std::clock();
+    avx2_int8_chains(kIters);
+    cpu += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  }
+  state.counters["cpu_GMACS"] =
+      32.0 * 6 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
+}
+
 // args: N, K, M.
 void BM_Q8VsBf16Linear(benchmark::State& state) {
   const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
@@ -161,6 +201,7 @@ void BM_QuantFormatVsQ8Resident(benchmark::State& state) { quant_format_vs_q8(st
 }  // namespace
 
 BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Avx2Int8Peak)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_QuantFormatVsQ8)
     ->ArgNames({"N", "K", "M", "F"})
