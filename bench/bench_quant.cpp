@@ -4,7 +4,9 @@
 // same-run ratio (the counters bf16_ms, q8_ms and q8_over_bf16 are per call; the weights
 // rotate over copies of ~256 MiB per format, so they come from DRAM as in a real model).
 // BM_QuantFormatVsQ8 does the same for another format (F = QuantFormat number) against
-// q8_0 (counters q8_ms, fmt_ms, fmt_over_q8, and the packed bytes per weight).
+// q8_0 (counters q8_ms, fmt_ms, fmt_over_q8, and the packed bytes per weight), and
+// BM_QuantFormatVsQ8Resident with one small copy (the arithmetic alone). BM_VnniPeak and
+// BM_Avx2Int8Peak: the int8 product ceilings per core (VNNI, AVX2).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
