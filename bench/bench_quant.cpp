@@ -210,7 +210,7 @@ BENCHMARK(BM_QuantFormatVsQ8)
     ->ArgsProduct({{4864}, {1024}, {1, 2, 16}, {1, 2, 3, 7, 9}})  // q4_0, q5_0, q4_1, q4_k, q6_k
     ->Unit(benchmark::kMillisecond);
 
-// The same with N 256 and one copy: weights and activations in L2 (K 1024: 256 KiB of q8_0).
+// The same with N 256 and one copy: weights and activations in L2 (q8_0: 272 KiB).
 BENCHMARK(BM_QuantFormatVsQ8Resident)
     ->ArgNames({"N", "K", "M", "F"})
     ->ArgsProduct({{256}, {1024}, {1, 16}, {1, 2, 3, 7, 9}})

@@ -12,9 +12,11 @@ struct Dot256 {
   static constexpr bool kShifted = false;
   static constexpr int kRowCols = 1;  // vectors per tile of kMaxQRows rows (16 registers)
   // Up to kStreamRows rows, the nibble form takes 2 vectors (one 16-column group, one
-  // stream) where the int8 form takes 4: at M = 1 on Zen 3 (bench_quant
-  // BM_QuantFormatVsQ8, one thread) 5-11% less time for q4_0 / q5_0 / q4_k / q6_k than 4
-  // (docs/performance.md, session 34), while q8_0 with 2 lost up to 18% at K 4864.
+  // stream) where the int8 form takes 4. Measured on Zen 3 (bench_quant BM_QuantFormatVsQ8,
+  // one thread, weights from memory; docs/performance.md, session 34): q4_0 / q5_0 / q4_k /
+  // q6_k 5-11% less time at M 1 and 5-17% at M 2 than with 4, though ~10% more with the
+  // weights in cache (BM_QuantFormatVsQ8Resident), which a decode step never has; q8_0 with
+  // 2 lost up to 18% at K 4864. Not measured on AVX-512 CPUs without VNNI (this policy too).
   static constexpr int kNibbleStreamCols = 2;
   static ireg izero() { return _mm256_setzero_si256(); }
   static ireg load(const std::int8_t* p) {
