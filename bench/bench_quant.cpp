@@ -55,20 +55,26 @@ __attribute__((target("avx512f,avx512vnni"))) void vnni_chains(std::int64_t iter
   }
 }
 
+// Runs chains(iters) per iteration and reports cpu_GMACS: macs_per_iter multiply-adds per
+// loop iteration of chains, per process CPU second (the int8 ceilings below).
+void int8_peak(benchmark::State& state, void (*chains)(std::int64_t), double macs_per_iter) {
+  constexpr std::int64_t kIters = 1 << 20;
+  double cpu = 0;
+  for (auto _ : state) {
+    const auto c0 = std::clock();
+    chains(kIters);
+    cpu += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  }
+  state.counters["cpu_GMACS"] =
+      macs_per_iter * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
+}
+
 void BM_VnniPeak(benchmark::State& state) {
   if (!kernels::isa_supported(kernels::Isa::kAvx512) || !__builtin_cpu_supports("avx512vnni")) {
     state.SkipWithError("no AVX-512 VNNI on this CPU");
     return;
   }
-  constexpr std::int64_t kIters = 1 << 20;
-  double cpu = 0;
-  for (auto _ : state) {
-    const auto c0 = std::clock();
-    vnni_chains(kIters);
-    cpu += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-  }
-  state.counters["cpu_GMACS"] =
-      64.0 * 24 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
+  int8_peak(state, vnni_chains, 64.0 * 24);
 }
 
 // The AVX2 int8 ceiling (Dot256, no VNNI): 6 independent chains of the int8 form's
@@ -100,15 +106,7 @@ void BM_Avx2Int8Peak(benchmark::State& state) {
     state.SkipWithError("no AVX2 on this CPU");
     return;
   }
-  constexpr std::int64_t kIters = 1 << 20;
-  double cpu = 0;
-  for (auto _ : state) {
-    const auto c0 = std::clock();
-    avx2_int8_chains(kIters);
-    cpu += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-  }
-  state.counters["cpu_GMACS"] =
-      32.0 * 6 * kIters * static_cast<double>(state.iterations()) / cpu / 1e9;
+  int8_peak(state, avx2_int8_chains, 32.0 * 6);
 }
 
 // args: N, K, M.
